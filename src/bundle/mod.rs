@@ -1,0 +1,1 @@
+//! bundle: placeholder, filled in by its owner.

@@ -1,0 +1,1 @@
+//! catalog: placeholder, filled in by its owner.

@@ -1,0 +1,1 @@
+//! codec: placeholder, filled in by its owner.

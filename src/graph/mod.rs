@@ -1,0 +1,1 @@
+//! graph: placeholder, filled in by its owner.

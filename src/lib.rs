@@ -1,0 +1,24 @@
+//! olm-rs: an Operator Lifecycle Manager compatible catalog and installer for Kubernetes.
+//!
+//! The crate is split the way the architecture notes ask: a pure core that decides and a thin
+//! imperative shell that talks to the outside world.
+//!
+//! Functional core (synchronous, deterministic, no I/O, no tokio, no kube client):
+//! - [`codec`]: the one place YAML/JSON text is turned into values and back.
+//! - [`version_range`]: blang/semver range grammar used by `skipRange` and `olm.package.required`.
+//! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
+//! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
+//! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
+//!
+//! Imperative shell:
+//! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
+//! - [`cli`]: the `kubectl-olm` command line.
+#![warn(missing_docs)]
+
+pub mod bundle;
+pub mod catalog;
+pub mod cli;
+pub mod codec;
+pub mod graph;
+pub mod source;
+pub mod version_range;

@@ -1,0 +1,1 @@
+//! source: placeholder, filled in by its owner.

@@ -1,0 +1,1 @@
+//! version_range: placeholder, filled in by its owner.
