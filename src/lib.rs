@@ -10,15 +10,21 @@
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
 //!
+//! Kubernetes API types (no client):
+//! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
+//!
 //! Imperative shell:
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
+//! - [`redis_operator`]: the bundled Redis operator (`RedisCluster`), shipped through the catalog.
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod codec;
 pub mod graph;
+pub mod redis_operator;
 pub mod source;
 pub mod version_range;

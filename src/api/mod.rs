@@ -1,0 +1,1 @@
+//! api: placeholder, filled in by its owner.

@@ -1,0 +1,1 @@
+//! redis_operator: placeholder, filled in by its owner.
