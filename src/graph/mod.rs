@@ -131,7 +131,7 @@ use crate::version_range::{self, Range};
 
 /// One entry of a channel, as the catalog model hands it over (FBC `olm.channel` entry plus the
 /// bundle's version).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// Bundle (CSV) name, unique within the channel.
     pub name: String,
