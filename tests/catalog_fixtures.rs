@@ -3,6 +3,8 @@
 //! snapshot (`tests/snapshots/catalog_fixtures__invalid_<case>.snap`). Adding a case is adding a
 //! directory (and accepting its snapshot).
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::path::{Path, PathBuf};
 
 use olm_rs::{
