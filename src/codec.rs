@@ -37,7 +37,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 /// Result alias for this module.
@@ -126,13 +126,13 @@ pub enum Format {
 
 /// One decoded document of a stream.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Document {
+pub struct Document<T = Value> {
     /// 0-based index of the document among the non-empty documents of the stream.
     pub index: usize,
     /// 1-based line on which the document starts, when known (JSON streams only).
     pub line: Option<usize>,
     /// The document itself.
-    pub value: Value,
+    pub value: T,
 }
 
 /// The documents of one text, and the error that stopped decoding, if any.
@@ -169,6 +169,80 @@ pub fn decode_documents(path: &str, text: &str) -> Decoded {
         Format::Json => decode_json_stream(path, text),
         Format::Yaml => decode_yaml_stream(path, text),
     }
+}
+
+/// Decodes every document of `text` straight into `T`, without building JSON trees: the fast path
+/// for callers that fall back to [`decode_documents`] (and its precise messages) when this fails.
+/// Same format detection and empty-document rule as [`decode_documents`]; a JSON `null` document
+/// is an error here.
+///
+/// # Errors
+/// The first syntax or type error; no documents are returned then.
+pub fn decode_documents_as<T: DeserializeOwned>(path: &str, text: &str) -> Result<Vec<Document<T>>> {
+    let text = strip_bom(text);
+    let mut out = Vec::new();
+    match detect_format(text) {
+        Format::Json => {
+            let mut stream = serde_json::Deserializer::from_str(text).into_iter::<T>();
+            let mut line_counter = LineCounter::new(text);
+            loop {
+                let before = stream.byte_offset();
+                let start = before
+                    + text
+                        .get(before..)
+                        .map_or(0, |rest| rest.len() - rest.trim_start().len());
+                match stream.next() {
+                    None => break,
+                    Some(Ok(value)) => {
+                        let line = Some(line_counter.line_at(start));
+                        out.push(Document {
+                            index: out.len(),
+                            line,
+                            value,
+                        });
+                    }
+                    Some(Err(err)) => {
+                        return Err(Error::InvalidJson {
+                            location: Location {
+                                path: path.to_owned(),
+                                document: out.len(),
+                                line: Some(err.line()),
+                                column: Some(err.column()),
+                            },
+                            message: strip_json_position(&err.to_string()),
+                        });
+                    }
+                }
+            }
+        }
+        Format::Yaml => {
+            for doc in serde_yaml::Deserializer::from_str(text) {
+                match Option::<T>::deserialize(doc) {
+                    Ok(None) => {}
+                    Ok(Some(value)) => out.push(Document {
+                        index: out.len(),
+                        line: None,
+                        value,
+                    }),
+                    Err(err) => {
+                        let (line, column) = err
+                            .location()
+                            .map_or((None, None), |l| (Some(l.line()), Some(l.column())));
+                        return Err(Error::InvalidYaml {
+                            location: Location {
+                                path: path.to_owned(),
+                                document: out.len(),
+                                line,
+                                column,
+                            },
+                            message: strip_yaml_position(&err.to_string()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn decode_json_stream(path: &str, text: &str) -> Decoded {

@@ -40,7 +40,7 @@ use std::{fmt, sync::Arc};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::codec;
+use crate::{catalog::raw::RawJson, codec};
 
 /// Schema of package blobs.
 pub const SCHEMA_PACKAGE: &str = "olm.package";
@@ -90,14 +90,25 @@ impl fmt::Display for Origin {
 }
 
 /// A raw property: a type name and an arbitrary JSON value (typed in
-/// [`crate::catalog::property`]).
+/// [`crate::catalog::property`]), kept as compact JSON text until it is parsed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Property {
     /// The property type, such as `olm.package` or `olm.gvk`.
     #[serde(rename = "type")]
     pub type_: String,
-    /// The property value; `Null` when the blob had none.
-    pub value: Value,
+    /// The property value; `null` when the blob had none.
+    pub value: RawJson,
+}
+
+impl Property {
+    /// A property of type `type_` holding `value`.
+    #[must_use]
+    pub fn new(type_: &str, value: &Value) -> Self {
+        Self {
+            type_: type_.to_owned(),
+            value: RawJson::from_value(value),
+        }
+    }
 }
 
 /// A package icon: base64 data and its media type.
@@ -499,7 +510,9 @@ impl<'o> Fields<'o> {
         for (path, map) in items {
             let mut f = self.nested(map, path);
             let type_ = f.string("type")?;
-            let value = f.take("value").unwrap_or(Value::Null);
+            let value = f
+                .take("value")
+                .map_or_else(RawJson::null, |v| RawJson::from_value(&v));
             out.push(Property { type_, value });
         }
         Ok(out)
@@ -624,10 +637,221 @@ fn snippet(value: &Value, max: usize) -> String {
     }
 }
 
+/// The fast path: every field any known schema has, typed, decoded straight from the text.
+/// Unknown fields are refused so that anything unusual (an unknown field, a key in another case,
+/// a wrong type) falls back to the precise, Go-compatible path of [`DeclarativeConfig::add_value`].
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastBlob {
+    schema: Option<Str>,
+    name: Option<Str>,
+    package: Option<Str>,
+    #[serde(rename = "defaultChannel")]
+    default_channel: Option<Str>,
+    icon: Option<FastIcon>,
+    description: Option<Str>,
+    properties: Option<Vec<FastProperty>>,
+    entries: Option<Vec<FastEntry>>,
+    image: Option<Str>,
+    #[serde(rename = "relatedImages")]
+    related_images: Option<Vec<FastRelatedImage>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastIcon {
+    base64data: Option<Str>,
+    mediatype: Option<Str>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastProperty {
+    #[serde(rename = "type")]
+    type_: Option<Str>,
+    value: Option<RawJson>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastEntry {
+    name: Option<Str>,
+    replaces: Option<Str>,
+    skips: Option<Vec<Option<Str>>>,
+    #[serde(rename = "skipRange")]
+    skip_range: Option<Str>,
+    reference: Option<FastReference>,
+    message: Option<Str>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastReference {
+    schema: Option<Str>,
+    name: Option<Str>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastRelatedImage {
+    name: Option<Str>,
+    image: Option<Str>,
+}
+
+/// A string that must be a string: YAML deserializers would otherwise turn `1` or `true` into the
+/// text "1" or "true", where Go (which converts YAML to JSON first) reports a type error.
+struct Str(String);
+
+impl<'de> serde::Deserialize<'de> for Str {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Str;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str, E> {
+                Ok(Str(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str, E> {
+                Ok(Str(v))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+fn fast_properties(props: Option<Vec<FastProperty>>) -> Vec<Property> {
+    props
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| Property {
+            type_: p.type_.map(|s| s.0).unwrap_or_default(),
+            value: p.value.unwrap_or_default(),
+        })
+        .collect()
+}
+
 impl DeclarativeConfig {
+    /// Adds a blob decoded by the fast path; `false` (nothing added) when the blob needs the
+    /// precise path: missing or unknown schema (kept verbatim there), or fields that belong to
+    /// another schema.
+    fn add_fast(&mut self, origin: Origin, blob: FastBlob) -> bool {
+        let s = |v: Option<Str>| v.map(|s| s.0).unwrap_or_default();
+        let FastBlob {
+            schema,
+            name,
+            package,
+            default_channel,
+            icon,
+            description,
+            properties,
+            entries,
+            image,
+            related_images,
+        } = blob;
+        let Some(Str(schema)) = schema else { return false };
+        match schema.as_str() {
+            SCHEMA_PACKAGE => self.packages.push(Package {
+                schema,
+                name: s(name),
+                default_channel: s(default_channel),
+                icon: icon.map(|i| Icon {
+                    base64data: s(i.base64data),
+                    mediatype: s(i.mediatype),
+                }),
+                description: s(description),
+                properties: fast_properties(properties),
+                origin,
+            }),
+            SCHEMA_CHANNEL => self.channels.push(Channel {
+                schema,
+                name: s(name),
+                package: s(package),
+                entries: entries
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| ChannelEntry {
+                        name: s(e.name),
+                        replaces: s(e.replaces),
+                        skips: e.skips.unwrap_or_default().into_iter().map(s).collect(),
+                        skip_range: s(e.skip_range),
+                    })
+                    .collect(),
+                properties: fast_properties(properties),
+                origin,
+            }),
+            SCHEMA_BUNDLE => self.bundles.push(Bundle {
+                schema,
+                name: s(name),
+                package: s(package),
+                image: s(image),
+                properties: fast_properties(properties),
+                related_images: related_images
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| RelatedImage {
+                        name: s(r.name),
+                        image: s(r.image),
+                    })
+                    .collect(),
+                origin,
+            }),
+            SCHEMA_DEPRECATIONS => self.deprecations.push(Deprecation {
+                schema,
+                package: s(package),
+                entries: entries
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| DeprecationEntry {
+                        reference: match e.reference {
+                            Some(r) => PackageScopedReference {
+                                schema: s(r.schema),
+                                name: s(r.name),
+                            },
+                            None => PackageScopedReference {
+                                schema: String::new(),
+                                name: String::new(),
+                            },
+                        },
+                        message: s(e.message),
+                    })
+                    .collect(),
+                origin,
+            }),
+            _ => return false,
+        }
+        true
+    }
+
     /// Decodes `text` (displayed as `path`) and adds its blobs; returns every problem found.
     /// Documents that fail are skipped; the others are kept.
+    ///
+    /// Well-formed files take a fast path that decodes blobs straight from the text; a file with
+    /// anything unusual in it is decoded again document by document through JSON values, which
+    /// gives the Go-compatible treatment and precise messages described in the module docs.
     pub fn decode_str(&mut self, path: &str, text: &str) -> Vec<DecodeError> {
+        if let Ok(docs) = codec::decode_documents_as::<FastBlob>(path, text) {
+            let shared: Arc<str> = Arc::from(path);
+            let mut staged = DeclarativeConfig::default();
+            let all_fast = docs.into_iter().all(|doc| {
+                let origin = Origin {
+                    path: Arc::clone(&shared),
+                    document: doc.index,
+                    line: doc.line,
+                };
+                staged.add_fast(origin, doc.value)
+            });
+            if all_fast {
+                self.merge(staged);
+                return Vec::new();
+            }
+        }
+        self.decode_str_precise(path, text)
+    }
+
+    /// The precise path of [`DeclarativeConfig::decode_str`]: documents as JSON values, then blobs.
+    pub fn decode_str_precise(&mut self, path: &str, text: &str) -> Vec<DecodeError> {
         let decoded = codec::decode_documents(path, text);
         let path: Arc<str> = Arc::from(path);
         let mut problems = Vec::new();
@@ -816,5 +1040,151 @@ impl DeclarativeConfig {
     /// A [`codec::Error`] if a blob cannot be encoded.
     pub fn to_json(&self) -> codec::Result<String> {
         codec::to_json_stream(&self.blobs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_SCHEMAS: &str = r#"
+schema: olm.package
+name: etcd
+defaultChannel: stable
+icon: {base64data: PHN2Zy8+, mediatype: image/svg+xml}
+description: key-value store
+---
+schema: olm.channel
+package: etcd
+name: stable
+entries:
+  - name: etcd.v0.9.2
+    replaces: etcd.v0.9.0
+    skips: [etcd.v0.9.1, null]
+    skipRange: '>=0.9.0 <0.9.2'
+  - name: etcd.v0.9.0
+---
+schema: olm.bundle
+package: etcd
+name: etcd.v0.9.2
+image: quay.io/example/etcd:v0.9.2
+properties:
+  - type: olm.package
+    value: {packageName: etcd, version: 0.9.2}
+  - type: olm.csv.metadata
+    value:
+      displayName: etcd
+      crdDescriptions:
+        owned:
+          - {name: a.b, version: v1, kind: A, specDescriptors: [{path: size, x-descriptors: [a]}]}
+relatedImages:
+  - {name: op, image: quay.io/example/op:v1}
+---
+schema: olm.deprecations
+package: etcd
+entries:
+  - reference: {schema: olm.bundle, name: etcd.v0.9.0}
+    message: use 0.9.2
+"#;
+
+    fn both_paths(text: &str) -> (DeclarativeConfig, DeclarativeConfig) {
+        let mut fast = DeclarativeConfig::default();
+        assert!(fast.decode_str("c", text).is_empty());
+        let mut precise = DeclarativeConfig::default();
+        assert!(precise.decode_str_precise("c", text).is_empty());
+        (fast, precise)
+    }
+
+    #[test]
+    fn the_fast_and_precise_paths_decode_every_schema_identically() {
+        let (fast, precise) = both_paths(ALL_SCHEMAS);
+        assert_eq!(fast, precise);
+        assert_eq!(
+            fast.packages[0].icon.as_ref().map(|i| i.mediatype.as_str()),
+            Some("image/svg+xml")
+        );
+        assert_eq!(
+            fast.channels[0].entries[0].skips,
+            vec!["etcd.v0.9.1".to_owned(), String::new()]
+        );
+        assert_eq!(fast.bundles[0].related_images[0].image, "quay.io/example/op:v1");
+        assert_eq!(fast.deprecations[0].entries[0].reference.name, "etcd.v0.9.0");
+        // The same catalog as a JSON stream gives the same blobs (origins aside: JSON has lines).
+        let json = fast.to_json().unwrap();
+        let (fast_json, precise_json) = both_paths(&json);
+        assert_eq!(fast_json, precise_json);
+        let strip = |c: &DeclarativeConfig| {
+            c.blobs()
+                .iter()
+                .map(|b| serde_json::to_value(b).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(&fast_json), strip(&fast));
+    }
+
+    #[test]
+    fn keys_in_another_case_match_like_go_and_unknown_fields_are_ignored() {
+        let text = "Schema: olm.package\nName: etcd\nDefaultChannel: stable\nunknownField: 3\n";
+        let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.yaml", text);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(cfg.packages[0].name, "etcd");
+        assert_eq!(cfg.packages[0].default_channel, "stable");
+    }
+
+    #[test]
+    fn a_wrongly_typed_field_names_its_path_and_the_document_is_skipped() {
+        let text = "schema: olm.channel\npackage: etcd\nname: s\nentries:\n  - name: a\n    skips: [1]\n";
+        let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.yaml", text);
+        assert!(cfg.channels.is_empty());
+        assert_eq!(
+            problems[0].to_string(),
+            "c.yaml (document 0): olm.channel \"s\": field `entries[0].skips[0]`: expected a string, found a number"
+        );
+    }
+
+    #[test]
+    fn objects_without_schema_and_non_objects_are_reported_and_the_rest_kept() {
+        let text = "name: orphan\n---\n[1, 2]\n---\nschema: olm.package\nname: etcd\n";
+        let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.yaml", text);
+        assert_eq!(cfg.packages.len(), 1);
+        assert!(
+            matches!(&problems[0], DecodeError::MissingSchema { snippet, .. } if snippet == r#"{"name":"orphan"}"#)
+        );
+        assert!(matches!(
+            &problems[1],
+            DecodeError::NotAnObject { found: "a list", .. }
+        ));
+    }
+
+    #[test]
+    fn unknown_schemas_are_kept_verbatim_with_their_schema_first() {
+        let text = "kind: x\nschema: example.com.notes\npackage: etcd\nname: n\nbody: {a: [1]}\n";
+        let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.yaml", text);
+        assert!(problems.is_empty());
+        let meta = &cfg.others[0];
+        assert_eq!(
+            (meta.schema.as_str(), meta.package.as_str(), meta.name.as_str()),
+            ("example.com.notes", "etcd", "n")
+        );
+        let keys: Vec<_> = meta.blob.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, vec!["schema", "kind", "package", "name", "body"]);
+        assert!(cfg.to_yaml().unwrap().contains("body:\n  a:\n  - 1\n"));
+    }
+
+    #[test]
+    fn blobs_are_written_grouped_by_package_in_opm_order() {
+        let (cfg, _) = DeclarativeConfig::from_str_with_problems("c", ALL_SCHEMAS);
+        let schemas: Vec<_> = cfg
+            .blobs()
+            .iter()
+            .map(|b| match b {
+                Blob::Package(_) => "package",
+                Blob::Channel(_) => "channel",
+                Blob::Bundle(_) => "bundle",
+                Blob::Deprecation(_) => "deprecation",
+                Blob::Other(_) => "other",
+            })
+            .collect();
+        assert_eq!(schemas, vec!["package", "channel", "bundle", "deprecation"]);
     }
 }

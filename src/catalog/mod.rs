@@ -45,6 +45,7 @@
 pub mod declcfg;
 pub mod model;
 pub mod property;
+pub mod raw;
 pub mod validate;
 
 pub use declcfg::DeclarativeConfig;

@@ -37,14 +37,14 @@
 //! never copied) and decoded only when asked ([`BundleObject::decode`]). Validation checks the
 //! base64 alphabet and length without allocating ([`BundleObject::check`]).
 
-use std::fmt;
+use std::{collections::BTreeMap, fmt};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::declcfg,
+    catalog::{declcfg, raw::RawJson},
     codec,
     version_range::{self, Range},
 };
@@ -279,17 +279,17 @@ pub struct CrdDescription {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// Kinds the operator creates for this resource.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub resources: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<RawJson>,
     /// UI descriptors of the spec.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub spec_descriptors: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_descriptors: Option<RawJson>,
     /// UI descriptors of the status.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub status_descriptors: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_descriptors: Option<RawJson>,
     /// UI actions.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub action_descriptors: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_descriptors: Option<RawJson>,
 }
 
 /// Owned and required CRDs.
@@ -312,11 +312,11 @@ pub struct CrdDescriptions {
 #[serde(rename_all = "camelCase")]
 pub struct CsvMetadata {
     /// CSV annotations (`alm-examples`, `capabilities`, `categories`, ...).
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub annotations: Map<String, Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
     /// CSV labels.
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub labels: Map<String, Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     /// Human name of the operator.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub display_name: String,
@@ -347,9 +347,58 @@ pub struct CsvMetadata {
     /// Owned and required CRDs.
     #[serde(rename = "crdDescriptions", skip_serializing_if = "is_empty_crds")]
     pub crd_descriptions: CrdDescriptions,
-    /// Every other field, kept verbatim.
+    /// Every other field (`apiServiceDefinitions`, `nativeAPIs`, future fields), kept verbatim.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: BTreeMap<String, RawJson>,
+}
+
+/// The fast path for `olm.csv.metadata`: decoded straight from the JSON text. Any field not
+/// listed here, or of the wrong type, sends the value to the precise path instead.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FastCsvMetadata {
+    annotations: Option<BTreeMap<String, String>>,
+    labels: Option<BTreeMap<String, String>>,
+    display_name: Option<String>,
+    description: Option<String>,
+    install_modes: Option<Vec<InstallMode>>,
+    keywords: Option<Vec<String>>,
+    maintainers: Option<Vec<Maintainer>>,
+    links: Option<Vec<AppLink>>,
+    provider: Option<AppLink>,
+    maturity: Option<String>,
+    min_kube_version: Option<String>,
+    crd_descriptions: Option<CrdDescriptions>,
+    api_service_definitions: Option<RawJson>,
+    #[serde(rename = "nativeAPIs")]
+    native_apis: Option<RawJson>,
+}
+
+impl From<FastCsvMetadata> for CsvMetadata {
+    fn from(f: FastCsvMetadata) -> Self {
+        let mut extra = BTreeMap::new();
+        if let Some(v) = f.api_service_definitions {
+            extra.insert("apiServiceDefinitions".to_owned(), v);
+        }
+        if let Some(v) = f.native_apis {
+            extra.insert("nativeAPIs".to_owned(), v);
+        }
+        CsvMetadata {
+            annotations: f.annotations.unwrap_or_default(),
+            labels: f.labels.unwrap_or_default(),
+            display_name: f.display_name.unwrap_or_default(),
+            description: f.description.unwrap_or_default(),
+            install_modes: f.install_modes.unwrap_or_default(),
+            keywords: f.keywords.unwrap_or_default(),
+            maintainers: f.maintainers.unwrap_or_default(),
+            links: f.links.unwrap_or_default(),
+            provider: f.provider,
+            maturity: f.maturity.unwrap_or_default(),
+            min_kube_version: f.min_kube_version.unwrap_or_default(),
+            crd_descriptions: f.crd_descriptions.unwrap_or_default(),
+            extra,
+        }
+    }
 }
 
 fn is_empty_crds(c: &CrdDescriptions) -> bool {
@@ -424,7 +473,7 @@ impl CsvMetadata {
             "minKubeVersion" => self.min_kube_version = conv(value)?,
             "crdDescriptions" => self.crd_descriptions = conv(value)?,
             _ => {
-                self.extra.insert(key.to_owned(), value);
+                self.extra.insert(key.to_owned(), RawJson::from_value(&value));
             }
         }
         Ok(())
@@ -455,10 +504,10 @@ pub enum Property {
     CsvMetadata(Box<CsvMetadata>),
     /// `olm.constraint`, kept as its JSON value.
     #[serde(rename = "olm.constraint")]
-    Constraint(Value),
+    Constraint(RawJson),
     /// `olm.deprecated`, kept as its JSON value.
     #[serde(rename = "olm.deprecated")]
-    Deprecated(Value),
+    Deprecated(RawJson),
     /// Any other type, unchanged.
     #[serde(untagged)]
     Other(declcfg::Property),
@@ -480,9 +529,9 @@ pub struct Properties {
     /// CSV metadata (normally at most one).
     pub csv_metadata: Vec<CsvMetadata>,
     /// Generic constraints.
-    pub constraints: Vec<Value>,
+    pub constraints: Vec<RawJson>,
     /// Legacy deprecation markers.
-    pub deprecated: Vec<Value>,
+    pub deprecated: Vec<RawJson>,
     /// Every other property, raw.
     pub others: Vec<declcfg::Property>,
 }
@@ -597,7 +646,15 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
             Property::Deprecated(value)
         });
     }
-    let map = match value {
+    if let Some(parsed) = parse_fast(&type_, &value) {
+        return parsed.map_err(|(field, message)| PropertyError {
+            index,
+            type_: type_.clone(),
+            field,
+            message,
+        });
+    }
+    let map = match value.to_value() {
         Value::Object(map) => map,
         other => {
             return Err(PropertyError {
@@ -677,6 +734,86 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
     Ok(parsed)
 }
 
+/// The fast path: known property values decoded straight from their JSON text. `None` when the
+/// value has an unknown field, a key in another case or a wrong type (the precise path then
+/// decodes it and names the problem); `Some(Err)` for checks that need no precise path.
+fn parse_fast(type_: &str, value: &RawJson) -> Option<Result<Property, (Option<String>, String)>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct FastPackage {
+        package_name: Option<String>,
+        version: Option<String>,
+        release: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FastGvk {
+        group: Option<String>,
+        version: Option<String>,
+        kind: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct FastPackageRequired {
+        package_name: Option<String>,
+        version_range: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FastObject {
+        data: Option<String>,
+    }
+    let s = Option::unwrap_or_default;
+    Some(Ok(match type_ {
+        TYPE_PACKAGE => {
+            let p: FastPackage = value.parse().ok()?;
+            Property::Package(PackageProperty {
+                package_name: s(p.package_name),
+                version: s(p.version),
+                release: s(p.release),
+            })
+        }
+        TYPE_GVK | TYPE_GVK_REQUIRED => {
+            let g: FastGvk = value.parse().ok()?;
+            let gvk = Gvk {
+                group: s(g.group),
+                version: s(g.version),
+                kind: s(g.kind),
+            };
+            if type_ == TYPE_GVK {
+                Property::Gvk(gvk)
+            } else {
+                Property::GvkRequired(gvk)
+            }
+        }
+        TYPE_PACKAGE_REQUIRED => {
+            let p: FastPackageRequired = value.parse().ok()?;
+            let raw_range = s(p.version_range);
+            match Range::parse(&raw_range) {
+                Ok(version_range) => Property::PackageRequired(PackageRequired {
+                    package_name: s(p.package_name),
+                    version_range,
+                }),
+                Err(err) => {
+                    return Some(Err((
+                        Some("versionRange".to_owned()),
+                        format!("invalid range {raw_range:?}: {err}"),
+                    )));
+                }
+            }
+        }
+        TYPE_BUNDLE_OBJECT => {
+            let o: FastObject = value.parse().ok()?;
+            Property::BundleObject(BundleObject::Data(s(o.data)))
+        }
+        TYPE_CSV_METADATA => {
+            let m: FastCsvMetadata = value.parse().ok()?;
+            Property::CsvMetadata(Box::new(m.into()))
+        }
+        _ => return None,
+    }))
+}
+
 const CSV_METADATA_KEYS: &[&str] = &[
     "annotations",
     "labels",
@@ -731,10 +868,7 @@ mod tests {
     use super::*;
 
     fn raw(type_: &str, value: Value) -> declcfg::Property {
-        declcfg::Property {
-            type_: type_.to_owned(),
-            value,
-        }
+        declcfg::Property::new(type_, &value)
     }
 
     #[test]
