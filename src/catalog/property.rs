@@ -229,14 +229,41 @@ fn check_base64(data: &str) -> Result<(), ObjectError> {
     Ok(())
 }
 
+/// Go decodes JSON `null` into any field as "leave the zero value"; so do the CSV metadata types.
+fn nullable<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// A string map whose `null` values are empty strings (Go's `map[string]string`).
+fn nullable_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let map: Option<BTreeMap<String, Option<String>>> = Deserialize::deserialize(d)?;
+    Ok(map
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.unwrap_or_default()))
+        .collect())
+}
+
+/// A string list whose `null` items are empty strings (Go's `[]string`).
+fn nullable_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let list: Option<Vec<Option<String>>> = Deserialize::deserialize(d)?;
+    Ok(list
+        .unwrap_or_default()
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect())
+}
+
 /// `name`/`url` pair (CSV `links` and `provider`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default)]
 pub struct AppLink {
     /// Display name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Target URL.
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub url: String,
 }
 
@@ -245,9 +272,11 @@ pub struct AppLink {
 #[serde(default)]
 pub struct Maintainer {
     /// Name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Contact e-mail.
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub email: String,
 }
 
@@ -257,8 +286,10 @@ pub struct Maintainer {
 pub struct InstallMode {
     /// `OwnNamespace`, `SingleNamespace`, `MultiNamespace` or `AllNamespaces`.
     #[serde(rename = "type")]
+    #[serde(deserialize_with = "nullable")]
     pub type_: String,
     /// Whether the operator supports it.
+    #[serde(deserialize_with = "nullable")]
     pub supported: bool,
 }
 
@@ -267,16 +298,21 @@ pub struct InstallMode {
 #[serde(default, rename_all = "camelCase")]
 pub struct CrdDescription {
     /// Full CRD name, `<plural>.<group>`.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Served version.
+    #[serde(deserialize_with = "nullable")]
     pub version: String,
     /// Kind.
+    #[serde(deserialize_with = "nullable")]
     pub kind: String,
     /// Human name.
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub display_name: String,
     /// Description.
     #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub description: String,
     /// Kinds the operator creates for this resource.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,9 +334,11 @@ pub struct CrdDescription {
 pub struct CrdDescriptions {
     /// CRDs the operator owns (installs and reconciles).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub owned: Vec<CrdDescription>,
     /// CRDs the operator needs from someone else.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable")]
     pub required: Vec<CrdDescription>,
 }
 
@@ -357,12 +395,15 @@ pub struct CsvMetadata {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct FastCsvMetadata {
-    annotations: Option<BTreeMap<String, String>>,
-    labels: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "nullable_map")]
+    annotations: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable_map")]
+    labels: BTreeMap<String, String>,
     display_name: Option<String>,
     description: Option<String>,
     install_modes: Option<Vec<InstallMode>>,
-    keywords: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable_list")]
+    keywords: Vec<String>,
     maintainers: Option<Vec<Maintainer>>,
     links: Option<Vec<AppLink>>,
     provider: Option<AppLink>,
@@ -384,12 +425,12 @@ impl From<FastCsvMetadata> for CsvMetadata {
             extra.insert("nativeAPIs".to_owned(), v);
         }
         CsvMetadata {
-            annotations: f.annotations.unwrap_or_default(),
-            labels: f.labels.unwrap_or_default(),
+            annotations: f.annotations,
+            labels: f.labels,
             display_name: f.display_name.unwrap_or_default(),
             description: f.description.unwrap_or_default(),
             install_modes: f.install_modes.unwrap_or_default(),
-            keywords: f.keywords.unwrap_or_default(),
+            keywords: f.keywords,
             maintainers: f.maintainers.unwrap_or_default(),
             links: f.links.unwrap_or_default(),
             provider: f.provider,
@@ -460,12 +501,12 @@ impl CsvMetadata {
             serde_json::from_value(value).map_err(|err| err.to_string())
         }
         match key {
-            "annotations" => self.annotations = conv(value)?,
-            "labels" => self.labels = conv(value)?,
+            "annotations" => self.annotations = nullable_map(value).map_err(|e| e.to_string())?,
+            "labels" => self.labels = nullable_map(value).map_err(|e| e.to_string())?,
             "displayName" => self.display_name = conv(value)?,
             "description" => self.description = conv(value)?,
             "installModes" => self.install_modes = conv(value)?,
-            "keywords" => self.keywords = conv(value)?,
+            "keywords" => self.keywords = nullable_list(value).map_err(|e| e.to_string())?,
             "maintainers" => self.maintainers = conv(value)?,
             "links" => self.links = conv(value)?,
             "provider" => self.provider = conv(value)?,
@@ -997,6 +1038,28 @@ mod tests {
         assert!(meta.extra.contains_key("nativeAPIs"));
         let (_, errors) = parse(vec![raw(TYPE_CSV_METADATA, json!({"keywords": "redis"}))]);
         assert_eq!(errors[0].field.as_deref(), Some("keywords"));
+    }
+
+    #[test]
+    fn nulls_inside_csv_metadata_are_zero_values_as_in_go() {
+        let value = json!({
+            "annotations": {"a": null, "b": "x"},
+            "keywords": [null, "k"],
+            "maintainers": [{"name": null, "email": "e"}],
+            "installModes": [{"type": "AllNamespaces", "supported": null}]
+        });
+        // The fast path, and the precise one (forced by a key in another case).
+        let mut precise = value.clone();
+        precise["DisplayName"] = json!("D");
+        for v in [value, precise] {
+            let (props, errors) = parse(vec![raw(TYPE_CSV_METADATA, v)]);
+            assert!(errors.is_empty(), "{errors:?}");
+            let meta = &props.csv_metadata[0];
+            assert_eq!(meta.annotations["a"], "");
+            assert_eq!(meta.keywords, vec![String::new(), "k".to_owned()]);
+            assert_eq!(meta.maintainers[0].name, "");
+            assert!(!meta.install_modes[0].supported);
+        }
     }
 
     #[test]
