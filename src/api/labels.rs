@@ -14,7 +14,8 @@ pub const PROVIDED_APIS: &str = "olm.providedAPIs";
 /// Prefix of the label put on an OperatorGroup's target namespaces (`olm.operatorgroup.uid/<uid>`).
 pub const OPERATOR_GROUP_UID_PREFIX: &str = "olm.operatorgroup.uid/";
 /// Annotation on OperatorGroups: leave the global catalog namespace out of resolution.
-pub const EXCLUDE_GLOBAL_NAMESPACE_RESOLUTION: &str = "olm.operatorframework.io/exclude-global-namespace-resolution";
+pub const EXCLUDE_GLOBAL_NAMESPACE_RESOLUTION: &str =
+    "olm.operatorframework.io/exclude-global-namespace-resolution";
 /// OperatorGroup annotation: bundle unpack timeout (a duration).
 pub const BUNDLE_UNPACK_TIMEOUT: &str = "operatorframework.io/bundle-unpack-timeout";
 /// OperatorGroup annotation: minimum retry interval of failed unpack jobs (a duration).
@@ -79,7 +80,11 @@ pub fn component_label_key(package: &str, namespace: &str) -> Option<String> {
     while cut.ends_with(['.', '-', '_']) {
         cut.pop();
     }
-    if cut.is_empty() { None } else { Some(format!("{COMPONENT_LABEL_PREFIX}{cut}")) }
+    if cut.is_empty() {
+        None
+    } else {
+        Some(format!("{COMPONENT_LABEL_PREFIX}{cut}"))
+    }
 }
 
 /// The label put on an OperatorGroup's target namespaces: `olm.operatorgroup.uid/<uid>`.

@@ -151,7 +151,8 @@ pub mod csv {
     /// An intersecting OperatorGroup provides the same API.
     pub const INTER_OPERATOR_GROUP_OWNER_CONFLICT: &str = "InterOperatorGroupOwnerConflict";
     /// A static OperatorGroup would need its provided APIs changed.
-    pub const CANNOT_MODIFY_STATIC_OPERATOR_GROUP_PROVIDED_APIS: &str = "CannotModifyStaticOperatorGroupProvidedAPIs";
+    pub const CANNOT_MODIFY_STATIC_OPERATOR_GROUP_PROVIDED_APIS: &str =
+        "CannotModifyStaticOperatorGroupProvidedAPIs";
     /// RBAC or the OperatorGroup service account changed.
     pub const DETECTED_CLUSTER_CHANGE: &str = "DetectedClusterChange";
     /// A webhook description is invalid.
@@ -196,13 +197,34 @@ mod tests {
     #[test]
     fn subscription_condition_constants_match_the_typed_enum() {
         for (constant, typed) in [
-            (subscription::CATALOG_SOURCES_UNHEALTHY, SubscriptionConditionType::CatalogSourcesUnhealthy),
-            (subscription::INSTALL_PLAN_MISSING, SubscriptionConditionType::InstallPlanMissing),
-            (subscription::INSTALL_PLAN_PENDING, SubscriptionConditionType::InstallPlanPending),
-            (subscription::INSTALL_PLAN_FAILED, SubscriptionConditionType::InstallPlanFailed),
-            (subscription::RESOLUTION_FAILED, SubscriptionConditionType::ResolutionFailed),
-            (subscription::BUNDLE_UNPACKING, SubscriptionConditionType::BundleUnpacking),
-            (subscription::BUNDLE_UNPACK_FAILED, SubscriptionConditionType::BundleUnpackFailed),
+            (
+                subscription::CATALOG_SOURCES_UNHEALTHY,
+                SubscriptionConditionType::CatalogSourcesUnhealthy,
+            ),
+            (
+                subscription::INSTALL_PLAN_MISSING,
+                SubscriptionConditionType::InstallPlanMissing,
+            ),
+            (
+                subscription::INSTALL_PLAN_PENDING,
+                SubscriptionConditionType::InstallPlanPending,
+            ),
+            (
+                subscription::INSTALL_PLAN_FAILED,
+                SubscriptionConditionType::InstallPlanFailed,
+            ),
+            (
+                subscription::RESOLUTION_FAILED,
+                SubscriptionConditionType::ResolutionFailed,
+            ),
+            (
+                subscription::BUNDLE_UNPACKING,
+                SubscriptionConditionType::BundleUnpacking,
+            ),
+            (
+                subscription::BUNDLE_UNPACK_FAILED,
+                SubscriptionConditionType::BundleUnpackFailed,
+            ),
             (subscription::DEPRECATED, SubscriptionConditionType::Deprecated),
         ] {
             assert_eq!(SubscriptionConditionType::parse(constant), typed);
@@ -211,7 +233,10 @@ mod tests {
 
     #[test]
     fn install_plan_constants_match_the_typed_enums() {
-        assert_eq!(InstallPlanConditionType::parse(install_plan::INSTALLED), InstallPlanConditionType::Installed);
+        assert_eq!(
+            InstallPlanConditionType::parse(install_plan::INSTALLED),
+            InstallPlanConditionType::Installed
+        );
         assert_eq!(
             InstallPlanConditionReason::parse(install_plan::INSTALL_COMPONENT_FAILED),
             InstallPlanConditionReason::InstallComponentFailed
@@ -253,7 +278,10 @@ mod tests {
             csv::WAITING_ON_CLEANUP,
         ];
         for constant in constants {
-            assert!(CsvReason::parse(constant).is_known(), "{constant} is not a CsvReason");
+            assert!(
+                CsvReason::parse(constant).is_known(),
+                "{constant} is not a CsvReason"
+            );
         }
         assert_eq!(constants.len(), CsvReason::KNOWN.len());
     }

@@ -14,9 +14,7 @@ use crate::api::string_enum;
 /// The API version of every kind in this module.
 pub const API_VERSION: &str = "operators.coreos.com/v1";
 
-/// OperatorGroup is the unit of multitenancy for OLM managed operators.
-/// It constrains the installation of operators in its namespace to a specified set of target
-/// namespaces.
+/// OperatorGroupSpec is the spec for an OperatorGroup resource.
 ///
 /// Target rule (upstream `getOperatorGroupTargets`): explicit `targetNamespaces` win; else a
 /// non-empty `selector` selects namespaces by label; else every namespace (`status.namespaces
@@ -50,7 +48,11 @@ pub struct OperatorGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// When true, OLM does not update the group's `olm.providedAPIs` annotation.
-    #[serde(default, rename = "staticProvidedAPIs", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "staticProvidedAPIs",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub static_provided_apis: Option<bool>,
     /// How failed installs and upgrades of the group's operators are handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,17 +61,11 @@ pub struct OperatorGroupSpec {
 
 string_enum! {
     /// The upgrade strategy of an OperatorGroup.
-    pub enum UpgradeStrategyName {
+    pub enum UpgradeStrategyName: default Default {
         /// A failed CSV is never replaced; a Subscription whose InstallPlan failed is stuck.
         Default => "Default",
         /// Failed installs and upgrades may be replaced by newer ones (unsafe).
         TechPreviewUnsafeFailForward => "TechPreviewUnsafeFailForward",
-    }
-}
-
-impl Default for UpgradeStrategyName {
-    fn default() -> Self {
-        Self::Default
     }
 }
 
@@ -149,7 +145,9 @@ mod tests {
     fn fail_forward_is_opt_in() {
         let mut spec = OperatorGroupSpec::default();
         assert!(!spec.fail_forward());
-        spec.upgrade_strategy = Some(UpgradeStrategy { name: Some(UpgradeStrategyName::TechPreviewUnsafeFailForward) });
+        spec.upgrade_strategy = Some(UpgradeStrategy {
+            name: Some(UpgradeStrategyName::TechPreviewUnsafeFailForward),
+        });
         assert!(spec.fail_forward());
     }
 }

@@ -11,7 +11,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// OperatorGroup (legacy version): same as `v1` without `upgradeStrategy` and conditions.
+/// OperatorGroupSpec (legacy version): the `v1` spec without `upgradeStrategy`.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "operators.coreos.com",
@@ -39,7 +39,11 @@ pub struct OperatorGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// When true, OLM does not update the group's `olm.providedAPIs` annotation.
-    #[serde(default, rename = "staticProvidedAPIs", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "staticProvidedAPIs",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub static_provided_apis: Option<bool>,
 }
 

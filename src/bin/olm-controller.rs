@@ -11,7 +11,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "olm-controller", version, about = "Operator Lifecycle Manager compatible controller")]
+#[command(
+    name = "olm-controller",
+    version,
+    about = "Operator Lifecycle Manager compatible controller"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

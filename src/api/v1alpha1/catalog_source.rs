@@ -16,7 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::Icon;
 use crate::api::string_enum;
 
-/// CatalogSource is a repository of CSVs, CRDs, and operator packages.
+/// CatalogSourceSpec: where a catalog's content comes from and how it is shown.
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats type_ = \"string\"; clippy reads them as one attribute"
+)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "operators.coreos.com",
@@ -36,7 +40,12 @@ use crate::api::string_enum;
         json_path = ".spec.displayName",
         description = "The pretty name of the catalog"
     ),
-    printcolumn(name = "Type", type_ = "string", json_path = ".spec.sourceType", description = "The type of the catalog"),
+    printcolumn(
+        name = "Type",
+        type_ = "string",
+        json_path = ".spec.sourceType",
+        description = "The type of the catalog"
+    ),
     printcolumn(
         name = "Publisher",
         type_ = "string",
@@ -252,7 +261,11 @@ pub struct CatalogSourceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_image_registry_poll: Option<Time>,
     /// The ConfigMap a configmap source was loaded from.
-    #[serde(default, rename = "configMapReference", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "configMapReference",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub config_map_reference: Option<ConfigMapResourceReference>,
     /// The Service the registry is served through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -279,8 +292,12 @@ mod tests {
 
     #[test]
     fn an_unknown_source_type_is_kept_so_the_controller_can_report_it() {
-        let spec: CatalogSourceSpec = serde_json::from_value(serde_json::json!({"sourceType": "sqlite"})).unwrap();
+        let spec: CatalogSourceSpec =
+            serde_json::from_value(serde_json::json!({"sourceType": "sqlite"})).unwrap();
         assert_eq!(spec.source_type, SourceType::Other("sqlite".into()));
-        assert_eq!(serde_json::to_value(&spec).unwrap(), serde_json::json!({"sourceType": "sqlite"}));
+        assert_eq!(
+            serde_json::to_value(&spec).unwrap(),
+            serde_json::json!({"sourceType": "sqlite"})
+        );
     }
 }

@@ -15,7 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::string_enum;
 
-/// ClusterServiceVersion is a Custom Resource of type `ClusterServiceVersionSpec`.
+/// ClusterServiceVersionSpec declarations tell OLM how to install an operator that can manage
+/// apps for a given version.
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats type_ = \"string\"; clippy reads them as one attribute"
+)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "operators.coreos.com",
@@ -30,9 +35,24 @@ use crate::api::string_enum;
     status = "ClusterServiceVersionStatus",
     derive = "PartialEq",
     doc = "ClusterServiceVersion is a Custom Resource of type `ClusterServiceVersionSpec`.",
-    printcolumn(name = "Display", type_ = "string", json_path = ".spec.displayName", description = "The name of the CSV"),
-    printcolumn(name = "Version", type_ = "string", json_path = ".spec.version", description = "The version of the CSV"),
-    printcolumn(name = "Release", type_ = "string", json_path = ".spec.release", description = "The release of this version of the CSV"),
+    printcolumn(
+        name = "Display",
+        type_ = "string",
+        json_path = ".spec.displayName",
+        description = "The name of the CSV"
+    ),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".spec.version",
+        description = "The version of the CSV"
+    ),
+    printcolumn(
+        name = "Release",
+        type_ = "string",
+        json_path = ".spec.release",
+        description = "The release of this version of the CSV"
+    ),
     printcolumn(
         name = "Replaces",
         type_ = "string",
@@ -56,10 +76,18 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maturity: Option<String>,
     /// CRDs the operator owns and requires.
-    #[serde(default, rename = "customresourcedefinitions", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "customresourcedefinitions",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub custom_resource_definitions: Option<CustomResourceDefinitions>,
     /// Aggregated APIs the operator owns and requires.
-    #[serde(default, rename = "apiservicedefinitions", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "apiservicedefinitions",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub api_service_definitions: Option<ApiServiceDefinitions>,
     /// Admission and conversion webhooks the operator serves.
     #[serde(default, rename = "webhookdefinitions", skip_serializing_if = "Vec::is_empty")]
@@ -115,7 +143,11 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related_images: Vec<RelatedImage>,
     /// CRD conversion webhooks (newer upstream field; accepted for compatibility).
-    #[serde(default, rename = "conversionwebhookdefinitions", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "conversionwebhookdefinitions",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conversion_webhook_definitions: Vec<ConversionWebhookDescription>,
 }
 
@@ -129,7 +161,7 @@ pub struct NamedInstallStrategy {
     /// The strategy; only `deployment` is supported.
     pub strategy: String,
     /// The Deployments and permissions to create.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "StrategyDetailsDeployment::is_empty")]
     pub spec: StrategyDetailsDeployment,
 }
 
@@ -145,6 +177,13 @@ pub struct StrategyDetailsDeployment {
     /// Cluster-wide RBAC for the operator's service accounts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cluster_permissions: Vec<StrategyDeploymentPermissions>,
+}
+
+impl StrategyDetailsDeployment {
+    /// True when there is nothing to deploy and no permission to grant.
+    pub fn is_empty(&self) -> bool {
+        self.deployments.is_empty() && self.permissions.is_empty() && self.cluster_permissions.is_empty()
+    }
 }
 
 /// The name, spec and labels of a Deployment OLM creates for the operator.
@@ -473,7 +512,7 @@ pub struct InstallMode {
 
 string_enum! {
     /// The phase of a CSV.
-    pub enum CsvPhase {
+    pub enum CsvPhase: default None {
         /// Not looked at yet (the empty string; also upstream's `CSVPhaseAny` wildcard).
         None => "",
         /// Accepted; requirements not (yet) met.
@@ -492,12 +531,6 @@ string_enum! {
         Replacing => "Replacing",
         /// Replaced; about to be deleted.
         Deleting => "Deleting",
-    }
-}
-
-impl Default for CsvPhase {
-    fn default() -> Self {
-        Self::None
     }
 }
 
@@ -743,7 +776,9 @@ pub struct ClusterServiceVersionStatus {
 impl ClusterServiceVersionSpec {
     /// True if this CSV owns the CRD `<plural>.<group>`.
     pub fn owns_crd(&self, name: &str) -> bool {
-        self.custom_resource_definitions.as_ref().is_some_and(|c| c.owned.iter().any(|d| d.name == name))
+        self.custom_resource_definitions
+            .as_ref()
+            .is_some_and(|c| c.owned.iter().any(|d| d.name == name))
     }
 
     /// Whether the install modes mark this type as supported.
@@ -758,7 +793,10 @@ mod tests {
 
     #[test]
     fn reasons_with_api_in_their_name_keep_upstreams_capitals() {
-        assert_eq!(CsvReason::ApiServiceResourceIssue.as_str(), "APIServiceResourceIssue");
+        assert_eq!(
+            CsvReason::ApiServiceResourceIssue.as_str(),
+            "APIServiceResourceIssue"
+        );
         assert_eq!(
             CsvReason::parse("CannotModifyStaticOperatorGroupProvidedAPIs"),
             CsvReason::CannotModifyStaticOperatorGroupProvidedApis
@@ -775,7 +813,8 @@ mod tests {
 
     #[test]
     fn an_install_strategy_without_spec_reads_as_no_deployments() {
-        let s: NamedInstallStrategy = serde_json::from_value(serde_json::json!({"strategy": "deployment"})).unwrap();
+        let s: NamedInstallStrategy =
+            serde_json::from_value(serde_json::json!({"strategy": "deployment"})).unwrap();
         assert!(s.spec.deployments.is_empty());
     }
 

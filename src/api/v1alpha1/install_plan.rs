@@ -8,7 +8,11 @@ use serde::{Deserialize, Serialize};
 use super::Approval;
 use crate::api::{ConditionStatus, string_enum};
 
-/// InstallPlan defines the installation of a set of operators.
+/// InstallPlanSpec defines a set of Application resources to be installed.
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats type_ = \"string\"; clippy reads them as one attribute"
+)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "operators.coreos.com",
@@ -28,7 +32,12 @@ use crate::api::{ConditionStatus, string_enum};
         json_path = ".spec.clusterServiceVersionNames[0]",
         description = "The first CSV in the list of clusterServiceVersionNames"
     ),
-    printcolumn(name = "Approval", type_ = "string", json_path = ".spec.approval", description = "The approval mode"),
+    printcolumn(
+        name = "Approval",
+        type_ = "string",
+        json_path = ".spec.approval",
+        description = "The approval mode"
+    ),
     printcolumn(name = "Approved", type_ = "boolean", json_path = ".spec.approved")
 )]
 #[serde(rename_all = "camelCase")]
@@ -52,7 +61,7 @@ pub struct InstallPlanSpec {
 
 string_enum! {
     /// The phase of an InstallPlan as a whole.
-    pub enum InstallPlanPhase {
+    pub enum InstallPlanPhase: default None {
         /// Not yet reconciled (the empty string).
         None => "",
         /// Being planned (declared upstream; plans are created already planned).
@@ -65,12 +74,6 @@ string_enum! {
         Complete => "Complete",
         /// A step failed past its retry deadline (terminal).
         Failed => "Failed",
-    }
-}
-
-impl Default for InstallPlanPhase {
-    fn default() -> Self {
-        Self::None
     }
 }
 
@@ -107,7 +110,7 @@ string_enum! {
 
 string_enum! {
     /// The status of one step of a plan.
-    pub enum StepStatus {
+    pub enum StepStatus: default Unknown {
         /// Not looked at yet.
         Unknown => "Unknown",
         /// The object does not exist.
@@ -122,12 +125,6 @@ string_enum! {
         WaitingForApi => "WaitingForApi",
         /// The kind is not one OLM installs.
         UnsupportedResource => "UnsupportedResource",
-    }
-}
-
-impl Default for StepStatus {
-    fn default() -> Self {
-        Self::Unknown
     }
 }
 
@@ -300,8 +297,11 @@ mod tests {
 
     #[test]
     fn complete_and_failed_are_the_only_terminal_phases() {
-        let terminal: Vec<&str> =
-            InstallPlanPhase::KNOWN.iter().filter(|p| p.is_terminal()).map(InstallPlanPhase::as_str).collect();
+        let terminal: Vec<&str> = InstallPlanPhase::KNOWN
+            .iter()
+            .filter(|p| p.is_terminal())
+            .map(InstallPlanPhase::as_str)
+            .collect();
         assert_eq!(terminal, ["Complete", "Failed"]);
     }
 
@@ -320,7 +320,10 @@ mod tests {
             optional: false,
             status,
         };
-        let mut status = InstallPlanStatus { plan: vec![step(StepStatus::Created)], ..Default::default() };
+        let mut status = InstallPlanStatus {
+            plan: vec![step(StepStatus::Created)],
+            ..Default::default()
+        };
         assert!(!status.needs_requeue());
         status.plan.push(step(StepStatus::WaitingForApi));
         assert!(status.needs_requeue());

@@ -20,17 +20,11 @@ crate::api::string_enum! {
     ///
     /// Upstream's CRDs do not restrict the value; upstream treats anything other than
     /// exactly `Manual` as automatic (see [`Approval::is_manual`]).
-    pub enum Approval {
+    pub enum Approval: default Automatic {
         /// Install as soon as the plan is computed.
         Automatic => "Automatic",
         /// Wait until someone sets `spec.approved: true` on the InstallPlan.
         Manual => "Manual",
-    }
-}
-
-impl Default for Approval {
-    fn default() -> Self {
-        Self::Automatic
     }
 }
 

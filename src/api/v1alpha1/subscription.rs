@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{Affinity, EnvFromSource, EnvVar, ObjectReference, ResourceRequirements, Toleration, Volume, VolumeMount},
+    api::core::v1::{
+        Affinity, EnvFromSource, EnvVar, ObjectReference, ResourceRequirements, Toleration, Volume,
+        VolumeMount,
+    },
     apimachinery::pkg::apis::meta::v1::{LabelSelector, Time},
 };
 use kube::CustomResource;
@@ -13,10 +16,12 @@ use serde::{Deserialize, Serialize};
 use super::Approval;
 use crate::api::{ConditionStatus, string_enum};
 
-/// Subscription keeps operators up to date by tracking changes to Catalogs.
-///
-/// `spec.name` is the package, `spec.source`/`spec.sourceNamespace` the CatalogSource,
-/// `spec.channel` the channel (empty: the package's default channel).
+/// SubscriptionSpec defines an Application that can be installed: package `name` from the
+/// CatalogSource `source` in `sourceNamespace`, following `channel` (empty: the default channel).
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "each printcolumn(...) repeats type_ = \"string\"; clippy reads them as one attribute"
+)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "operators.coreos.com",
@@ -31,7 +36,12 @@ use crate::api::{ConditionStatus, string_enum};
     status = "SubscriptionStatus",
     derive = "PartialEq",
     doc = "Subscription keeps operators up to date by tracking changes to Catalogs.",
-    printcolumn(name = "Package", type_ = "string", json_path = ".spec.name", description = "The package subscribed to"),
+    printcolumn(
+        name = "Package",
+        type_ = "string",
+        json_path = ".spec.name",
+        description = "The package subscribed to"
+    ),
     printcolumn(
         name = "Source",
         type_ = "string",
@@ -121,7 +131,7 @@ pub struct SubscriptionConfig {
 
 string_enum! {
     /// Where a Subscription stands (`status.state`).
-    pub enum SubscriptionState {
+    pub enum SubscriptionState: default None {
         /// Not resolved yet (the empty string).
         None => "",
         /// A newer bundle waits for approval (upstream defines it but never sets it; olm-rs does).
@@ -132,12 +142,6 @@ string_enum! {
         AtLatestKnown => "AtLatestKnown",
         /// The referenced InstallPlan failed (upstream: only with fail-forward upgrades).
         Failed => "UpgradeFailed",
-    }
-}
-
-impl Default for SubscriptionState {
-    fn default() -> Self {
-        Self::None
     }
 }
 
@@ -356,7 +360,9 @@ mod tests {
         status.set_condition(cond(ConditionStatus::False, "Resolved"));
         assert_eq!(status.conditions.len(), 1);
         assert_eq!(
-            status.condition(&SubscriptionConditionType::ResolutionFailed).map(|c| &c.status),
+            status
+                .condition(&SubscriptionConditionType::ResolutionFailed)
+                .map(|c| &c.status),
             Some(&ConditionStatus::False)
         );
         status.remove_conditions(&[SubscriptionConditionType::ResolutionFailed]);
