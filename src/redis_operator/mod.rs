@@ -7,6 +7,8 @@
 //! - [`release`]: the release history and the registry+v1 bundles rendered from it.
 //! - [`rbac`]: the permissions the code uses, rendered into each CSV.
 //! - [`manifest_yaml`]: the deterministic YAML writer the bundle files are rendered with.
+pub mod cluster_mode;
+pub mod config;
 pub mod crd;
 pub mod manifest_yaml;
 pub mod rbac;
