@@ -10,6 +10,8 @@
 pub mod cluster_mode;
 pub mod config;
 pub mod crd;
+pub mod desired;
 pub mod manifest_yaml;
 pub mod rbac;
 pub mod release;
+pub mod status;
