@@ -3,7 +3,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use olm_rs::redis_operator::{crd, release};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use olm_rs::redis_operator::{controller, crd, http, metrics::Metrics, release};
 
 #[derive(Parser)]
 #[command(
@@ -18,6 +23,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the operator: watch RedisClusters in WATCH_NAMESPACE (comma list; empty = all namespaces).
+    ///
+    /// Example: WATCH_NAMESPACE=redis redis-operator run --http-addr 0.0.0.0:8080
+    Run {
+        /// Namespaces to watch, as OLM passes them from `olm.targetNamespaces`.
+        #[arg(long, env = "WATCH_NAMESPACE", default_value = "")]
+        watch_namespace: String,
+        /// Address of the /metrics, /healthz and /readyz server.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        http_addr: String,
+        /// Name of this pod, reported on events.
+        #[arg(long, env = "POD_NAME")]
+        pod_name: Option<String>,
+    },
     /// Print the RedisCluster CustomResourceDefinition as YAML.
     Crd,
     /// Write every release's registry+v1 bundle and the channel file into DIR.
@@ -35,7 +54,38 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Crd => print!("{}", crd::crd_yaml()),
         Command::Bundles { out } => write_bundles(&out)?,
+        Command::Run {
+            watch_namespace,
+            http_addr,
+            pod_name,
+        } => {
+            tokio::runtime::Runtime::new()?.block_on(run(&watch_namespace, &http_addr, pod_name))?;
+        }
     }
+    Ok(())
+}
+
+async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -> Result<()> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let namespaces = controller::parse_namespaces(watch_namespace);
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API")?;
+    let metrics = Arc::new(Metrics::default());
+    let ready = Arc::new(AtomicBool::new(false));
+    let listener = tokio::net::TcpListener::bind(http_addr)
+        .await
+        .with_context(|| format!("binding {http_addr}"))?;
+    tracing::info!(%http_addr, ?namespaces, "starting redis-operator");
+    let server = tokio::spawn(http::serve(listener, metrics.clone(), ready.clone()));
+    ready.store(true, Ordering::Relaxed);
+    controller::run(client, namespaces, metrics, pod_name).await;
+    server.abort();
     Ok(())
 }
 

@@ -9,9 +9,12 @@
 //! - [`manifest_yaml`]: the deterministic YAML writer the bundle files are rendered with.
 pub mod cluster_mode;
 pub mod config;
+pub mod controller;
 pub mod crd;
 pub mod desired;
+pub mod http;
 pub mod manifest_yaml;
+pub mod metrics;
 pub mod rbac;
 pub mod release;
 pub mod status;
