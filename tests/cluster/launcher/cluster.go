@@ -159,6 +159,13 @@ func (c *cluster) start() error {
 		"--tls-private-key-file="+pki.servingKey,
 		"--client-ca-file="+pki.clientCA,
 		"--authorization-mode=Node,RBAC",
+		"--requestheader-client-ca-file="+pki.frontProxyCA,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+pki.proxyCert,
+		"--proxy-client-key-file="+pki.proxyKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki.saPub,
 		"--service-account-signing-key-file="+pki.saKey,
@@ -247,7 +254,7 @@ func (c *cluster) start() error {
 	for i := 1; i <= c.nodes; i++ {
 		name := fmt.Sprintf("olmrs-node-%d", i)
 		names = append(names, name)
-		if err := api.createNode(name); err != nil {
+		if err := api.createNode(name, fmt.Sprintf("172.30.0.%d", i)); err != nil {
 			return err
 		}
 	}
@@ -361,7 +368,9 @@ func (e *apiError) Error() string { return e.msg }
 
 func (a *api) get(path string, out any) error { return a.do(http.MethodGet, path, nil, out) }
 
-func (a *api) createNode(name string) error {
+// createNode registers a fake node the way a kubelet would: with its status (capacity,
+// allocatable, addresses) filled in; kwok's node-initialize stage keeps these and adds the rest.
+func (a *api) createNode(name, ip string) error {
 	resources := map[string]string{"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 	node := map[string]any{
 		"apiVersion": "v1",
@@ -376,7 +385,14 @@ func (a *api) createNode(name string) error {
 			},
 			"annotations": map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
-		"status": map[string]any{"allocatable": resources, "capacity": resources},
+		"status": map[string]any{
+			"allocatable": resources,
+			"capacity":    resources,
+			"addresses": []map[string]string{
+				{"type": "InternalIP", "address": ip},
+				{"type": "Hostname", "address": name},
+			},
+		},
 	}
 	err := a.do(http.MethodPost, "/api/v1/nodes", node, nil)
 	var ae *apiError

@@ -42,6 +42,9 @@ type pkiFiles struct {
 	adminKey       string
 	saKey          string // sa.key: signs service-account tokens
 	saPub          string // sa.pub: verifies them
+	frontProxyCA   string // front-proxy-ca.crt: the request-header CA (aggregation layer)
+	proxyCert      string // front-proxy-client.crt: the apiserver's client cert towards aggregated APIs
+	proxyKey       string
 	servingCAPEM   []byte
 	adminCertPEM   []byte
 	adminKeyPEM    []byte
@@ -62,6 +65,9 @@ func newPKIFiles(dir string) pkiFiles {
 		adminKey:     p("admin.key"),
 		saKey:        p("sa.key"),
 		saPub:        p("sa.pub"),
+		frontProxyCA: p("front-proxy-ca.crt"),
+		proxyCert:    p("front-proxy-client.crt"),
+		proxyKey:     p("front-proxy-client.key"),
 	}
 }
 
@@ -156,6 +162,20 @@ func generatePKI(p *pkiFiles) error {
 	if err != nil {
 		return err
 	}
+	// The request-header (front-proxy) CA completes kube-system/extension-apiserver-authentication;
+	// without it every component that delegates authentication logs errors about it.
+	frontProxyCA, err := newCA("olmrs-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	proxyClient, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "front-proxy-client"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, frontProxyCA)
+	if err != nil {
+		return err
+	}
 	saKey, saKeyPEM, err := newKey()
 	if err != nil {
 		return err
@@ -176,6 +196,9 @@ func generatePKI(p *pkiFiles) error {
 		{p.clientCAKey, clientCA.keyPEM},
 		{p.adminCert, admin.certPEM},
 		{p.adminKey, admin.keyPEM},
+		{p.frontProxyCA, frontProxyCA.certPEM},
+		{p.proxyCert, proxyClient.certPEM},
+		{p.proxyKey, proxyClient.keyPEM},
 		{p.saKey, saKeyPEM},
 		{p.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
 	}
