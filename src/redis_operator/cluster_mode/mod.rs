@@ -217,6 +217,12 @@ pub async fn converge(
         peers.push(Peer { node, id, conn });
     }
     let met = meet(&mut peers, opts).await?;
+    // A node that just joined answers CLUSTERDOWN (and refuses MIGRATE) until gossip has taught it
+    // the slot map; when the cluster already serves slots, wait for every node to say so first.
+    let serving = peers[0].view().await?.iter().any(|n| !n.slots.is_empty());
+    if serving {
+        wait_state_ok(&mut peers, opts).await?;
+    }
     let (slots_added, slots_moved) = assign_slots(&mut peers, replicas_per_primary).await?;
     let replicas_attached = attach_replicas(&mut peers, replicas_per_primary, opts).await?;
     wait_replicas_visible(&mut peers, replicas_per_primary, opts).await?;
