@@ -1,0 +1,289 @@
+//! raw: a JSON value kept as compact JSON text, for property values the catalog carries but
+//! rarely looks into.
+//!
+//! Real catalogs are large (the biggest public ones hold hundreds of megabytes of CSV metadata:
+//! descriptions, spec descriptors, examples). Keeping every such value as a `serde_json::Value`
+//! tree costs several times the text size in memory and most of the load time. [`RawJson`] keeps
+//! the value as one compact string instead: it can be deserialized from *any* serde format (its
+//! `Deserialize` writes the incoming value straight out as compact JSON, so YAML and pretty JSON
+//! both end up minified) and is parsed only when someone needs the value
+//! ([`RawJson::to_value`], [`RawJson::parse`]).
+
+use std::fmt::{self, Write as _};
+
+use serde::{
+    Deserialize, Deserializer, Serialize, Serializer,
+    de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor},
+};
+use serde_json::Value;
+
+/// A JSON value stored as compact JSON text.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RawJson(Box<str>);
+
+impl RawJson {
+    /// The JSON `null`.
+    #[must_use]
+    pub fn null() -> Self {
+        Self(Box::from("null"))
+    }
+
+    /// Wraps a value (serialized compactly).
+    #[must_use]
+    pub fn from_value(value: &Value) -> Self {
+        Self(value.to_string().into_boxed_str())
+    }
+
+    /// The compact JSON text.
+    #[must_use]
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+
+    /// True for `null`.
+    #[must_use]
+    pub fn is_null(&self) -> bool {
+        &*self.0 == "null"
+    }
+
+    /// Parses the value into a tree.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        // The text was produced by this module or by serde_json, so it always parses.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// Parses the value into `T`.
+    ///
+    /// # Errors
+    /// serde_json's error when the value does not fit `T`.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl Default for RawJson {
+    fn default() -> Self {
+        Self::null()
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Through a tree, so that every serializer (JSON, YAML) sees ordinary values.
+        self.to_value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut out = String::new();
+        Writer(&mut out).deserialize(deserializer)?;
+        Ok(Self(out.into_boxed_str()))
+    }
+}
+
+/// Writes whatever it is fed as compact JSON.
+struct Writer<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for Writer<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+fn write_escaped(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+impl<'de> Visitor<'de> for Writer<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        let number = serde_json::Number::from_f64(v)
+            .ok_or_else(|| E::custom(format!("number {v} cannot be represented in JSON")))?;
+        let _ = write!(self.0, "{number}");
+        Ok(())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        write_escaped(self.0, v);
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.push_str("null");
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        self.0.push_str("null");
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.push('[');
+        let mut first = true;
+        loop {
+            let len = self.0.len();
+            if !first {
+                self.0.push(',');
+            }
+            if seq.next_element_seed(Writer(self.0))?.is_none() {
+                self.0.truncate(len);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.0.push('{');
+        let mut first = true;
+        while let Some(key) = map.next_key::<KeyString>()? {
+            if !first {
+                self.0.push(',');
+            }
+            first = false;
+            write_escaped(self.0, &key.0);
+            self.0.push(':');
+            map.next_value_seed(Writer(self.0))?;
+        }
+        self.0.push('}');
+        Ok(())
+    }
+
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        // A tagged YAML value (`!tag value`): keep the value, as YAML-to-JSON conversion does.
+        use de::VariantAccess as _;
+        let (_tag, variant): (de::IgnoredAny, _) = data.variant()?;
+        variant.newtype_variant_seed(self)
+    }
+}
+
+/// A map key of any scalar type, as a string.
+struct KeyString(String);
+
+impl<'de> Deserialize<'de> for KeyString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = KeyString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a scalar map key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<KeyString, E> {
+                Ok(KeyString(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<KeyString, E> {
+                Ok(KeyString(v.to_string()))
+            }
+            fn visit_unit<E>(self) -> Result<KeyString, E> {
+                Ok(KeyString("null".to_owned()))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn pretty_json_is_stored_compact_and_parses_back_to_the_same_value() {
+        let text = "{\n    \"a\": [1, 2.5, true, null],\n    \"b\": {\"c\": \"x\\\"y\\n\\u0001\"}\n}";
+        let raw: RawJson = serde_json::from_str(text).unwrap();
+        assert_eq!(raw.get(), r#"{"a":[1,2.5,true,null],"b":{"c":"x\"y\n\u0001"}}"#);
+        assert_eq!(raw.to_value(), serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    #[test]
+    fn values_from_other_formats_become_json_text() {
+        let raw: RawJson = serde_json::from_value(json!({"k": ["v", 1]})).unwrap();
+        assert_eq!(raw.get(), r#"{"k":["v",1]}"#);
+        assert_eq!(RawJson::from_value(&json!([])).get(), "[]");
+        assert!(RawJson::null().is_null());
+    }
+
+    #[test]
+    fn it_serializes_as_the_value_it_holds() {
+        let raw = RawJson::from_value(&json!({"x": 1}));
+        assert_eq!(serde_json::to_value(&raw).unwrap(), json!({"x": 1}));
+    }
+}
