@@ -23,10 +23,10 @@ pub(crate) fn encode(data: &[u8]) -> String {
     out
 }
 
-/// Decodes padded standard base64; `None` when `text` is not base64.
-#[cfg(test)]
+/// Decodes padded standard base64 (whitespace ignored); `None` when `text` is not base64.
 pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
+    let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let bytes = compact.as_slice();
     if !bytes.len().is_multiple_of(4) {
         return None;
     }

@@ -70,6 +70,8 @@ use crate::codec;
 
 mod base64;
 
+pub(crate) use base64::decode as decode_base64;
+
 /// The annotation key prefix of registry+v1 bundles.
 pub const ANNOTATION_PREFIX: &str = "operators.operatorframework.io.bundle.";
 /// Annotation key: the bundle media type.
