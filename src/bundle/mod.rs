@@ -64,13 +64,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::codec;
-
-mod base64;
-
-pub(crate) use base64::decode as decode_base64;
 
 /// The annotation key prefix of registry+v1 bundles.
 pub const ANNOTATION_PREFIX: &str = "operators.operatorframework.io.bundle.";
@@ -797,7 +794,7 @@ impl Bundle {
         props.extend(self.manifests.iter().map(|m| {
             property(
                 "olm.bundle.object",
-                json!({"data": base64::encode(canonical_json(&m.object).as_bytes())}),
+                json!({"data": base64::engine::general_purpose::STANDARD.encode(canonical_json(&m.object).as_bytes())}),
             )
         }));
 

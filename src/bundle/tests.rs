@@ -134,7 +134,9 @@ fn inlined_objects_are_base64_json_with_sorted_keys() {
         .iter()
         .filter(|p| p["type"] == "olm.bundle.object")
         .map(|p| {
-            let data = base64::decode(p["value"]["data"].as_str().unwrap()).unwrap();
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(p["value"]["data"].as_str().unwrap())
+                .unwrap();
             let text = String::from_utf8(data).unwrap();
             assert!(text.starts_with("{\"apiVersion\":"), "keys are sorted: {text}");
             serde_json::from_str(&text).unwrap()

@@ -6,18 +6,15 @@
 //! package is listed, with the edges of its entry in the default channel, or else in the first
 //! channel (by name) that lists it.
 
-use std::cmp::Ordering;
-
 use serde::Serialize;
 
-use super::shared::{Catalog, bundle_version, bundle_version_text, channels_by_bundle};
+use super::shared::Catalog;
 use crate::{
-    catalog::declcfg,
+    catalog::model,
     cli::{
         CliError, OutputFormat,
         output::{self, Row, Streams},
     },
-    version_range,
 };
 
 /// One bundle.
@@ -79,41 +76,29 @@ impl Row for BundleRow {
 /// [`CliError::PackageNotFound`], [`CliError::ChannelNotFound`].
 pub fn rows(catalog: &Catalog, package: &str, channel: Option<&str>) -> Result<Vec<BundleRow>, CliError> {
     let pkg = catalog.package(package)?;
-    let channels = catalog.channels(&pkg.name);
-    let membership = channels_by_bundle(&channels);
     let selected = channel.map(|c| catalog.channel(pkg, Some(c))).transpose()?;
-    let edge_source = |name: &str| -> Option<&declcfg::ChannelEntry> {
+    let edge_source = |b: &model::Bundle| -> Option<&model::ChannelEntry> {
         match selected {
-            Some(c) => entry_in(c, name),
-            None => channels
-                .iter()
-                .find(|c| c.name == pkg.default_channel)
-                .and_then(|c| entry_in(c, name))
-                .or_else(|| channels.iter().find_map(|c| entry_in(c, name))),
+            Some(c) => c.entry(&b.name),
+            None => pkg.default_channel().and_then(|c| c.entry(&b.name)).or_else(|| {
+                b.channels
+                    .iter()
+                    .find_map(|c| pkg.channel(c).and_then(|c| c.entry(&b.name)))
+            }),
         }
     };
-    let mut bundles: Vec<&declcfg::Bundle> = catalog.bundles(&pkg.name);
-    if let Some(c) = selected {
-        bundles.retain(|b| c.entries.iter().any(|e| e.name == b.name));
-    }
-    bundles.sort_by(|a, b| match (bundle_version(a), bundle_version(b)) {
-        (Some(x), Some(y)) => version_range::compare(&y, &x).then_with(|| a.name.cmp(&b.name)),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.name.cmp(&b.name),
-    });
-    Ok(bundles
-        .into_iter()
+    Ok(pkg
+        .bundles()
+        .iter()
+        .rev()
+        .filter(|b| selected.is_none_or(|c| c.entry(&b.name).is_some()))
         .map(|b| {
-            let entry = edge_source(&b.name);
+            let entry = edge_source(b);
             BundleRow {
                 name: b.name.clone(),
                 package: b.package.clone(),
-                version: bundle_version_text(b),
-                channels: membership
-                    .get(b.name.as_str())
-                    .map(|s| s.iter().map(|c| c.to_string()).collect())
-                    .unwrap_or_default(),
+                version: b.version.to_string(),
+                channels: b.channels.clone(),
                 replaces: entry.map(|e| e.replaces.clone()).unwrap_or_default(),
                 skips: entry.map(|e| e.skips.clone()).unwrap_or_default(),
                 skip_range: entry.map(|e| e.skip_range.clone()).unwrap_or_default(),
@@ -121,10 +106,6 @@ pub fn rows(catalog: &Catalog, package: &str, channel: Option<&str>) -> Result<V
             }
         })
         .collect())
-}
-
-fn entry_in<'a>(channel: &'a declcfg::Channel, name: &str) -> Option<&'a declcfg::ChannelEntry> {
-    channel.entries.iter().find(|e| e.name == name)
 }
 
 /// Prints the bundles of `package`.

@@ -67,11 +67,11 @@ impl Row for ChannelRow {
 /// [`CliError::PackageNotFound`].
 pub fn rows(catalog: &Catalog, package: &str) -> Result<Vec<ChannelRow>, CliError> {
     let pkg = catalog.package(package)?;
-    Ok(catalog
-        .channels(&pkg.name)
-        .into_iter()
+    Ok(pkg
+        .channels()
+        .iter()
         .map(|c| {
-            let graph = catalog.graph(c);
+            let graph = c.graph();
             let head = graph.head().ok();
             ChannelRow {
                 name: c.name.clone(),

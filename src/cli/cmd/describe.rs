@@ -10,9 +10,8 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::shared::{Catalog, csv_metadata, version_cell};
+use super::shared::{Catalog, version_cell};
 use crate::cli::{
     CliError, OutputFormat,
     output::{self, NONE, Streams},
@@ -111,90 +110,100 @@ pub struct PackageDescription {
     pub links: Vec<Link>,
 }
 
-fn text(v: &Value, pointer: &str) -> String {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn list<'a>(v: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
-    v.pointer(pointer).and_then(Value::as_array).into_iter().flatten()
-}
-
 /// Gathers the description of `package`.
 ///
 /// # Errors
 /// [`CliError::PackageNotFound`].
 pub fn describe(catalog: &Catalog, package: &str) -> Result<PackageDescription, CliError> {
     let pkg = catalog.package(package)?;
-    let channels = catalog.channels(&pkg.name);
-    let mut summaries = Vec::new();
-    let mut default_head = None;
-    for c in &channels {
-        let graph = catalog.graph(c);
-        let head = graph.head().ok();
-        if c.name == pkg.default_channel {
-            default_head = head.map(|h| h.name.clone());
-        }
-        summaries.push(ChannelSummary {
-            name: c.name.clone(),
-            head: head.map(|h| h.name.clone()),
-            version: head
-                .and_then(|h| h.version.as_ref())
-                .map(|v| version_cell(Some(v))),
-            default: c.name == pkg.default_channel,
-        });
-    }
-    let csv = default_head
-        .as_deref()
-        .and_then(|h| catalog.bundle(&pkg.name, h))
-        .and_then(csv_metadata);
-    let csv = csv.unwrap_or(Value::Null);
+    let channels = pkg
+        .channels()
+        .iter()
+        .map(|c| {
+            let head = c.graph().head().ok();
+            ChannelSummary {
+                name: c.name.clone(),
+                head: head.map(|h| h.name.clone()),
+                version: head
+                    .and_then(|h| h.version.as_ref())
+                    .map(|v| version_cell(Some(v))),
+                default: c.name == pkg.default_channel,
+            }
+        })
+        .collect();
+    let head = pkg
+        .default_channel()
+        .and_then(|c| c.head())
+        .and_then(|h| pkg.bundle(h));
+    let csv = head.and_then(|b| b.csv_metadata());
+    let csv = csv.as_deref();
     let description = if pkg.description.trim().is_empty() {
-        text(&csv, "/description")
+        csv.map(|m| m.description.clone()).unwrap_or_default()
     } else {
         pkg.description.clone()
     };
     Ok(PackageDescription {
         name: pkg.name.clone(),
-        display_name: text(&csv, "/displayName"),
-        provider: text(&csv, "/provider/name"),
+        display_name: csv.map(|m| m.display_name.clone()).unwrap_or_default(),
+        provider: csv
+            .and_then(|m| m.provider.as_ref())
+            .map(|p| p.name.clone())
+            .unwrap_or_default(),
         default_channel: pkg.default_channel.clone(),
-        latest_version: version_cell(catalog.latest_version(&pkg.name).as_ref()),
-        metadata_from: default_head.filter(|_| !csv.is_null()),
-        min_kube_version: text(&csv, "/minKubeVersion"),
-        maturity: text(&csv, "/maturity"),
+        latest_version: version_cell(pkg.latest_version()),
+        metadata_from: csv.and(head).map(|b| b.name.clone()),
+        min_kube_version: csv.map(|m| m.min_kube_version.clone()).unwrap_or_default(),
+        maturity: csv.map(|m| m.maturity.clone()).unwrap_or_default(),
         description: description.trim().to_string(),
-        channels: summaries,
-        install_modes: list(&csv, "/installModes")
-            .map(|m| InstallMode {
-                type_: text(m, "/type"),
-                supported: m.get("supported").and_then(Value::as_bool).unwrap_or(false),
+        channels,
+        install_modes: csv
+            .map(|m| {
+                m.install_modes
+                    .iter()
+                    .map(|i| InstallMode {
+                        type_: i.type_.clone(),
+                        supported: i.supported,
+                    })
+                    .collect()
             })
-            .collect(),
-        owned_crds: list(&csv, "/customresourcedefinitions/owned")
-            .chain(list(&csv, "/crdDescriptions/owned"))
-            .map(|c| OwnedCrd {
-                name: text(c, "/name"),
-                version: text(c, "/version"),
-                kind: text(c, "/kind"),
-                display_name: text(c, "/displayName"),
-                description: text(c, "/description"),
+            .unwrap_or_default(),
+        owned_crds: csv
+            .map(|m| {
+                m.crd_descriptions
+                    .owned
+                    .iter()
+                    .map(|c| OwnedCrd {
+                        name: c.name.clone(),
+                        version: c.version.clone(),
+                        kind: c.kind.clone(),
+                        display_name: c.display_name.clone(),
+                        description: c.description.clone(),
+                    })
+                    .collect()
             })
-            .collect(),
-        maintainers: list(&csv, "/maintainers")
-            .map(|m| Maintainer {
-                name: text(m, "/name"),
-                email: text(m, "/email"),
+            .unwrap_or_default(),
+        maintainers: csv
+            .map(|m| {
+                m.maintainers
+                    .iter()
+                    .map(|x| Maintainer {
+                        name: x.name.clone(),
+                        email: x.email.clone(),
+                    })
+                    .collect()
             })
-            .collect(),
-        links: list(&csv, "/links")
-            .map(|l| Link {
-                name: text(l, "/name"),
-                url: text(l, "/url"),
+            .unwrap_or_default(),
+        links: csv
+            .map(|m| {
+                m.links
+                    .iter()
+                    .map(|l| Link {
+                        name: l.name.clone(),
+                        url: l.url.clone(),
+                    })
+                    .collect()
             })
-            .collect(),
+            .unwrap_or_default(),
     })
 }
 

@@ -63,7 +63,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let pkg = catalog.package(package)?;
     let ch = catalog.channel(pkg, channel)?;
-    let g = catalog.graph(ch);
+    let g = ch.graph();
     let opts = RenderOptions {
         channel: ch.name.clone(),
         package: pkg.name.clone(),
@@ -72,9 +72,9 @@ pub fn run(
     match format {
         OutputFormat::Table | OutputFormat::Wide => {
             let text = match drawing {
-                GraphFormat::Text => graph::render::text(&g, &opts),
-                GraphFormat::Dot => graph::render::dot(&g, &opts),
-                GraphFormat::Mermaid => graph::render::mermaid(&g, &opts),
+                GraphFormat::Text => graph::render::text(g, &opts),
+                GraphFormat::Dot => graph::render::dot(g, &opts),
+                GraphFormat::Mermaid => graph::render::mermaid(g, &opts),
             };
             streams.out.write_all(text.as_bytes())?;
             if !text.ends_with('\n') {
@@ -106,9 +106,7 @@ pub fn run(
                         replaces: e.replaces.clone(),
                         skips: e.skips.clone(),
                         skip_range: ch
-                            .entries
-                            .iter()
-                            .find(|x| x.name == e.name)
+                            .entry(&e.name)
                             .map(|x| x.skip_range.clone())
                             .unwrap_or_default(),
                     })

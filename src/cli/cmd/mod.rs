@@ -10,6 +10,7 @@ pub mod packages;
 pub mod render;
 pub mod shared;
 pub mod upgrade_path;
+pub mod validate;
 pub mod version;
 
 use crate::cli::{CatalogVerb, Cli, CliError, Command, output::Streams};
@@ -25,8 +26,12 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
         Command::Version => version::run(format, streams),
         Command::Catalog(args) => {
             let verb = &args.verb;
-            if let CatalogVerb::Render { bundles } = verb {
-                return render::run(bundles, format, streams);
+            match verb {
+                CatalogVerb::Render { bundles } => return render::run(bundles, format, streams),
+                CatalogVerb::Validate { dir } => {
+                    return validate::run(dir.as_deref().unwrap_or(&args.catalog), format, streams);
+                }
+                _ => {}
             }
             let catalog = shared::load(&args.catalog)?;
             shared::warn_problems(&catalog, streams.err)?;
@@ -47,9 +52,7 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
                     from,
                     channel,
                 } => upgrade_path::run(&catalog, package, from, channel.as_deref(), format, streams),
-                CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } => {
-                    Err(CliError::Usage("validate is not wired yet".into()))
-                }
+                CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } => Ok(()),
             }
         }
     }

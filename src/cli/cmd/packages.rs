@@ -66,13 +66,14 @@ impl Row for PackageRow {
 #[must_use]
 pub fn rows(catalog: &Catalog) -> Vec<PackageRow> {
     catalog
+        .model
         .packages()
         .map(|p| PackageRow {
             name: p.name.clone(),
             default_channel: p.default_channel.clone(),
-            latest_version: version_cell(catalog.latest_version(&p.name).as_ref()),
-            channels: catalog.channels(&p.name).iter().map(|c| c.name.clone()).collect(),
-            bundles: catalog.bundles(&p.name).len(),
+            latest_version: version_cell(p.latest_version()),
+            channels: p.channels().iter().map(|c| c.name.clone()).collect(),
+            bundles: p.bundles().len(),
             description: p.description.trim().to_string(),
         })
         .collect()

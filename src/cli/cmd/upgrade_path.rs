@@ -71,7 +71,7 @@ pub fn compute(
 ) -> Result<UpgradePath, CliError> {
     let pkg = catalog.package(package)?;
     let ch = catalog.channel(pkg, channel)?;
-    let g = catalog.graph(ch);
+    let g = ch.graph();
     let broken = |e: GraphError| CliError::BrokenChannel {
         package: pkg.name.clone(),
         channel: ch.name.clone(),
