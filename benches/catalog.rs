@@ -74,9 +74,9 @@ fn report(name: &str, files: &[(String, String)], dir: Option<&Path>, real: bool
     drop(model);
     let from_disk = dir.map(|d| {
         let start = Instant::now();
-        let loaded = olm_rs::source::load_dir(d)
+        let loaded = olm_rs::source::load_path(d)
             .ok()
-            .map(|(cfg, problems)| olm_rs::catalog::validate_with(cfg, problems));
+            .map(olm_rs::source::Loaded::validate);
         black_box(loaded);
         start.elapsed()
     });
@@ -114,9 +114,9 @@ fn bench_catalog(c: &mut Criterion, name: &str, files: &[(String, String)], dir:
         group.bench_function("load from disk + validate", |b| {
             b.iter(|| {
                 black_box(
-                    olm_rs::source::load_dir(dir)
+                    olm_rs::source::load_path(dir)
                         .ok()
-                        .map(|(cfg, problems)| olm_rs::catalog::validate_with(cfg, problems)),
+                        .map(olm_rs::source::Loaded::validate),
                 )
             });
         });

@@ -25,14 +25,14 @@ fn child(name: &str) {
     };
     let before = vm_hwm_kib().unwrap_or(0);
     let start = Instant::now();
-    let (cfg, problems) = match olm_rs::source::load_dir(&dir) {
+    let loaded = match olm_rs::source::load_path(&dir) {
         Ok(loaded) => loaded,
         Err(e) => {
             println!("{name}: failed to load: {e}");
             return;
         }
     };
-    let (model, report) = olm_rs::catalog::validate_with(cfg, problems);
+    let (model, report) = loaded.validate();
     let elapsed = start.elapsed();
     let peak = vm_hwm_kib().unwrap_or(0);
     println!(

@@ -2,6 +2,9 @@
 //! `scripts/render-catalog` makes from `bundles/redis-operator/`: this test renders it again in
 //! memory, the way the script does, and fails when the checked-in file differs.
 
+// Test helpers outside #[test] functions: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::{collections::BTreeSet, fs, path::Path, process::Command};
 
 use serde_json::Value;

@@ -11,6 +11,9 @@
 //! last package directory by name: one package per directory, as opm lays catalogs out), and the
 //! whole catalogs are loaded once each by `packages` and `validate`.
 
+// Test helpers outside #[test] functions: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::{
     fs,
     path::{Path, PathBuf},

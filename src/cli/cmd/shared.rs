@@ -39,10 +39,22 @@ pub fn read(dir: &Path) -> Result<(DeclarativeConfig, Vec<DecodeError>), CliErro
             dir: dir.to_path_buf(),
         });
     }
-    crate::source::load_dir(dir).map_err(|e| CliError::LoadCatalog {
+    let loaded = crate::source::load_path(dir).map_err(|e| CliError::LoadCatalog {
         dir: dir.to_path_buf(),
-        message: e.to_string(),
-    })
+        message: error_chain(&e),
+    })?;
+    Ok((loaded.config, loaded.problems))
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// Loads the catalog at `dir` for browsing.
