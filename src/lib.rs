@@ -9,6 +9,7 @@
 //! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
+//! - [`resolve`]: a Subscription's next bundle, its dependencies, and its status (plain-language failures).
 //!
 //! Kubernetes API types (no client):
 //! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
@@ -26,5 +27,6 @@ pub mod cli;
 pub mod codec;
 pub mod graph;
 pub mod redis_operator;
+pub mod resolve;
 pub mod source;
 pub mod version_range;
