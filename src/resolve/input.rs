@@ -7,8 +7,12 @@ use kube::ResourceExt;
 use semver::Version;
 
 use crate::{
-    api::v1alpha1::{Approval, CsvPhase, Subscription},
+    api::{
+        labels,
+        v1alpha1::{Approval, ClusterServiceVersion, CsvPhase, Subscription},
+    },
     catalog::{Model, property::Gvk},
+    version_range,
 };
 
 /// Identifies a CatalogSource by namespace and name; displayed `namespace/name`.
@@ -139,6 +143,53 @@ pub struct InstalledCsv {
 }
 
 impl InstalledCsv {
+    /// What resolution needs of a CSV object: its name, `spec.version` (read tolerantly, like
+    /// upstream), its package from the `olm.package` entry of the
+    /// `operatorframework.io/properties` annotation (which OLM writes on the CSVs it installs),
+    /// the APIs it owns (CRDs, whose name is `<plural>.<group>`, and API services) and its phase.
+    pub fn from_csv(csv: &ClusterServiceVersion) -> InstalledCsv {
+        let spec = &csv.spec;
+        let mut provided_gvks: Vec<Gvk> = Vec::new();
+        if let Some(crds) = &spec.custom_resource_definitions {
+            for crd in &crds.owned {
+                let group = crd.name.split_once('.').map(|(_, g)| g).unwrap_or_default();
+                provided_gvks.push(Gvk {
+                    group: group.to_owned(),
+                    version: crd.version.clone(),
+                    kind: crd.kind.clone(),
+                });
+            }
+        }
+        if let Some(apis) = &spec.api_service_definitions {
+            for api in &apis.owned {
+                provided_gvks.push(Gvk {
+                    group: api.group.clone(),
+                    version: api.version.clone(),
+                    kind: api.kind.clone(),
+                });
+            }
+        }
+        provided_gvks.sort();
+        provided_gvks.dedup();
+        InstalledCsv {
+            name: csv.name_any(),
+            version: spec
+                .version
+                .as_deref()
+                .and_then(|v| version_range::parse_version_tolerant(v).ok()),
+            package: csv
+                .annotations()
+                .get(labels::PROPERTIES)
+                .and_then(|text| package_from_properties(text)),
+            provided_gvks,
+            phase: csv
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default(),
+        }
+    }
+
     pub(crate) fn leaving(&self) -> bool {
         matches!(self.phase, CsvPhase::Replacing | CsvPhase::Deleting)
     }
@@ -209,5 +260,78 @@ impl Installed {
         self.subscriptions
             .iter()
             .find(|s| s.name != except && s.owns(csv))
+    }
+}
+
+/// The `packageName` of the first `olm.package` property in a properties annotation
+/// (`{"properties":[{"type":"olm.package","value":{"packageName":...}}]}`); `None` when the text
+/// is not that shape.
+fn package_from_properties(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value
+        .get("properties")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some("olm.package"))?
+        .get("value")?
+        .get("packageName")?
+        .as_str()
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_installed_csv_is_read_from_its_object() {
+        let csv: ClusterServiceVersion = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "redis-operator.v0.2.0", "namespace": "operators",
+                "annotations": {"operatorframework.io/properties":
+                    "{\"properties\":[{\"type\":\"olm.gvk\",\"value\":{}},{\"type\":\"olm.package\",\"value\":{\"packageName\":\"redis-operator\",\"version\":\"0.2.0\"}}]}"}},
+            "spec": {
+                "displayName": "Redis", "version": "v0.2",
+                "install": {"strategy": "deployment", "spec": {"deployments": []}},
+                "customresourcedefinitions": {"owned": [
+                    {"name": "redisclusters.cache.example.com", "version": "v1alpha1", "kind": "RedisCluster"}
+                ]},
+                "apiservicedefinitions": {"owned": [
+                    {"name": "v1.metrics.example.com", "group": "metrics.example.com", "version": "v1", "kind": "Metric"}
+                ]}
+            },
+            "status": {"phase": "Succeeded"}
+        }))
+        .expect("test csv");
+        let installed = InstalledCsv::from_csv(&csv);
+        assert_eq!(installed.name, "redis-operator.v0.2.0");
+        assert_eq!(installed.version, Some(Version::new(0, 2, 0)));
+        assert_eq!(installed.package.as_deref(), Some("redis-operator"));
+        let kinds: Vec<String> = installed.provided_gvks.iter().map(|g| g.to_string()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "cache.example.com/v1alpha1/RedisCluster",
+                "metrics.example.com/v1/Metric"
+            ]
+        );
+        assert_eq!(installed.phase, CsvPhase::Succeeded);
+    }
+
+    #[test]
+    fn a_csv_without_properties_has_no_known_package() {
+        assert_eq!(package_from_properties("not json"), None);
+        assert_eq!(package_from_properties(r#"{"properties":[]}"#), None);
+        assert_eq!(
+            package_from_properties(
+                r#"{"properties":[{"type":"olm.package","value":{"packageName":"etcd"}}]}"#
+            )
+            .as_deref(),
+            Some("etcd")
+        );
     }
 }

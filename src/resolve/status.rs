@@ -29,7 +29,7 @@
 //!    `ErrorPreventedResolution`) and its plain-language message; any success removes the
 //!    condition. A new InstallPlan sets `currentCSV`, `installPlanRef`, the deprecated
 //!    `installplan` reference, `installPlanGeneration` and `state: UpgradePending`. An adopted CSV
-//!    (see [`super::Outcome::AtLatestKnown`]) becomes `currentCSV`.
+//!    (see [`super::Resolution::adopted`]) becomes `currentCSV`.
 //! 3. **CSV state** (upstream `ensureSubscriptionCSVState`): when `currentCSV` names a CSV that
 //!    exists, it becomes `installedCSV` and the state is `AtLatestKnown` (existence only, not phase
 //!    `Succeeded`, as upstream); when it names a missing CSV the state is `UpgradePending`.
@@ -73,8 +73,6 @@ use crate::api::{
     },
 };
 
-use super::ResolutionError;
-
 /// The health of one catalog the Subscription's namespace can see, as the controller observed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogHealthObservation {
@@ -91,7 +89,8 @@ pub enum ResolutionStep<'a> {
     /// Resolution was not run (for example while an InstallPlan is pending, see
     /// [`needs_resolution`]); `ResolutionFailed` is left as it is.
     NotRun,
-    /// Resolution failed.
+    /// Resolution failed; for a [`super::ResolutionError`] `e`, pass `e.reason()` and
+    /// `e.to_string()`.
     Failed {
         /// Condition reason (`ConstraintsNotSatisfiable` or `ErrorPreventedResolution`).
         reason: &'a str,
@@ -101,7 +100,7 @@ pub enum ResolutionStep<'a> {
     /// Resolution found nothing to install for this Subscription.
     UpToDate {
         /// A CSV of the package, present in the namespace and owned by no Subscription, that
-        /// this Subscription adopted (see [`super::Outcome::AtLatestKnown`]).
+        /// this Subscription adopted (see [`super::Resolution::adopted`]).
         adopted: Option<&'a str>,
     },
     /// Resolution chose `csv` and the controller created `plan` for it.
@@ -111,16 +110,6 @@ pub enum ResolutionStep<'a> {
         /// The InstallPlan just created (its name, uid and `spec.generation` are referenced).
         plan: &'a InstallPlan,
     },
-}
-
-impl<'a> ResolutionStep<'a> {
-    /// The failed step for a resolution error.
-    pub fn failed(error: &'a ResolutionError, message: &'a str) -> Self {
-        ResolutionStep::Failed {
-            reason: error.reason(),
-            message,
-        }
-    }
 }
 
 /// Everything [`next_status`] looks at.
