@@ -41,6 +41,15 @@
 //! comes *after* the installed one in channel order (a `skipRange` that covers a newer version,
 //! a catalog mistake) is not taken, since it would be a downgrade.
 //!
+//! **Upgrades keep other operators' requirements.** Upstream solves all Subscriptions of a
+//! namespace together, so an operator installed as a dependency (`db` required by `app` in
+//! `>=1.0.0 <2.0.0`) is never upgraded out of the range its dependents need. Resolving one
+//! Subscription at a time, we get the same result by looking up the catalog bundles of the other
+//! installed operators: an upgrade candidate that would stop satisfying a requirement the
+//! installed CSV satisfies (a package range, or an API it provides) is *held back*, the next
+//! eligible entry is tried, and if none fits the Subscription stays [`Outcome::AtLatestKnown`]
+//! with a note naming the operator that holds it.
+//!
 //! **Dependencies** (upstream `getBundleVariables`, reference §2.6–2.7). The bundle being
 //! installed (or, at latest known, the installed bundle as the catalog describes it) may declare
 //! `olm.package.required` (a package in a semver range) and `olm.gvk.required` (an API some
@@ -294,13 +303,23 @@ pub fn resolve(
 
     let outcome = match current {
         None => Outcome::Install(first_install(req, key, package, &channels)?),
-        Some(cur) => match upgrade(key, package, &channels, cur)? {
-            Some(selected) => Outcome::Install(selected),
-            None => Outcome::AtLatestKnown {
-                csv: cur.name.clone(),
-                note: not_in_channel_note(req, package, &channels, cur),
-            },
-        },
+        Some(cur) => {
+            let dependents = dependents(req, catalogs, installed, cur);
+            match upgrade(key, package, &channels, cur, &dependents)? {
+                Ok(selected) => Outcome::Install(selected),
+                Err(held_back) => Outcome::AtLatestKnown {
+                    csv: cur.name.clone(),
+                    note: if held_back.is_empty() {
+                        not_in_channel_note(req, package, &channels, cur)
+                    } else {
+                        Some(format!(
+                            "{}; the upgrade happens once that operator accepts it",
+                            held_back.join("; ")
+                        ))
+                    },
+                },
+            }
+        }
     };
 
     // The bundle whose dependencies must hold: the one being installed, or the installed one.
@@ -458,7 +477,9 @@ fn current_csv<'i>(
     req: &Request,
     installed: &'i Installed,
 ) -> Result<(Option<&'i InstalledCsv>, Option<String>), ResolutionError> {
-    if let Some(csv) = req.installed_csv.as_deref().and_then(|n| installed.csv(n)) {
+    if let Some(csv) = req.installed_csv.as_deref().and_then(|n| installed.csv(n))
+        && installed.package_of(csv).is_none_or(|p| p == req.package)
+    {
         return Ok((Some(csv), None));
     }
     // Another Subscription to the same package wins if it has started, or if neither has and
@@ -603,52 +624,135 @@ fn first_install(
     })
 }
 
+/// A requirement another installed operator of the namespace places on this Subscription's
+/// package (or on an API its installed CSV provides).
+struct Dependent {
+    /// The installed bundle declaring it.
+    bundle: String,
+    requirement: Requirement,
+}
+
+/// Requirements of the other installed operators that the current CSV satisfies: an upgrade must
+/// keep satisfying them (upstream gets this from solving the whole namespace at once).
+fn dependents(
+    req: &Request,
+    catalogs: &Catalogs<'_>,
+    installed: &Installed,
+    current: &InstalledCsv,
+) -> Vec<Dependent> {
+    let mut out = Vec::new();
+    for sub in &installed.subscriptions {
+        if sub.name == req.name {
+            continue;
+        }
+        let Some(csv) = sub.installed_csv.as_deref() else {
+            continue;
+        };
+        if installed.csv(csv).is_none_or(InstalledCsv::leaving) {
+            continue;
+        }
+        let Some(bundle) = catalogs
+            .get(&sub.catalog)
+            .and_then(|c| c.model)
+            .and_then(|m| m.package(&sub.package))
+            .and_then(|p| p.bundle(csv))
+        else {
+            continue;
+        };
+        for requirement in requirements(bundle) {
+            if requirement.satisfied_by_csv(current, Some(req.package.as_str())) {
+                out.push(Dependent {
+                    bundle: bundle.name.clone(),
+                    requirement,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The requirements a bundle declares, package requirements first, in property order.
+fn requirements(bundle: &Bundle) -> Vec<Requirement> {
+    bundle
+        .required_packages()
+        .iter()
+        .map(|p| Requirement::Package {
+            package: p.package_name.clone(),
+            range: p.version_range.clone(),
+        })
+        .chain(bundle.required_gvks().iter().cloned().map(Requirement::Gvk))
+        .collect()
+}
+
+/// Every entry of `order` that can replace the installed CSV in one step, in channel order (head
+/// first), with the most specific edge: the predicate of [`crate::graph::ChannelGraph::next_hop`]
+/// (whose answer is the first element), listed in full so that a candidate held back by another
+/// operator's requirement can give way to the next one, as upstream's solver does.
+fn eligible_hops<'g>(
+    order: &[&'g graph::Entry],
+    name: &str,
+    version: Option<&Version>,
+) -> Vec<(&'g graph::Entry, EdgeKind)> {
+    order
+        .iter()
+        .filter(|e| e.name != name)
+        .filter_map(|e| {
+            if e.replaces.as_deref() == Some(name) {
+                Some((*e, EdgeKind::Replaces))
+            } else if e.skips.iter().any(|s| s == name) {
+                Some((*e, EdgeKind::Skips))
+            } else {
+                match (&e.skip_range, version) {
+                    (Some(range), Some(v)) if range.contains(v) => Some((*e, EdgeKind::SkipRange)),
+                    _ => None,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The upgrade taken, or why none was (a note for the AtLatestKnown outcome).
 fn upgrade(
     key: &CatalogKey,
     package: &Package,
     channels: &[&Channel],
     current: &InstalledCsv,
-) -> Result<Option<Selected>, ResolutionError> {
+    dependents: &[Dependent],
+) -> Result<Result<Selected, Vec<String>>, ResolutionError> {
     let version = current
         .version
         .clone()
         .or_else(|| package.bundle(&current.name).map(|b| b.version.clone()));
+    let mut held_back = Vec::new();
     for channel in channels {
         if channel.entries.is_empty() {
             continue;
         }
-        let graph = channel.graph();
-        let order = graph.ordered().map_err(|e| broken(key, channel, e))?;
-        let hop = match &version {
-            Some(v) => graph
-                .next_hop(&graph::Installed {
-                    name: Some(current.name.clone()),
-                    version: v.clone(),
-                })
-                .map(|h| (h.name, h.edge)),
-            // Without any version only the named edges can match.
-            None => order.iter().find_map(|e| {
-                if e.replaces.as_deref() == Some(current.name.as_str()) {
-                    Some((e.name.clone(), EdgeKind::Replaces))
-                } else if e.skips.contains(&current.name) {
-                    Some((e.name.clone(), EdgeKind::Skips))
-                } else {
-                    None
-                }
-            }),
-        };
-        let Some((name, edge)) = hop else {
-            continue;
-        };
-        // Never hop to an entry older (later in channel order) than the installed one.
-        let position = |n: &str| order.iter().position(|e| e.name == n);
-        if let (Some(to), Some(from)) = (position(&name), position(&current.name))
-            && to > from
-        {
-            continue;
-        }
-        if let Some(bundle) = installable(package, &name) {
-            return Ok(Some(selected(
+        let order = channel.graph().ordered().map_err(|e| broken(key, channel, e))?;
+        let from = order.iter().position(|e| e.name == current.name);
+        for (entry, edge) in eligible_hops(&order, &current.name, version.as_ref()) {
+            // Never hop to an entry older (later in channel order) than the installed one.
+            let to = order.iter().position(|e| e.name == entry.name);
+            if let (Some(to), Some(from)) = (to, from)
+                && to > from
+            {
+                continue;
+            }
+            let Some(bundle) = installable(package, &entry.name) else {
+                continue;
+            };
+            if let Some(d) = dependents
+                .iter()
+                .find(|d| !d.requirement.satisfied_by_bundle(bundle))
+            {
+                held_back.push(format!(
+                    "{} is held back because installed bundle {} requires {}, which {} does not \
+                     satisfy",
+                    bundle.name, d.bundle, d.requirement, bundle.name
+                ));
+                continue;
+            }
+            return Ok(Ok(selected(
                 key,
                 channel,
                 bundle,
@@ -659,7 +763,7 @@ fn upgrade(
             )));
         }
     }
-    Ok(None)
+    Ok(Err(held_back))
 }
 
 fn not_in_channel_note(
@@ -771,15 +875,7 @@ impl<'m> DependencyWalk<'_, 'm> {
         while let Some(c) = self.chosen.get(next) {
             let (catalog, bundle) = (c.catalog.clone(), c.bundle);
             next += 1;
-            let requirements = bundle
-                .required_packages()
-                .iter()
-                .map(|p| Requirement::Package {
-                    package: p.package_name.clone(),
-                    range: p.version_range.clone(),
-                })
-                .chain(bundle.required_gvks().iter().cloned().map(Requirement::Gvk));
-            for requirement in requirements {
+            for requirement in requirements(bundle) {
                 self.satisfy(&catalog, bundle, requirement)?;
             }
         }

@@ -371,6 +371,21 @@ fn upgrades_follow_each_edge_kind_one_hop_at_a_time() {
         let cats = catalogs(vec![(key("olm", "c"), 0, &m)]);
         let (req, inst) = upgrading("a", key("olm", "c"), case.installed.0, case.installed.1);
         let res = resolve(&req, &cats, &inst).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        // The full list of eligible hops starts with the graph's own next hop.
+        let stable = m.package("a").and_then(|p| p.channel("stable")).expect("channel");
+        let order = stable.graph().ordered().expect("ordered");
+        let version = Version::parse(case.installed.1).expect("version");
+        let first = super::eligible_hops(&order, case.installed.0, Some(&version))
+            .first()
+            .map(|(e, edge)| (e.name.clone(), *edge));
+        let hop = stable
+            .graph()
+            .next_hop(&crate::graph::Installed {
+                name: Some(case.installed.0.to_owned()),
+                version,
+            })
+            .map(|h| (h.name, h.edge));
+        assert_eq!(first, hop, "{}", case.name);
         match (case.expected, &res.outcome) {
             (Some((bundle, edge)), Outcome::Install(s)) => {
                 assert_eq!(s.bundle, bundle, "{}", case.name);
@@ -1157,4 +1172,80 @@ fn close_matches_prefer_the_nearest_names() {
         ["rediss", "redis-operator"]
     );
     assert!(close_matches("x", ["postgres"], 3).is_empty());
+}
+
+#[test]
+fn an_upgrade_that_would_break_an_installed_dependent_is_held_back() {
+    // db: 1.0.0 <- 1.5.0 <- 2.0.0, and 2.0.0 also skipRanges over every 1.x.
+    let m = model(vec![
+        package("app", "stable"),
+        channel("app", "stable", vec![entry("app.v1")]),
+        bundle("app", "app.v1", "1.0.0")
+            .requires_package("db", ">=1.0.0 <2.0.0")
+            .into(),
+        package("db", "stable"),
+        channel(
+            "db",
+            "stable",
+            vec![
+                entry("db.v1.0.0"),
+                replaces("db.v1.5.0", "db.v1.0.0"),
+                json!({"name": "db.v2.0.0", "replaces": "db.v1.5.0",
+                       "skipRange": ">=1.0.0 <2.0.0"}),
+            ],
+        ),
+        bundle("db", "db.v1.0.0", "1.0.0").into(),
+        bundle("db", "db.v1.5.0", "1.5.0").into(),
+        bundle("db", "db.v2.0.0", "2.0.0").into(),
+    ]);
+    let cats = catalogs(vec![(key("olm", "ops"), 0, &m)]);
+    let with_app = |db_csv: &str, db_version: &str| {
+        let (mut req, mut inst) = upgrading("db", key("olm", "ops"), db_csv, db_version);
+        req.name = "db-stable-ops-olm".to_owned();
+        inst.subscriptions[0].name = req.name.clone();
+        inst.csvs.push(csv("app.v1", "1.0.0", "app"));
+        inst.subscriptions.push(ExistingSubscription {
+            name: "app".to_owned(),
+            package: "app".to_owned(),
+            catalog: key("olm", "ops"),
+            current_csv: Some("app.v1".to_owned()),
+            installed_csv: Some("app.v1".to_owned()),
+        });
+        (req, inst)
+    };
+
+    let (req, inst) = with_app("db.v1.0.0", "1.0.0");
+    let res = resolve(&req, &cats, &inst).expect("resolves");
+    assert_eq!(
+        installed_bundle(&res),
+        (
+            "db.v1.5.0",
+            "stable",
+            &Selection::Upgrade {
+                replaces: "db.v1.0.0".to_owned(),
+                edge: EdgeKind::Replaces
+            }
+        ),
+        "the skipRange jump to 2.0.0 gives way to the replaces step"
+    );
+
+    let (req, inst) = with_app("db.v1.5.0", "1.5.0");
+    let res = resolve(&req, &cats, &inst).expect("resolves");
+    assert_eq!(
+        res.outcome,
+        Outcome::AtLatestKnown {
+            csv: "db.v1.5.0".to_owned(),
+            note: Some(
+                "db.v2.0.0 is held back because installed bundle app.v1 requires package db in \
+                 version range '>=1.0.0 <2.0.0', which db.v2.0.0 does not satisfy; the upgrade \
+                 happens once that operator accepts it"
+                    .to_owned()
+            )
+        }
+    );
+
+    // Without the dependent the same Subscription jumps straight to 2.0.0.
+    let (req, inst) = upgrading("db", key("olm", "ops"), "db.v1.0.0", "1.0.0");
+    let res = resolve(&req, &cats, &inst).expect("resolves");
+    assert_eq!(installed_bundle(&res).0, "db.v2.0.0");
 }
