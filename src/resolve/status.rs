@@ -56,9 +56,12 @@
 //!
 //! # Times
 //!
-//! The function is pure: the caller passes `now`. A condition keeps its `lastTransitionTime`
-//! while its status does not change; `lastUpdated` moves to `now` only when something other than
-//! timestamps changed.
+//! The function is pure: the caller passes `now`. Conditions follow the shared rules of
+//! [`crate::status`]: an unchanged observation keeps its times, a changed one keeps its
+//! `lastTransitionTime` unless its status flipped. `lastUpdated` moves to `now` only when
+//! something other than timestamps changed ([`status_changed`], built on
+//! [`crate::status::status_unchanged`]), so an unchanged world gives a byte-for-byte equal status
+//! and the controller skips the write.
 
 use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Time};
 use kube::ResourceExt;
@@ -137,12 +140,11 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
     let mut st = prev
         .clone()
         .unwrap_or_else(|| SubscriptionStatus::new(now.clone()));
-    let old_conditions = st.conditions.clone();
     let mut conds = Conditions {
-        list: &mut st.conditions,
-        old: &old_conditions,
+        list: Vec::new(),
         now,
     };
+    std::mem::swap(&mut conds.list, &mut st.conditions);
 
     // 1. Catalog health.
     let (health, health_condition) = catalog_health(&sub.spec, input.catalog_health, prev.as_ref(), now);
@@ -217,12 +219,17 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 }
             }
             Some(plan) => {
-                conds.remove(&[
+                let desired = plan_condition(plan);
+                for t in [
                     Cond::InstallPlanMissing,
                     Cond::InstallPlanPending,
                     Cond::InstallPlanFailed,
-                ]);
-                if let Some(c) = plan_condition(plan) {
+                ] {
+                    if desired.as_ref().is_none_or(|c| c.type_ != t) {
+                        conds.remove(&[t]);
+                    }
+                }
+                if let Some(c) = desired {
                     conds.set(c);
                 }
                 let waits_for_approval =
@@ -238,6 +245,7 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
         }
     }
 
+    st.conditions = conds.list;
     st.last_updated = match &prev {
         Some(p) if !status_changed(Some(p), &st) => p.last_updated.clone(),
         _ => now.clone(),
@@ -263,30 +271,7 @@ pub fn needs_resolution(status: Option<&SubscriptionStatus>) -> bool {
 /// Whether two statuses differ in anything but timestamps (`lastUpdated`, condition times, catalog
 /// health `lastUpdated`). A controller writes the new status only when this is true.
 pub fn status_changed(old: Option<&SubscriptionStatus>, new: &SubscriptionStatus) -> bool {
-    let Some(old) = old else {
-        return true;
-    };
-    let health_eq = old.catalog_health.len() == new.catalog_health.len()
-        && old
-            .catalog_health
-            .iter()
-            .zip(&new.catalog_health)
-            .all(|(a, b)| a.catalog_source_ref == b.catalog_source_ref && a.healthy == b.healthy);
-    let conditions_eq = old.conditions.len() == new.conditions.len()
-        && old
-            .conditions
-            .iter()
-            .zip(&new.conditions)
-            .all(|(a, b)| a.same_observation(b));
-    !(health_eq
-        && conditions_eq
-        && old.current_csv == new.current_csv
-        && old.installed_csv == new.installed_csv
-        && old.install_plan == new.install_plan
-        && old.state == new.state
-        && old.reason == new.reason
-        && old.install_plan_generation == new.install_plan_generation
-        && old.install_plan_ref == new.install_plan_ref)
+    old.is_none_or(|old| !crate::status::status_unchanged(old, new))
 }
 
 /// How the InstallPlan made for one Subscription is approved. Each Subscription gets its own
@@ -320,30 +305,23 @@ pub fn plan_approval(spec: &SubscriptionSpec) -> PlanApproval {
     }
 }
 
-/// The condition list being rewritten, with the previous list to keep transition times.
+/// The condition list being rewritten, with the shared timestamp rules of [`crate::status`]
+/// (a condition keeps its times while its observation does not change, and its
+/// `lastTransitionTime` while its status does not flip).
 struct Conditions<'a> {
-    list: &'a mut Vec<SubscriptionCondition>,
-    old: &'a [SubscriptionCondition],
+    list: Vec<SubscriptionCondition>,
     now: &'a Time,
 }
 
 impl Conditions<'_> {
-    fn set(&mut self, mut c: SubscriptionCondition) {
-        let previous = self.old.iter().find(|o| o.type_ == c.type_);
-        c.last_transition_time = match previous {
-            Some(p) if p.status == c.status => {
-                p.last_transition_time.clone().or_else(|| Some(self.now.clone()))
-            }
-            _ => Some(self.now.clone()),
-        };
-        match self.list.iter_mut().find(|o| o.type_ == c.type_) {
-            Some(slot) => *slot = c,
-            None => self.list.push(c),
-        }
+    fn set(&mut self, c: SubscriptionCondition) {
+        crate::status::set_condition(&mut self.list, c, self.now);
     }
 
     fn remove(&mut self, types: &[Cond]) {
-        self.list.retain(|c| !types.contains(&c.type_));
+        for t in types {
+            crate::status::remove_condition(&mut self.list, t.as_str());
+        }
     }
 }
 
