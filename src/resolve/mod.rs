@@ -272,9 +272,29 @@ impl Resolution {
     }
 }
 
-/// The name upstream gives a Subscription generated for a dependency.
+/// The name upstream gives a Subscription generated for a dependency:
+/// `<package>-<channel>-<catsrc>-<catsrcNamespace>`. Upstream uses it verbatim; when a part holds
+/// characters a Kubernetes object name cannot (channel names may have upper case letters or
+/// `_`), they are lowered or replaced by `-` and the name is cut to 253 characters, so the
+/// Subscription can actually be created. Valid names are unchanged.
 pub fn generated_subscription_name(package: &str, channel: &str, catalog: &CatalogKey) -> String {
-    format!("{package}-{channel}-{}-{}", catalog.name, catalog.namespace)
+    let raw = format!("{package}-{channel}-{}-{}", catalog.name, catalog.namespace);
+    let mut name: String = raw
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(253)
+        .collect();
+    while name.ends_with(['-', '.']) {
+        name.pop();
+    }
+    name
 }
 
 /// Resolves one Subscription: the bundle it installs next and the dependencies that come with

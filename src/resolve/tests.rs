@@ -1249,3 +1249,20 @@ fn an_upgrade_that_would_break_an_installed_dependent_is_held_back() {
     let res = resolve(&req, &cats, &inst).expect("resolves");
     assert_eq!(installed_bundle(&res).0, "db.v2.0.0");
 }
+
+#[test]
+fn generated_subscription_names_follow_upstream_and_stay_valid_object_names() {
+    assert_eq!(
+        generated_subscription_name("db", "stable", &key("olm", "ops")),
+        "db-stable-ops-olm"
+    );
+    assert_eq!(
+        generated_subscription_name("db", "Stable_V1", &key("olm", "ops")),
+        "db-stable-v1-ops-olm"
+    );
+    let long = "x".repeat(300);
+    assert_eq!(
+        generated_subscription_name(&long, "stable", &key("olm", "ops")).len(),
+        253
+    );
+}
