@@ -9,6 +9,7 @@
 //! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
+//! - [`resolve`]: a Subscription's next bundle, its dependencies, and its status (plain-language failures).
 //! - [`plan`]: install planning: OperatorGroup targets, InstallPlan steps, the CSV state machine.
 //! - [`status`]: condition bookkeeping (timestamps kept unless the status flips) and write skipping.
 //!
@@ -29,6 +30,7 @@ pub mod codec;
 pub mod graph;
 pub mod plan;
 pub mod redis_operator;
+pub mod resolve;
 pub mod source;
 pub mod status;
 pub mod version_range;
