@@ -9,6 +9,9 @@
 //! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
+//! - [`resolve`]: a Subscription's next bundle, its dependencies, and its status (plain-language failures).
+//! - [`plan`]: install planning: OperatorGroup targets, InstallPlan steps, the CSV state machine.
+//! - [`status`]: condition bookkeeping (timestamps kept unless the status flips) and write skipping.
 //!
 //! Kubernetes API types (no client):
 //! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
@@ -25,6 +28,9 @@ pub mod catalog;
 pub mod cli;
 pub mod codec;
 pub mod graph;
+pub mod plan;
 pub mod redis_operator;
+pub mod resolve;
 pub mod source;
+pub mod status;
 pub mod version_range;
