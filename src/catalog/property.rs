@@ -1,0 +1,902 @@
+//! property: typed bundle properties, parsed from the raw `{type, value}` pairs of a blob.
+//!
+//! # What properties are
+//!
+//! In a file-based catalog everything the resolver knows about a bundle, beyond its name, image
+//! and channel entries, is a property: a `type` string and an arbitrary JSON `value`
+//! (operator-registry `alpha/property/property.go`). The types OLM understands are:
+//!
+//! | type | value | meaning |
+//! |---|---|---|
+//! | `olm.package` | `{packageName, version, release?}` | the bundle's package and version; exactly one per bundle |
+//! | `olm.gvk` | `{group, version, kind}` | an API the bundle provides (an owned CRD or APIService) |
+//! | `olm.gvk.required` | `{group, version, kind}` | an API the bundle needs someone to provide |
+//! | `olm.package.required` | `{packageName, versionRange}` | a package (in a version range) the bundle needs |
+//! | `olm.bundle.object` | `{data: base64}` (or `{ref: path}`) | one manifest of the bundle, inlined |
+//! | `olm.csv.metadata` | a subset of the CSV spec | what UIs show, used instead of inlining the whole CSV |
+//! | `olm.constraint` | `{failureMessage, cel/all/any/not/gvk/package...}` | a generic dependency constraint |
+//! | `olm.deprecated` | anything | legacy marker: the bundle must never be installed |
+//!
+//! Any other type (`olm.maxOpenShiftVersion`, `olm.label`, vendor types) is kept as
+//! [`Property::Other`] and carried through unchanged.
+//!
+//! # Parsing rules
+//!
+//! opm decodes known property values with Go's `encoding/json` into typed structs, so a value of
+//! the wrong JSON type is an error while missing fields are simply empty. [`parse`] does the same
+//! (keys match case-insensitively, exact match first, as in Go) and adds what the resolver relies
+//! on: `olm.package.required`'s `versionRange` must parse as a blang range
+//! ([`crate::version_range::Range`]), and `olm.bundle.object` data must be valid base64. Errors
+//! are collected, never fatal, and each names the property index, its type and the bad field; the
+//! caller adds the bundle. A property with no `value` at all is an error for every type, as in
+//! opm, where an absent value is not valid JSON.
+//!
+//! # Cost
+//!
+//! `olm.bundle.object` values can be megabytes of base64. They are kept as the base64 text (moved,
+//! never copied) and decoded only when asked ([`BundleObject::decode`]). Validation checks the
+//! base64 alphabet and length without allocating ([`BundleObject::check`]).
+
+use std::fmt;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::{Map, Value};
+
+use crate::{
+    catalog::declcfg,
+    codec,
+    version_range::{self, Range},
+};
+
+/// `olm.package`.
+pub const TYPE_PACKAGE: &str = "olm.package";
+/// `olm.gvk`.
+pub const TYPE_GVK: &str = "olm.gvk";
+/// `olm.gvk.required`.
+pub const TYPE_GVK_REQUIRED: &str = "olm.gvk.required";
+/// `olm.package.required`.
+pub const TYPE_PACKAGE_REQUIRED: &str = "olm.package.required";
+/// `olm.bundle.object`.
+pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
+/// `olm.csv.metadata`.
+pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
+/// `olm.constraint`.
+pub const TYPE_CONSTRAINT: &str = "olm.constraint";
+/// `olm.deprecated`.
+pub const TYPE_DEPRECATED: &str = "olm.deprecated";
+
+/// A property value that could not be parsed. The bundle name is added by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("property [{index}] of type {type_:?}: {}{message}", field_prefix(.field))]
+pub struct PropertyError {
+    /// Index of the property in the blob's `properties` list.
+    pub index: usize,
+    /// The property's type.
+    pub type_: String,
+    /// The field that is wrong, if one is.
+    pub field: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+fn field_prefix(field: &Option<String>) -> String {
+    field
+        .as_ref()
+        .map(|f| format!("field `{f}`: "))
+        .unwrap_or_default()
+}
+
+/// Errors decoding the manifest inside an `olm.bundle.object`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectError {
+    /// The object is a file reference, which only makes sense next to the catalog's files.
+    #[error("bundle object refers to file {0:?}; inline it as base64 `data` instead")]
+    Reference(String),
+    /// The data is not base64.
+    #[error("bundle object data is not valid base64: {0}")]
+    Base64(String),
+    /// The decoded bytes are not UTF-8 text.
+    #[error("bundle object data is not UTF-8 text")]
+    NotText,
+    /// The decoded text is not one YAML or JSON object.
+    #[error("bundle object is not a YAML or JSON object: {0}")]
+    NotAnObject(String),
+}
+
+/// `olm.package`: the bundle's package and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageProperty {
+    /// Package name; must equal the bundle's `package`.
+    pub package_name: String,
+    /// Version, as written (validation parses it as strict semver).
+    pub version: String,
+    /// Optional release, a dot-separated list of prerelease-like identifiers.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub release: String,
+}
+
+/// `olm.gvk` and `olm.gvk.required`: a Kubernetes group/version/kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Default)]
+pub struct Gvk {
+    /// API group (empty for the core group).
+    pub group: String,
+    /// API version, such as `v1`.
+    pub version: String,
+    /// Kind, such as `RedisCluster`.
+    pub kind: String,
+}
+
+impl fmt::Display for Gvk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}/{}", self.version, self.kind)
+        } else {
+            write!(f, "{}/{}/{}", self.group, self.version, self.kind)
+        }
+    }
+}
+
+/// `olm.package.required`: a dependency on a package in a version range.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageRequired {
+    /// The required package.
+    pub package_name: String,
+    /// Versions of it that satisfy the dependency.
+    pub version_range: Range,
+}
+
+/// `olm.bundle.object`: one manifest of the bundle, inlined as base64 or referenced by path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BundleObject {
+    /// Base64 of the manifest (YAML or JSON).
+    Data(String),
+    /// A path relative to the catalog file (opm resolves it at load time).
+    Ref(String),
+}
+
+impl BundleObject {
+    /// Checks that inline data is valid base64, without keeping the decoded bytes.
+    ///
+    /// # Errors
+    /// [`ObjectError::Base64`] when it is not.
+    pub fn check(&self) -> Result<(), ObjectError> {
+        match self {
+            BundleObject::Ref(_) => Ok(()),
+            BundleObject::Data(data) => check_base64(data),
+        }
+    }
+
+    /// Decodes the manifest into a JSON value.
+    ///
+    /// # Errors
+    /// An [`ObjectError`] when the object is a reference, not base64, not text, or not an object.
+    pub fn decode(&self) -> Result<Value, ObjectError> {
+        let data = match self {
+            BundleObject::Ref(path) => return Err(ObjectError::Reference(path.clone())),
+            BundleObject::Data(data) => data,
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(without_line_breaks(data).as_bytes())
+            .map_err(|err| ObjectError::Base64(err.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| ObjectError::NotText)?;
+        let decoded = codec::decode_documents("olm.bundle.object", &text);
+        if let Some(err) = decoded.error {
+            return Err(ObjectError::NotAnObject(err.to_string()));
+        }
+        let mut docs = decoded.documents.into_iter();
+        match (docs.next(), docs.next()) {
+            (Some(doc), None) if doc.value.is_object() => Ok(doc.value),
+            (None, _) => Err(ObjectError::NotAnObject("it is empty".to_owned())),
+            (Some(_), Some(_)) => Err(ObjectError::NotAnObject("it holds several documents".to_owned())),
+            (Some(_), None) => Err(ObjectError::NotAnObject("it is not a map".to_owned())),
+        }
+    }
+}
+
+/// Go's base64 decoder skips line breaks inside the data; so do we.
+fn without_line_breaks(data: &str) -> std::borrow::Cow<'_, str> {
+    let data = data.trim();
+    if data.contains(['\n', '\r']) {
+        std::borrow::Cow::Owned(data.chars().filter(|c| *c != '\n' && *c != '\r').collect())
+    } else {
+        std::borrow::Cow::Borrowed(data)
+    }
+}
+
+/// Validates base64 (standard alphabet, padded) in fixed-size chunks, allocating nothing for the
+/// decoded bytes.
+fn check_base64(data: &str) -> Result<(), ObjectError> {
+    let data = without_line_breaks(data);
+    let data = data.as_bytes();
+    // Chunks of a multiple of 4 characters decode independently; only the last may carry padding.
+    const CHUNK: usize = 4 * 1024;
+    let mut buf = [0u8; CHUNK / 4 * 3];
+    if !data.len().is_multiple_of(4) {
+        return Err(ObjectError::Base64(format!(
+            "length {} is not a multiple of 4",
+            data.len()
+        )));
+    }
+    for chunk in data.chunks(CHUNK) {
+        base64::engine::general_purpose::STANDARD
+            .decode_slice(chunk, &mut buf)
+            .map_err(|err| ObjectError::Base64(err.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `name`/`url` pair (CSV `links` and `provider`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct AppLink {
+    /// Display name.
+    pub name: String,
+    /// Target URL.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub url: String,
+}
+
+/// A maintainer of the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Maintainer {
+    /// Name.
+    pub name: String,
+    /// Contact e-mail.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub email: String,
+}
+
+/// One install mode and whether the operator supports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct InstallMode {
+    /// `OwnNamespace`, `SingleNamespace`, `MultiNamespace` or `AllNamespaces`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether the operator supports it.
+    pub supported: bool,
+}
+
+/// One CRD the operator owns or requires, as the CSV describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CrdDescription {
+    /// Full CRD name, `<plural>.<group>`.
+    pub name: String,
+    /// Served version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Human name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    /// Description.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Kinds the operator creates for this resource.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub resources: Value,
+    /// UI descriptors of the spec.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub spec_descriptors: Value,
+    /// UI descriptors of the status.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub status_descriptors: Value,
+    /// UI actions.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub action_descriptors: Value,
+}
+
+/// Owned and required CRDs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct CrdDescriptions {
+    /// CRDs the operator owns (installs and reconciles).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owned: Vec<CrdDescription>,
+    /// CRDs the operator needs from someone else.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<CrdDescription>,
+}
+
+/// `olm.csv.metadata`: the part of a CSV that UIs and `catalog describe` show.
+///
+/// Fields OLM defines that we do not model (`apiServiceDefinitions`, `nativeAPIs`, and any future
+/// field) are kept in [`CsvMetadata::extra`] and written back.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvMetadata {
+    /// CSV annotations (`alm-examples`, `capabilities`, `categories`, ...).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub annotations: Map<String, Value>,
+    /// CSV labels.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub labels: Map<String, Value>,
+    /// Human name of the operator.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    /// Long description (markdown).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Supported install modes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub install_modes: Vec<InstallMode>,
+    /// Search keywords.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Maintainers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+    /// Links (documentation, source).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<AppLink>,
+    /// Provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AppLink>,
+    /// Maturity (`alpha`, `stable`, ...).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub maturity: String,
+    /// Minimum Kubernetes version.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub min_kube_version: String,
+    /// Owned and required CRDs.
+    #[serde(rename = "crdDescriptions", skip_serializing_if = "is_empty_crds")]
+    pub crd_descriptions: CrdDescriptions,
+    /// Every other field, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn is_empty_crds(c: &CrdDescriptions) -> bool {
+    c.owned.is_empty() && c.required.is_empty()
+}
+
+impl CsvMetadata {
+    /// Builds the metadata from a full `ClusterServiceVersion` manifest (as inlined by
+    /// `olm.bundle.object`), mapping `spec.customresourcedefinitions` to `crdDescriptions` and
+    /// `metadata.annotations`/`labels` to their fields.
+    ///
+    /// # Errors
+    /// A message naming the CSV field that has the wrong type.
+    pub fn from_csv(csv: &Value) -> Result<CsvMetadata, String> {
+        let empty = Map::new();
+        let metadata = csv.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+        let spec = csv.get("spec").and_then(Value::as_object).unwrap_or(&empty);
+        let mut out = CsvMetadata::default();
+        let mut field = |source: &Map<String, Value>, key: &str, target: &str, prefix: &str| {
+            if let Some(value) = source.get(key) {
+                out.set(target, value.clone())
+                    .map_err(|err| format!("{prefix}{key}: {err}"))
+            } else {
+                Ok(())
+            }
+        };
+        field(metadata, "annotations", "annotations", "metadata.")?;
+        field(metadata, "labels", "labels", "metadata.")?;
+        for key in [
+            "displayName",
+            "description",
+            "installModes",
+            "keywords",
+            "maintainers",
+            "links",
+            "provider",
+            "maturity",
+            "minKubeVersion",
+            "apiservicedefinitions",
+            "nativeAPIs",
+        ] {
+            let target = if key == "apiservicedefinitions" {
+                "apiServiceDefinitions"
+            } else {
+                key
+            };
+            field(spec, key, target, "spec.")?;
+        }
+        field(spec, "customresourcedefinitions", "crdDescriptions", "spec.")?;
+        Ok(out)
+    }
+
+    /// Sets one field from its JSON value, by its canonical key; unknown keys go to `extra`.
+    fn set(&mut self, key: &str, value: Value) -> Result<(), String> {
+        fn conv<T: DeserializeOwned + Default>(value: Value) -> Result<T, String> {
+            if value.is_null() {
+                return Ok(T::default());
+            }
+            serde_json::from_value(value).map_err(|err| err.to_string())
+        }
+        match key {
+            "annotations" => self.annotations = conv(value)?,
+            "labels" => self.labels = conv(value)?,
+            "displayName" => self.display_name = conv(value)?,
+            "description" => self.description = conv(value)?,
+            "installModes" => self.install_modes = conv(value)?,
+            "keywords" => self.keywords = conv(value)?,
+            "maintainers" => self.maintainers = conv(value)?,
+            "links" => self.links = conv(value)?,
+            "provider" => self.provider = conv(value)?,
+            "maturity" => self.maturity = conv(value)?,
+            "minKubeVersion" => self.min_kube_version = conv(value)?,
+            "crdDescriptions" => self.crd_descriptions = conv(value)?,
+            _ => {
+                self.extra.insert(key.to_owned(), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One parsed property.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", content = "value")]
+pub enum Property {
+    /// `olm.package`.
+    #[serde(rename = "olm.package")]
+    Package(PackageProperty),
+    /// `olm.gvk`.
+    #[serde(rename = "olm.gvk")]
+    Gvk(Gvk),
+    /// `olm.gvk.required`.
+    #[serde(rename = "olm.gvk.required")]
+    GvkRequired(Gvk),
+    /// `olm.package.required`.
+    #[serde(rename = "olm.package.required")]
+    PackageRequired(PackageRequired),
+    /// `olm.bundle.object`.
+    #[serde(rename = "olm.bundle.object")]
+    BundleObject(BundleObject),
+    /// `olm.csv.metadata`.
+    #[serde(rename = "olm.csv.metadata")]
+    CsvMetadata(Box<CsvMetadata>),
+    /// `olm.constraint`, kept as its JSON value.
+    #[serde(rename = "olm.constraint")]
+    Constraint(Value),
+    /// `olm.deprecated`, kept as its JSON value.
+    #[serde(rename = "olm.deprecated")]
+    Deprecated(Value),
+    /// Any other type, unchanged.
+    #[serde(untagged)]
+    Other(declcfg::Property),
+}
+
+/// The properties of one blob, grouped by type (order within a type is the file order).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Properties {
+    /// `olm.package` values (a valid bundle has exactly one).
+    pub packages: Vec<PackageProperty>,
+    /// Provided APIs.
+    pub gvks: Vec<Gvk>,
+    /// Required APIs.
+    pub gvks_required: Vec<Gvk>,
+    /// Required packages.
+    pub packages_required: Vec<PackageRequired>,
+    /// Inlined manifests.
+    pub bundle_objects: Vec<BundleObject>,
+    /// CSV metadata (normally at most one).
+    pub csv_metadata: Vec<CsvMetadata>,
+    /// Generic constraints.
+    pub constraints: Vec<Value>,
+    /// Legacy deprecation markers.
+    pub deprecated: Vec<Value>,
+    /// Every other property, raw.
+    pub others: Vec<declcfg::Property>,
+}
+
+impl Properties {
+    /// All properties back as a flat list (grouped by type), e.g. for JSON output.
+    #[must_use]
+    pub fn to_list(&self) -> Vec<Property> {
+        let mut out = Vec::new();
+        out.extend(self.packages.iter().cloned().map(Property::Package));
+        out.extend(self.gvks.iter().cloned().map(Property::Gvk));
+        out.extend(self.gvks_required.iter().cloned().map(Property::GvkRequired));
+        out.extend(
+            self.packages_required
+                .iter()
+                .cloned()
+                .map(Property::PackageRequired),
+        );
+        out.extend(self.bundle_objects.iter().cloned().map(Property::BundleObject));
+        out.extend(
+            self.csv_metadata
+                .iter()
+                .cloned()
+                .map(|m| Property::CsvMetadata(Box::new(m))),
+        );
+        out.extend(self.constraints.iter().cloned().map(Property::Constraint));
+        out.extend(self.deprecated.iter().cloned().map(Property::Deprecated));
+        out.extend(self.others.iter().cloned().map(Property::Other));
+        out
+    }
+}
+
+/// Field access on one property value, case-insensitive like Go.
+struct Fields<'a> {
+    index: usize,
+    type_: &'a str,
+    map: Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn error(&self, field: Option<&str>, message: String) -> PropertyError {
+        PropertyError {
+            index: self.index,
+            type_: self.type_.to_owned(),
+            field: field.map(str::to_owned),
+            message,
+        }
+    }
+
+    fn take(&mut self, key: &str) -> Option<Value> {
+        if let Some(value) = self.map.shift_remove(key) {
+            return Some(value);
+        }
+        let folded = self.map.keys().find(|k| k.eq_ignore_ascii_case(key)).cloned()?;
+        self.map.shift_remove(&folded)
+    }
+
+    fn string(&mut self, key: &str) -> Result<String, PropertyError> {
+        match self.take(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => {
+                Err(self.error(Some(key), format!("expected a string, found {}", kind_of(&other))))
+            }
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses one raw property (at `index` in its list).
+///
+/// # Errors
+/// A [`PropertyError`] when a known type's value does not have the expected shape.
+pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, PropertyError> {
+    let declcfg::Property { type_, value } = raw;
+    let known = matches!(
+        type_.as_str(),
+        TYPE_PACKAGE
+            | TYPE_GVK
+            | TYPE_GVK_REQUIRED
+            | TYPE_PACKAGE_REQUIRED
+            | TYPE_BUNDLE_OBJECT
+            | TYPE_CSV_METADATA
+            | TYPE_CONSTRAINT
+            | TYPE_DEPRECATED
+    );
+    if value.is_null() {
+        return Err(PropertyError {
+            index,
+            type_,
+            field: None,
+            message: "value must be set; add `value:` to the property".to_owned(),
+        });
+    }
+    if !known {
+        return Ok(Property::Other(declcfg::Property { type_, value }));
+    }
+    if matches!(type_.as_str(), TYPE_CONSTRAINT | TYPE_DEPRECATED) {
+        return Ok(if type_ == TYPE_CONSTRAINT {
+            Property::Constraint(value)
+        } else {
+            Property::Deprecated(value)
+        });
+    }
+    let map = match value {
+        Value::Object(map) => map,
+        other => {
+            return Err(PropertyError {
+                index,
+                field: None,
+                message: format!("expected an object, found {}", kind_of(&other)),
+                type_,
+            });
+        }
+    };
+    let mut v = Fields {
+        index,
+        type_: &type_,
+        map,
+    };
+    let parsed = match type_.as_str() {
+        TYPE_PACKAGE => Property::Package(PackageProperty {
+            package_name: v.string("packageName")?,
+            version: v.string("version")?,
+            release: v.string("release")?,
+        }),
+        TYPE_GVK | TYPE_GVK_REQUIRED => {
+            let gvk = Gvk {
+                group: v.string("group")?,
+                version: v.string("version")?,
+                kind: v.string("kind")?,
+            };
+            if type_ == TYPE_GVK {
+                Property::Gvk(gvk)
+            } else {
+                Property::GvkRequired(gvk)
+            }
+        }
+        TYPE_PACKAGE_REQUIRED => {
+            let package_name = v.string("packageName")?;
+            let raw_range = v.string("versionRange")?;
+            let version_range = Range::parse(&raw_range).map_err(|err| {
+                v.error(
+                    Some("versionRange"),
+                    format!("invalid range {raw_range:?}: {err}"),
+                )
+            })?;
+            Property::PackageRequired(PackageRequired {
+                package_name,
+                version_range,
+            })
+        }
+        TYPE_BUNDLE_OBJECT => {
+            let data = v.string("data")?;
+            let reference = v.string("ref")?;
+            match (data.is_empty(), reference.is_empty()) {
+                (false, false) => {
+                    return Err(v.error(
+                        None,
+                        "fields `ref` and `data` are mutually exclusive; keep one".to_owned(),
+                    ));
+                }
+                (true, false) => Property::BundleObject(BundleObject::Ref(reference)),
+                _ => Property::BundleObject(BundleObject::Data(data)),
+            }
+        }
+        _ => {
+            // olm.csv.metadata: typed field by field, so errors name the field.
+            let mut meta = CsvMetadata::default();
+            for (key, value) in std::mem::take(&mut v.map) {
+                let canonical = CSV_METADATA_KEYS
+                    .iter()
+                    .find(|k| k.eq_ignore_ascii_case(&key))
+                    .copied();
+                let target = canonical.unwrap_or(key.as_str()).to_owned();
+                meta.set(&target, value)
+                    .map_err(|err| v.error(Some(&target), err))?;
+            }
+            Property::CsvMetadata(Box::new(meta))
+        }
+    };
+    Ok(parsed)
+}
+
+const CSV_METADATA_KEYS: &[&str] = &[
+    "annotations",
+    "labels",
+    "displayName",
+    "description",
+    "installModes",
+    "keywords",
+    "maintainers",
+    "links",
+    "provider",
+    "maturity",
+    "minKubeVersion",
+    "crdDescriptions",
+    "apiServiceDefinitions",
+    "nativeAPIs",
+];
+
+/// Parses every property of a blob, keeping the good ones and collecting an error for each bad one.
+#[must_use]
+pub fn parse(raw: Vec<declcfg::Property>) -> (Properties, Vec<PropertyError>) {
+    let mut out = Properties::default();
+    let mut errors = Vec::new();
+    for (index, prop) in raw.into_iter().enumerate() {
+        match parse_one(index, prop) {
+            Ok(Property::Package(p)) => out.packages.push(p),
+            Ok(Property::Gvk(p)) => out.gvks.push(p),
+            Ok(Property::GvkRequired(p)) => out.gvks_required.push(p),
+            Ok(Property::PackageRequired(p)) => out.packages_required.push(p),
+            Ok(Property::BundleObject(p)) => out.bundle_objects.push(p),
+            Ok(Property::CsvMetadata(p)) => out.csv_metadata.push(*p),
+            Ok(Property::Constraint(p)) => out.constraints.push(p),
+            Ok(Property::Deprecated(p)) => out.deprecated.push(p),
+            Ok(Property::Other(p)) => out.others.push(p),
+            Err(err) => errors.push(err),
+        }
+    }
+    (out, errors)
+}
+
+/// Parses a version the way the catalog requires it (strict semver, as opm's `semver.Parse`).
+///
+/// # Errors
+/// The range module's error, which names the problem.
+pub fn parse_version(version: &str) -> Result<semver::Version, version_range::RangeError> {
+    version_range::parse_version_strict(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw(type_: &str, value: Value) -> declcfg::Property {
+        declcfg::Property {
+            type_: type_.to_owned(),
+            value,
+        }
+    }
+
+    #[test]
+    fn known_properties_are_typed_and_unknown_ones_kept_verbatim() {
+        let (props, errors) = parse(vec![
+            raw(TYPE_PACKAGE, json!({"packageName": "redis", "version": "1.0.0"})),
+            raw(
+                TYPE_GVK,
+                json!({"group": "cache.example.com", "version": "v1", "kind": "RedisCluster"}),
+            ),
+            raw(
+                TYPE_GVK_REQUIRED,
+                json!({"group": "", "version": "v1", "kind": "Secret"}),
+            ),
+            raw(
+                TYPE_PACKAGE_REQUIRED,
+                json!({"packageName": "etcd", "versionRange": ">=0.9.0 <1.0.0"}),
+            ),
+            raw("olm.maxOpenShiftVersion", json!("4.16")),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(props.packages[0].version, "1.0.0");
+        assert_eq!(props.gvks[0].to_string(), "cache.example.com/v1/RedisCluster");
+        assert_eq!(props.gvks_required[0].to_string(), "v1/Secret");
+        assert!(
+            props.packages_required[0]
+                .version_range
+                .contains(&semver::Version::new(0, 9, 5))
+        );
+        assert_eq!(props.others, vec![raw("olm.maxOpenShiftVersion", json!("4.16"))]);
+    }
+
+    #[test]
+    fn keys_match_case_insensitively_like_go() {
+        let (props, errors) = parse(vec![raw(
+            TYPE_PACKAGE,
+            json!({"PackageName": "a", "VERSION": "1.0.0"}),
+        )]);
+        assert!(errors.is_empty());
+        assert_eq!(
+            props.packages[0],
+            PackageProperty {
+                package_name: "a".into(),
+                version: "1.0.0".into(),
+                release: String::new()
+            }
+        );
+    }
+
+    #[test]
+    fn a_wrongly_typed_field_names_the_index_type_and_field() {
+        let (props, errors) = parse(vec![
+            raw(TYPE_GVK, json!({"group": "g", "version": 1, "kind": "K"})),
+            raw(TYPE_PACKAGE, json!({"packageName": "a", "version": "1.0.0"})),
+        ]);
+        assert_eq!(props.packages.len(), 1, "later properties are still parsed");
+        assert_eq!(
+            errors[0].to_string(),
+            "property [0] of type \"olm.gvk\": field `version`: expected a string, found a number"
+        );
+    }
+
+    #[test]
+    fn a_bad_version_range_is_reported_on_the_field() {
+        let (_, errors) = parse(vec![raw(
+            TYPE_PACKAGE_REQUIRED,
+            json!({"packageName": "etcd", "versionRange": "^1.0.0"}),
+        )]);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field.as_deref(), Some("versionRange"));
+        assert!(errors[0].to_string().contains("\"^1.0.0\""), "{}", errors[0]);
+    }
+
+    #[test]
+    fn a_property_without_value_or_with_a_scalar_for_an_object_is_an_error() {
+        let (_, errors) = parse(vec![raw("custom", Value::Null), raw(TYPE_PACKAGE, json!("a"))]);
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].message.starts_with("value must be set"));
+        assert_eq!(errors[1].message, "expected an object, found a string");
+    }
+
+    #[test]
+    fn bundle_objects_decode_lazily_from_base64_yaml_or_json() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
+        let data = base64::engine::general_purpose::STANDARD.encode(yaml);
+        let (props, errors) = parse(vec![raw(TYPE_BUNDLE_OBJECT, json!({ "data": data }))]);
+        assert!(errors.is_empty());
+        let object = &props.bundle_objects[0];
+        assert!(object.check().is_ok());
+        assert_eq!(object.decode().unwrap()["kind"], "ConfigMap");
+        let bad = BundleObject::Data("not base64!".to_owned());
+        assert!(matches!(bad.check(), Err(ObjectError::Base64(_))));
+        assert!(matches!(bad.decode(), Err(ObjectError::Base64(_))));
+        assert!(matches!(
+            BundleObject::Ref("x.yaml".into()).decode(),
+            Err(ObjectError::Reference(_))
+        ));
+    }
+
+    #[test]
+    fn bundle_object_ref_and_data_together_are_rejected() {
+        let (_, errors) = parse(vec![raw(
+            TYPE_BUNDLE_OBJECT,
+            json!({"data": "YQ==", "ref": "a.yaml"}),
+        )]);
+        assert!(errors[0].message.contains("mutually exclusive"));
+    }
+
+    #[test]
+    fn csv_metadata_is_typed_field_by_field_and_keeps_unknown_fields() {
+        let (props, errors) = parse(vec![raw(
+            TYPE_CSV_METADATA,
+            json!({
+                "displayName": "Redis",
+                "installModes": [{"type": "OwnNamespace", "supported": true}],
+                "crdDescriptions": {"owned": [{"name": "redisclusters.cache.example.com", "version": "v1", "kind": "RedisCluster"}]},
+                "maintainers": [{"name": "me", "email": "me@example.com"}],
+                "nativeAPIs": [{"group": "", "version": "v1", "kind": "Pod"}]
+            }),
+        )]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let meta = &props.csv_metadata[0];
+        assert_eq!(meta.display_name, "Redis");
+        assert!(meta.install_modes[0].supported);
+        assert_eq!(meta.crd_descriptions.owned[0].kind, "RedisCluster");
+        assert!(meta.extra.contains_key("nativeAPIs"));
+        let (_, errors) = parse(vec![raw(TYPE_CSV_METADATA, json!({"keywords": "redis"}))]);
+        assert_eq!(errors[0].field.as_deref(), Some("keywords"));
+    }
+
+    #[test]
+    fn csv_metadata_can_be_derived_from_a_full_csv() {
+        let csv = json!({
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "r.v1", "annotations": {"capabilities": "Basic Install"}},
+            "spec": {
+                "displayName": "Redis",
+                "customresourcedefinitions": {"owned": [{"name": "a.b", "version": "v1", "kind": "A"}]},
+                "links": [{"name": "Docs", "url": "https://example.com"}]
+            }
+        });
+        let meta = CsvMetadata::from_csv(&csv).unwrap();
+        assert_eq!(meta.annotations["capabilities"], "Basic Install");
+        assert_eq!(meta.crd_descriptions.owned[0].name, "a.b");
+        assert_eq!(meta.links[0].url, "https://example.com");
+    }
+
+    #[test]
+    fn typed_properties_serialize_back_to_type_and_value() {
+        let prop = Property::Gvk(Gvk {
+            group: "g".into(),
+            version: "v1".into(),
+            kind: "K".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(&prop).unwrap(),
+            json!({"type": "olm.gvk", "value": {"group": "g", "version": "v1", "kind": "K"}})
+        );
+        let other = Property::Other(raw("x.y", json!(3)));
+        assert_eq!(
+            serde_json::to_value(&other).unwrap(),
+            json!({"type": "x.y", "value": 3})
+        );
+    }
+}
