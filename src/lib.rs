@@ -9,6 +9,8 @@
 //! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
+//! - [`plan`]: install planning: OperatorGroup targets, InstallPlan steps, the CSV state machine.
+//! - [`status`]: condition bookkeeping (timestamps kept unless the status flips) and write skipping.
 //!
 //! Kubernetes API types (no client):
 //! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
@@ -35,7 +37,9 @@ pub mod controller;
 pub mod graph;
 pub mod k8s;
 pub mod metrics;
+pub mod plan;
 pub mod redis_operator;
 pub mod source;
+pub mod status;
 pub mod telemetry;
 pub mod version_range;

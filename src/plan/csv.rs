@@ -1,0 +1,1 @@
+//! csv: the CSV state machine (in progress).

@@ -1,0 +1,786 @@
+//! operator_group: which namespaces an operator watches, and whether it can.
+//!
+//! # The rules (upstream `olm/operatorgroup.go`, `api:.../clusterserviceversion.go`)
+//!
+//! An OperatorGroup in namespace `N` is the tenancy boundary for every operator installed
+//! in `N`: it names the namespaces those operators watch, its *targets*.
+//!
+//! 1. **Targets** ([`target_namespaces`], upstream `getOperatorGroupTargets`): an explicit,
+//!    non-empty `spec.targetNamespaces` wins and is taken as a set (it may not contain `""`,
+//!    which means "all namespaces" and must be asked for by omission); otherwise a
+//!    `spec.selector` with at least one requirement selects namespaces by label (possibly
+//!    none — the member CSVs then fail `NoTargetNamespaces`); otherwise the group targets all
+//!    namespaces, written `[""]`. The result is what the OperatorGroup controller writes to
+//!    `status.namespaces`, sorted.
+//! 2. **Member annotations** ([`member_annotations`]): every CSV in `N` carries
+//!    `olm.operatorGroup=<group>`, `olm.operatorNamespace=N` and `olm.targetNamespaces=<the
+//!    targets sorted and comma-joined>` (`""` for all namespaces). The Deployment install
+//!    strategy copies the CSV's annotations onto pod templates, so operators learn what to
+//!    watch through the downward API.
+//! 3. **Install modes** ([`check_install_modes`], upstream `InstallModeSet.Supports`): the
+//!    CSV's `installModes` must be a set (a type listed twice → `InvalidInstallModes`); no
+//!    target at all → `NoTargetNamespaces`; one target equal to `N` needs `OwnNamespace`; the
+//!    single target `""` needs `AllNamespaces`; one other namespace needs `SingleNamespace`;
+//!    several need `MultiNamespace`, plus `OwnNamespace` if `N` is among them; `""` inside a
+//!    set of several is invalid. A violation fails the CSV `UnsupportedOperatorGroup`.
+//! 4. **One group per namespace** ([`select_operator_group`]): zero groups fail member CSVs
+//!    `NoOperatorGroup`, more than one `TooManyOperatorGroups` (resolution fails too, with
+//!    upstream's "expected 1 OperatorGroup in the namespace, found N").
+//!
+//! # Where we differ from upstream
+//!
+//! Upstream's messages are terse Go errors ("SingleNamespace InstallModeType not supported,
+//! cannot configure to watch one namespace"). Ours say what the group targets, which mode
+//! that needs, what the CSV supports and what to change, e.g. "the OperatorGroup og-single
+//! targets namespace team-a, which needs install mode SingleNamespace;
+//! redis-operator.v1.0.0 supports OwnNamespace, AllNamespaces: target the operator namespace
+//! or all namespaces". The *reasons* are upstream's, so tooling matching on them keeps
+//! working.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use kube::ResourceExt;
+use thiserror::Error;
+
+use crate::api::{
+    ConditionStatus,
+    labels::{OPERATOR_GROUP, OPERATOR_NAMESPACE, TARGET_NAMESPACES},
+    reasons,
+    v1::OperatorGroup,
+    v1alpha1::{CsvReason, InstallMode, InstallModeType},
+};
+
+/// The target-set spelling of "all namespaces".
+pub const ALL_NAMESPACES: &str = "";
+
+/// A namespace as the target computation sees it: its name and labels.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamespaceInfo {
+    /// The namespace name.
+    pub name: String,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl NamespaceInfo {
+    /// A namespace with these labels.
+    pub fn new<'a>(name: &str, labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self {
+            name: name.to_owned(),
+            labels: labels
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+}
+
+/// Why an OperatorGroup's targets cannot be computed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum TargetError {
+    /// `spec.targetNamespaces` contains the empty string.
+    #[error(
+        "OperatorGroup {namespace}/{group}: spec.targetNamespaces contains \"\" (all namespaces); \
+         remove spec.targetNamespaces and spec.selector to target all namespaces"
+    )]
+    EmptyTargetNamespace {
+        /// The group's namespace.
+        namespace: String,
+        /// The group's name.
+        group: String,
+    },
+    /// `spec.selector` has an expression Kubernetes would reject.
+    #[error("OperatorGroup {namespace}/{group}: spec.selector is invalid: {problem}")]
+    InvalidSelector {
+        /// The group's namespace.
+        namespace: String,
+        /// The group's name.
+        group: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// The OperatorGroup's target namespaces (rule 1 of the module doc), sorted and without
+/// duplicates: the value of `status.namespaces`. `[""]` means all namespaces; an empty
+/// vector means the selector matched nothing.
+///
+/// `namespaces` is every namespace of the cluster (only consulted for a selector).
+///
+/// # Errors
+/// [`TargetError`] for `""` among explicit targets or an invalid selector.
+pub fn target_namespaces(
+    og: &OperatorGroup,
+    namespaces: &[NamespaceInfo],
+) -> Result<Vec<String>, TargetError> {
+    let group = og.name_any();
+    let namespace = og.namespace().unwrap_or_default();
+    if let Some(explicit) = og.spec.target_namespaces.as_ref().filter(|t| !t.is_empty()) {
+        if explicit.iter().any(|t| t == ALL_NAMESPACES) {
+            return Err(TargetError::EmptyTargetNamespace { namespace, group });
+        }
+        let set: BTreeSet<&String> = explicit.iter().collect();
+        return Ok(set.into_iter().cloned().collect());
+    }
+    let Some(selector) = og.spec.selector.as_ref().filter(|s| !selector_is_empty(s)) else {
+        return Ok(vec![ALL_NAMESPACES.to_owned()]);
+    };
+    let mut matched = BTreeSet::new();
+    for ns in namespaces {
+        let matches =
+            selector_matches(selector, &ns.labels).map_err(|problem| TargetError::InvalidSelector {
+                namespace: namespace.clone(),
+                group: group.clone(),
+                problem,
+            })?;
+        if matches {
+            matched.insert(ns.name.clone());
+        }
+    }
+    Ok(matched.into_iter().collect())
+}
+
+fn selector_is_empty(selector: &LabelSelector) -> bool {
+    selector.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && selector.match_expressions.as_ref().is_none_or(Vec::is_empty)
+}
+
+/// Whether `labels` match a Kubernetes label selector (`matchLabels` and `matchExpressions`
+/// with `In`, `NotIn`, `Exists`, `DoesNotExist`). An empty selector matches everything.
+///
+/// # Errors
+/// A description of the first invalid expression (unknown operator, values given to
+/// `Exists`/`DoesNotExist`, no values for `In`/`NotIn`).
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+    let mut all = true;
+    for (key, value) in selector.match_labels.iter().flatten() {
+        all &= labels.get(key) == Some(value);
+    }
+    for expr in selector.match_expressions.iter().flatten() {
+        let values = expr.values.as_deref().unwrap_or_default();
+        let got = labels.get(&expr.key);
+        let ok = match expr.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => {
+                return Err(format!(
+                    "matchExpressions key {}: operator {} needs at least one value",
+                    expr.key, expr.operator
+                ));
+            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => {
+                return Err(format!(
+                    "matchExpressions key {}: operator {} takes no values",
+                    expr.key, expr.operator
+                ));
+            }
+            "In" => got.is_some_and(|v| values.contains(v)),
+            "NotIn" => got.is_none_or(|v| !values.contains(v)),
+            "Exists" => got.is_some(),
+            "DoesNotExist" => got.is_none(),
+            other => {
+                return Err(format!(
+                    "matchExpressions key {}: unknown operator {other:?}; use In, NotIn, Exists or DoesNotExist",
+                    expr.key
+                ));
+            }
+        };
+        all &= ok;
+    }
+    Ok(all)
+}
+
+/// The `olm.targetNamespaces` value: targets sorted and comma-joined (`""` for all).
+pub fn target_namespaces_annotation(targets: &[String]) -> String {
+    let set: BTreeSet<&str> = targets.iter().map(String::as_str).collect();
+    set.into_iter().collect::<Vec<_>>().join(",")
+}
+
+/// Reads an `olm.targetNamespaces` value back into targets, as upstream does (split on
+/// `,`; so `""` reads as `[""]`, all namespaces).
+pub fn parse_target_namespaces_annotation(value: &str) -> Vec<String> {
+    value.split(',').map(str::to_owned).collect()
+}
+
+/// The three annotations OLM stamps on every CSV of an OperatorGroup (rule 2).
+pub fn member_annotations(
+    group: &str,
+    operator_namespace: &str,
+    targets: &[String],
+) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (OPERATOR_GROUP.to_owned(), group.to_owned()),
+        (OPERATOR_NAMESPACE.to_owned(), operator_namespace.to_owned()),
+        (
+            TARGET_NAMESPACES.to_owned(),
+            target_namespaces_annotation(targets),
+        ),
+    ])
+}
+
+/// True when `annotations` already carry exactly the `wanted` member annotations.
+pub fn member_annotations_match(
+    annotations: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+) -> bool {
+    wanted.iter().all(|(k, v)| annotations.get(k) == Some(v))
+}
+
+/// Why a CSV cannot run with its OperatorGroup's targets (rule 3). `Display` is the
+/// plain-language status message; [`InstallModeError::reason`] the upstream reason.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum InstallModeError {
+    /// An install mode type is listed more than once.
+    #[error(
+        "{csv} lists install mode {mode} more than once in spec.installModes; each type may appear once \
+         (fix the bundle's CSV)"
+    )]
+    DuplicateInstallModes {
+        /// The CSV name.
+        csv: String,
+        /// The repeated type.
+        mode: String,
+    },
+    /// The group selects no namespace.
+    #[error(
+        "the OperatorGroup {group} selects no namespace, so {csv} has nothing to watch: \
+         label a namespace to match its selector, or set spec.targetNamespaces"
+    )]
+    NoTargetNamespaces {
+        /// The OperatorGroup name.
+        group: String,
+        /// The CSV name.
+        csv: String,
+    },
+    /// `""` (all namespaces) appears in a set of several targets.
+    #[error(
+        "the OperatorGroup {group} lists all namespaces (\"\") together with other namespaces; \
+         target either all namespaces or a list of named namespaces"
+    )]
+    AllNamespacesInSet {
+        /// The OperatorGroup name.
+        group: String,
+    },
+    /// The targets need install modes the CSV does not support.
+    #[error("{0}")]
+    Unsupported(Box<UnsupportedTargets>),
+}
+
+/// The details of [`InstallModeError::Unsupported`]; `Display` is the status message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedTargets {
+    /// The OperatorGroup name.
+    pub group: String,
+    /// The CSV name.
+    pub csv: String,
+    /// The namespace the operator is installed in.
+    pub operator_namespace: String,
+    /// The group's targets.
+    pub targets: Vec<String>,
+    /// Modes the targets need and the CSV lacks.
+    pub missing: Vec<InstallModeType>,
+    /// Modes the CSV supports.
+    pub supported: Vec<InstallModeType>,
+}
+
+impl std::fmt::Display for UnsupportedTargets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the OperatorGroup {} targets {}, which needs install mode {}; {} supports {}: {}",
+            self.group,
+            describe_targets(&self.targets, &self.operator_namespace),
+            join_modes(&self.missing, " and "),
+            self.csv,
+            supported_text(&self.supported),
+            fix_text(&self.supported),
+        )
+    }
+}
+
+impl InstallModeError {
+    /// The upstream CSV reason for this failure.
+    pub fn reason(&self) -> CsvReason {
+        match self {
+            Self::DuplicateInstallModes { .. } => CsvReason::InvalidInstallModes,
+            Self::NoTargetNamespaces { .. } => CsvReason::NoTargetNamespaces,
+            Self::AllNamespacesInSet { .. } | Self::Unsupported(_) => CsvReason::UnsupportedOperatorGroup,
+        }
+    }
+}
+
+fn describe_targets(targets: &[String], operator_namespace: &str) -> String {
+    match targets {
+        [one] if one == ALL_NAMESPACES => "all namespaces".to_owned(),
+        [one] if one == operator_namespace => format!("its own namespace {one}"),
+        [one] => format!("namespace {one}"),
+        many => format!("namespaces {}", many.join(", ")),
+    }
+}
+
+fn join_modes(modes: &[InstallModeType], sep: &str) -> String {
+    modes
+        .iter()
+        .map(InstallModeType::as_str)
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+fn supported_text(supported: &[InstallModeType]) -> String {
+    if supported.is_empty() {
+        "no install mode".to_owned()
+    } else {
+        join_modes(supported, ", ")
+    }
+}
+
+fn fix_text(supported: &[InstallModeType]) -> String {
+    let options: Vec<&str> = supported
+        .iter()
+        .filter_map(|m| match m {
+            InstallModeType::OwnNamespace => Some("the operator namespace"),
+            InstallModeType::SingleNamespace => Some("one other namespace"),
+            InstallModeType::MultiNamespace => Some("several namespaces"),
+            InstallModeType::AllNamespaces => Some("all namespaces"),
+            InstallModeType::Other(_) => None,
+        })
+        .collect();
+    match options.as_slice() {
+        [] => "no OperatorGroup can run this operator; install another version".to_owned(),
+        [one] => format!("target {one}"),
+        [init @ .., last] => format!("target {} or {last}", init.join(", ")),
+    }
+}
+
+/// Checks the CSV's install modes against the group's targets (rule 3).
+///
+/// # Errors
+/// [`InstallModeError`] naming the group, the CSV, the targets and the fix.
+pub fn check_install_modes(
+    csv: &str,
+    install_modes: &[InstallMode],
+    group: &str,
+    operator_namespace: &str,
+    targets: &[String],
+) -> Result<(), InstallModeError> {
+    let mut seen = BTreeSet::new();
+    for mode in install_modes {
+        if !seen.insert(mode.type_.as_str()) {
+            return Err(InstallModeError::DuplicateInstallModes {
+                csv: csv.to_owned(),
+                mode: mode.type_.as_str().to_owned(),
+            });
+        }
+    }
+    let supports = |t: &InstallModeType| install_modes.iter().any(|m| &m.type_ == t && m.supported);
+    let needed: Vec<InstallModeType> = match targets {
+        [] => {
+            return Err(InstallModeError::NoTargetNamespaces {
+                group: group.to_owned(),
+                csv: csv.to_owned(),
+            });
+        }
+        [one] if one == operator_namespace => vec![InstallModeType::OwnNamespace],
+        [one] if one == ALL_NAMESPACES => vec![InstallModeType::AllNamespaces],
+        [_] => vec![InstallModeType::SingleNamespace],
+        many => {
+            if many.iter().any(|t| t == ALL_NAMESPACES) {
+                return Err(InstallModeError::AllNamespacesInSet {
+                    group: group.to_owned(),
+                });
+            }
+            let mut needed = vec![InstallModeType::MultiNamespace];
+            if many.iter().any(|t| t == operator_namespace) {
+                needed.push(InstallModeType::OwnNamespace);
+            }
+            needed
+        }
+    };
+    let missing: Vec<InstallModeType> = needed.into_iter().filter(|m| !supports(m)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(InstallModeError::Unsupported(Box::new(UnsupportedTargets {
+        group: group.to_owned(),
+        csv: csv.to_owned(),
+        operator_namespace: operator_namespace.to_owned(),
+        targets: targets.to_vec(),
+        missing,
+        supported: InstallModeType::KNOWN
+            .iter()
+            .filter(|t| supports(t))
+            .cloned()
+            .collect(),
+    })))
+}
+
+/// Why a namespace has no usable OperatorGroup (rule 4).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum MembershipError {
+    /// The namespace has no OperatorGroup.
+    #[error(
+        "namespace {namespace} has no OperatorGroup; create one (for example with \
+         `kubectl-olm install PKG -n {namespace} --create-operator-group`)"
+    )]
+    NoOperatorGroup {
+        /// The namespace.
+        namespace: String,
+    },
+    /// The namespace has several OperatorGroups.
+    #[error(
+        "namespace {namespace} has {count} OperatorGroups ({names}); exactly one is allowed: delete all but one",
+        count = groups.len(),
+        names = groups.join(", ")
+    )]
+    TooManyOperatorGroups {
+        /// The namespace.
+        namespace: String,
+        /// The groups' names, sorted.
+        groups: Vec<String>,
+    },
+}
+
+impl MembershipError {
+    /// The upstream CSV reason for this failure.
+    pub fn reason(&self) -> CsvReason {
+        match self {
+            Self::NoOperatorGroup { .. } => CsvReason::NoOperatorGroup,
+            Self::TooManyOperatorGroups { .. } => CsvReason::TooManyOperatorGroups,
+        }
+    }
+}
+
+/// The namespace's single OperatorGroup, from the names of the groups in it.
+///
+/// # Errors
+/// [`MembershipError`] when there is none or more than one.
+pub fn select_operator_group<'a, T>(
+    namespace: &str,
+    groups: &'a [T],
+    name: impl Fn(&T) -> &str,
+) -> Result<&'a T, MembershipError> {
+    match groups {
+        [one] => Ok(one),
+        [] => Err(MembershipError::NoOperatorGroup {
+            namespace: namespace.to_owned(),
+        }),
+        many => {
+            let mut names: Vec<String> = many.iter().map(|g| name(g).to_owned()).collect();
+            names.sort();
+            Err(MembershipError::TooManyOperatorGroups {
+                namespace: namespace.to_owned(),
+                groups: names,
+            })
+        }
+    }
+}
+
+/// The `MultipleOperatorGroup` condition an OperatorGroup carries when its namespace holds
+/// other groups too (`None` when it is alone: the shell removes the condition then).
+pub fn multiple_groups_condition(
+    namespace: &str,
+    group_names: &[String],
+    generation: Option<i64>,
+    now: &Time,
+) -> Option<Condition> {
+    if group_names.len() < 2 {
+        return None;
+    }
+    let mut names = group_names.to_vec();
+    names.sort();
+    Some(crate::status::metav1_condition(
+        reasons::operator_group::MULTIPLE_OPERATOR_GROUP,
+        ConditionStatus::True,
+        reasons::operator_group::MULTIPLE_OPERATOR_GROUPS_FOUND,
+        format!(
+            "namespace {namespace} has {} OperatorGroups ({}); exactly one is allowed: delete all but one",
+            names.len(),
+            names.join(", ")
+        ),
+        generation,
+        now,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    use super::*;
+    use crate::api::v1::OperatorGroupSpec;
+
+    fn og(spec: OperatorGroupSpec) -> OperatorGroup {
+        let mut og = OperatorGroup::new("og", spec);
+        og.metadata.namespace = Some("operators".into());
+        og
+    }
+
+    fn cluster() -> Vec<NamespaceInfo> {
+        vec![
+            NamespaceInfo::new("team-a", [("tenant", "a"), ("env", "prod")]),
+            NamespaceInfo::new("team-b", [("tenant", "b"), ("env", "prod")]),
+            NamespaceInfo::new("kube-system", []),
+        ]
+    }
+
+    fn modes(list: &[(&str, bool)]) -> Vec<InstallMode> {
+        list.iter()
+            .map(|(t, s)| InstallMode {
+                type_: InstallModeType::parse(t),
+                supported: *s,
+            })
+            .collect()
+    }
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn explicit_targets_win_over_the_selector_and_are_sorted_without_duplicates() {
+        let spec = OperatorGroupSpec {
+            target_namespaces: Some(strings(&["team-b", "team-a", "team-b"])),
+            selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([("tenant".into(), "a".into())])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            target_namespaces(&og(spec), &cluster()).unwrap(),
+            strings(&["team-a", "team-b"])
+        );
+    }
+
+    #[test]
+    fn an_empty_string_among_explicit_targets_is_rejected_with_the_fix() {
+        let spec = OperatorGroupSpec {
+            target_namespaces: Some(strings(&["team-a", ""])),
+            ..Default::default()
+        };
+        let err = target_namespaces(&og(spec), &cluster()).unwrap_err();
+        assert!(matches!(err, TargetError::EmptyTargetNamespace { .. }));
+        assert!(err.to_string().contains("remove spec.targetNamespaces"));
+    }
+
+    #[test]
+    fn a_selector_picks_the_matching_namespaces() {
+        let spec = OperatorGroupSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([("env".into(), "prod".into())])),
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: "tenant".into(),
+                    operator: "NotIn".into(),
+                    values: Some(strings(&["b"])),
+                }]),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            target_namespaces(&og(spec), &cluster()).unwrap(),
+            strings(&["team-a"])
+        );
+    }
+
+    #[test]
+    fn a_selector_matching_nothing_gives_no_targets() {
+        let spec = OperatorGroupSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([("tenant".into(), "zzz".into())])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(target_namespaces(&og(spec), &cluster()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn no_targets_and_no_selector_or_an_empty_one_means_all_namespaces() {
+        assert_eq!(
+            target_namespaces(&og(OperatorGroupSpec::default()), &cluster()).unwrap(),
+            strings(&[""])
+        );
+        let spec = OperatorGroupSpec {
+            selector: Some(LabelSelector::default()),
+            target_namespaces: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(target_namespaces(&og(spec), &cluster()).unwrap(), strings(&[""]));
+    }
+
+    #[test]
+    fn an_invalid_selector_operator_is_reported_with_the_valid_ones() {
+        let spec = OperatorGroupSpec {
+            selector: Some(LabelSelector {
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: "tenant".into(),
+                    operator: "Equals".into(),
+                    values: Some(strings(&["a"])),
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let err = target_namespaces(&og(spec), &cluster()).unwrap_err();
+        assert!(
+            err.to_string().contains("use In, NotIn, Exists or DoesNotExist"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn selector_expressions_follow_kubernetes_semantics() {
+        let labels = BTreeMap::from([("a".to_owned(), "1".to_owned())]);
+        let expr = |op: &str, values: &[&str]| LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "a".into(),
+                operator: op.into(),
+                values: if values.is_empty() {
+                    None
+                } else {
+                    Some(strings(values))
+                },
+            }]),
+            ..Default::default()
+        };
+        assert!(selector_matches(&expr("In", &["1", "2"]), &labels).unwrap());
+        assert!(!selector_matches(&expr("NotIn", &["1"]), &labels).unwrap());
+        assert!(selector_matches(&expr("Exists", &[]), &labels).unwrap());
+        assert!(!selector_matches(&expr("DoesNotExist", &[]), &labels).unwrap());
+        assert!(selector_matches(&expr("In", &[]), &labels).is_err());
+        assert!(selector_matches(&expr("Exists", &["x"]), &labels).is_err());
+    }
+
+    #[test]
+    fn member_annotations_carry_the_group_namespace_and_sorted_targets() {
+        let a = member_annotations("og", "operators", &strings(&["b", "a"]));
+        assert_eq!(a[OPERATOR_GROUP], "og");
+        assert_eq!(a[OPERATOR_NAMESPACE], "operators");
+        assert_eq!(a[TARGET_NAMESPACES], "a,b");
+        assert_eq!(
+            member_annotations("og", "operators", &strings(&[""]))[TARGET_NAMESPACES],
+            ""
+        );
+        let mut present = a.clone();
+        present.insert("other".into(), "x".into());
+        assert!(member_annotations_match(&present, &a));
+        present.insert(TARGET_NAMESPACES.into(), "a".into());
+        assert!(!member_annotations_match(&present, &a));
+    }
+
+    #[test]
+    fn the_targets_annotation_reads_back_like_upstream() {
+        assert_eq!(parse_target_namespaces_annotation(""), strings(&[""]));
+        assert_eq!(parse_target_namespaces_annotation("a,b"), strings(&["a", "b"]));
+    }
+
+    #[test]
+    fn install_modes_table() {
+        let own_all = modes(&[
+            ("OwnNamespace", true),
+            ("SingleNamespace", false),
+            ("MultiNamespace", false),
+            ("AllNamespaces", true),
+        ]);
+        let every = modes(&[
+            ("OwnNamespace", true),
+            ("SingleNamespace", true),
+            ("MultiNamespace", true),
+            ("AllNamespaces", true),
+        ]);
+        let multi_only = modes(&[("MultiNamespace", true)]);
+        let check = |m: &[InstallMode], targets: &[&str]| {
+            check_install_modes("op.v1", m, "og", "operators", &strings(targets)).map_err(|e| e.reason())
+        };
+        use CsvReason::*;
+        type Row<'a> = (&'a [InstallMode], &'a [&'a str], Result<(), CsvReason>);
+        let table: &[Row] = &[
+            (&own_all, &["operators"], Ok(())),
+            (&own_all, &[""], Ok(())),
+            (&own_all, &["team-a"], Err(UnsupportedOperatorGroup)),
+            (&own_all, &["team-a", "team-b"], Err(UnsupportedOperatorGroup)),
+            (&own_all, &[], Err(NoTargetNamespaces)),
+            (&every, &["team-a"], Ok(())),
+            (&every, &["team-a", "operators"], Ok(())),
+            (&every, &["team-a", ""], Err(UnsupportedOperatorGroup)),
+            (&multi_only, &["team-a", "team-b"], Ok(())),
+            (
+                &multi_only,
+                &["team-a", "operators"],
+                Err(UnsupportedOperatorGroup),
+            ),
+            (&multi_only, &["operators"], Err(UnsupportedOperatorGroup)),
+        ];
+        for (m, targets, want) in table {
+            assert_eq!(&check(m, targets), want, "targets {targets:?}");
+        }
+    }
+
+    #[test]
+    fn duplicate_install_modes_are_invalid_even_if_they_agree() {
+        let m = modes(&[("OwnNamespace", true), ("OwnNamespace", true)]);
+        let err = check_install_modes("op.v1", &m, "og", "operators", &strings(&["operators"])).unwrap_err();
+        assert_eq!(err.reason(), CsvReason::InvalidInstallModes);
+        assert!(err.to_string().contains("OwnNamespace more than once"));
+    }
+
+    #[test]
+    fn an_unsupported_single_namespace_says_what_to_target_instead() {
+        let m = modes(&[
+            ("OwnNamespace", true),
+            ("SingleNamespace", false),
+            ("AllNamespaces", true),
+        ]);
+        let err = check_install_modes(
+            "redis-operator.v1.0.0",
+            &m,
+            "og-single",
+            "operators",
+            &strings(&["team-a"]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the OperatorGroup og-single targets namespace team-a, which needs install mode SingleNamespace; \
+             redis-operator.v1.0.0 supports OwnNamespace, AllNamespaces: target the operator namespace or all namespaces"
+        );
+    }
+
+    #[test]
+    fn a_multi_namespace_group_including_the_operator_namespace_names_both_missing_modes() {
+        let m = modes(&[("AllNamespaces", true)]);
+        let err = check_install_modes("op.v1", &m, "og", "operators", &strings(&["operators", "team-a"]))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("targets namespaces operators, team-a"), "{text}");
+        assert!(
+            text.contains("needs install mode MultiNamespace and OwnNamespace"),
+            "{text}"
+        );
+        assert!(text.ends_with("target all namespaces"), "{text}");
+    }
+
+    #[test]
+    fn exactly_one_operator_group_is_selected_and_otherwise_the_groups_are_named() {
+        let names = strings(&["og-b", "og-a"]);
+        let pick = |g: &[String]| select_operator_group("ns", g, |s| s.as_str()).cloned();
+        assert_eq!(pick(&names[..1]), Ok("og-b".to_owned()));
+        let none = pick(&[]).unwrap_err();
+        assert_eq!(none.reason(), CsvReason::NoOperatorGroup);
+        assert!(none.to_string().contains("--create-operator-group"));
+        let many = pick(&names).unwrap_err();
+        assert_eq!(many.reason(), CsvReason::TooManyOperatorGroups);
+        assert_eq!(
+            many.to_string(),
+            "namespace ns has 2 OperatorGroups (og-a, og-b); exactly one is allowed: delete all but one"
+        );
+    }
+
+    #[test]
+    fn a_lone_group_has_no_multiple_groups_condition() {
+        let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        assert!(multiple_groups_condition("ns", &strings(&["og"]), Some(1), &now).is_none());
+        let c = multiple_groups_condition("ns", &strings(&["b", "a"]), Some(1), &now).unwrap();
+        assert_eq!(c.reason, "MultipleOperatorGroupsFound");
+        assert!(c.message.contains("(a, b)"));
+    }
+}

@@ -1,0 +1,1 @@
+//! steps: InstallPlan steps from a bundle (in progress).
