@@ -51,6 +51,7 @@ pub mod catalog_source;
 pub mod csv;
 pub mod error;
 pub mod install_plan;
+pub mod interim;
 pub mod mappers;
 pub mod operator_group;
 pub mod subscription;
