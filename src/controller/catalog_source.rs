@@ -69,16 +69,13 @@ pub fn plan_source(cs: &CatalogSource) -> SourcePlan {
     }
 }
 
-/// Decodes a stream of JSON or YAML documents.
+/// Decodes a stream of JSON or YAML documents (through [`crate::codec`]).
 pub fn decode_documents(path: &str, text: &str) -> std::result::Result<Vec<Value>, String> {
-    let mut docs = Vec::new();
-    for item in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        match item {
-            Ok(v) => docs.push(v),
-            Err(err) => return Err(format!("{path}: {err}")),
-        }
+    let decoded = crate::codec::decode_documents(path, text);
+    match decoded.error {
+        Some(err) => Err(format!("{path}: {err}")),
+        None => Ok(decoded.documents.into_iter().map(|d| d.value).collect()),
     }
-    Ok(docs)
 }
 
 fn as_list(value: Value) -> Vec<Value> {
@@ -362,6 +359,17 @@ mod tests {
         let problems = catalog_from_data(&data, "1").unwrap_err();
         assert!(problems[0].starts_with("catalog.json:"), "{problems:?}");
         assert!(summarise(&problems).contains("catalog.json"));
+    }
+
+    #[test]
+    fn yaml_documents_are_decoded_too() {
+        let docs = decode_documents(
+            "c.yaml",
+            "schema: olm.package\nname: a\n---\nschema: olm.package\nname: b\n",
+        )
+        .unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1]["name"], "b");
     }
 
     #[test]
