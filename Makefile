@@ -1,14 +1,16 @@
 # The two commands of the quickstart:
 #   make demo   local cluster + controller + Subscription to the bundled Redis operator
-#   make test   every test: lint, unit, fixture, CLI and cluster suites
+#   make test   every test: fmt, clippy, unit, fixture, CLI and cluster suites (starts and stops
+#               the local control plane around them; see scripts/test)
 SHELL := /bin/bash
-.PHONY: test lint unit
+.PHONY: test cluster-up cluster-down
 
-test: lint unit
+test:
+	scripts/test
 
-lint:
-	cargo fmt --all -- --check
-	cargo clippy --all-targets --locked -- -D warnings
+cluster-up:
+	tests/cluster/build
+	tests/cluster/up
 
-unit:
-	cargo test --all-targets --locked
+cluster-down:
+	tests/cluster/down

@@ -16,6 +16,10 @@ pub const API_VERSION: &str = "operators.coreos.com/v1";
 
 /// OperatorGroupSpec is the spec for an OperatorGroup resource.
 ///
+/// A manifest may omit `spec` (upstream's `global-operators` group does); the CRD defaults it
+/// to `{upgradeStrategy: {name: Default}}`, so objects read from the API server always have
+/// one. Parsing a spec-less manifest from a file into this type needs `spec: {}` added first.
+///
 /// Target rule (upstream `getOperatorGroupTargets`): explicit `targetNamespaces` win; else a
 /// non-empty `selector` selects namespaces by label; else every namespace (`status.namespaces
 /// == [""]`).

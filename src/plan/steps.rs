@@ -1,1 +1,1270 @@
-//! steps: InstallPlan steps from a bundle (in progress).
+//! steps: a resolved bundle → the InstallPlan's `status.plan`, in the order it is applied.
+//!
+//! # What a plan contains (upstream `resolver/steps.go`, `resolver/rbac.go`)
+//!
+//! A registry+v1 bundle is a ClusterServiceVersion plus the objects shipped next to it
+//! (CRDs, Services, ConfigMaps, Secrets, …). Installing it means creating all of them, plus
+//! RBAC generated from the CSV's install strategy:
+//!
+//! - for every `permissions[]` entry: the ServiceAccount (unless it is `default`), a Role
+//!   named `<csv>-<serviceAccount>-<hash>` holding the entry's rules and a RoleBinding of the
+//!   same name binding it to the ServiceAccount, in the install namespace;
+//! - for every `clusterPermissions[]` entry: the ServiceAccount if not already listed, a
+//!   ClusterRole `<csv>-<hash>` and a ClusterRoleBinding of the same name.
+//!
+//! Names are cut to 63 characters *including* the hash (see [`super::name_with_hash`]); the
+//! hash covers the CSV name and the permission (and the namespace for cluster roles), so two
+//! namespaces installing the same operator never fight over one ClusterRole.
+//!
+//! The CSV itself is rewritten the way upstream's `NewStepResourceFromBundle` does: its
+//! namespace is the install namespace, `spec.replaces` is the CSV the resolver says it
+//! replaces (the one actually installed, not what the catalog wrote), and the
+//! `operatorframework.io/properties` annotation carries the bundle's properties as
+//! `{"properties":[...]}` so resolution can later read them from the installed CSV.
+//!
+//! # Apply order (where we differ from upstream)
+//!
+//! Upstream emits CSV → bundle objects → RBAC and, for inline bundles, reorders CSV → CRDs
+//! → rest; its executor copes because CRD steps wait for `Established` and the CSV sits in
+//! Pending until everything exists. We emit the order in which each object's dependencies
+//! already exist, so the plan reads top to bottom as what happens:
+//!
+//! 1. CustomResourceDefinitions (execution waits until each is Established);
+//! 2. ServiceAccounts; 3. Roles; 4. RoleBindings; 5. ClusterRoles; 6. ClusterRoleBindings
+//!    (generated ones first, then any the bundle ships);
+//! 7. the ClusterServiceVersion;
+//! 8. every other bundle object (Services, ConfigMaps, Secrets, PodDisruptionBudgets, …),
+//!    which the CSV owns.
+//!
+//! The order is stable: within a group, objects keep the order of the bundle.
+//!
+//! # Labels, annotations and ownership (§1.7 of the semantics notes)
+//!
+//! Every object carries `olm.managed=true` and the Operator-API component label
+//! `operators.coreos.com/<package>.<namespace>` (key cut to 63 characters). Cluster-scoped
+//! objects and all RBAC carry `olm.owner`, `olm.owner.namespace` and
+//! `olm.owner.kind=ClusterServiceVersion` (owner references cannot cross namespaces or
+//! scopes; the CSV's cleanup finalizer deletes cluster-scoped objects by these labels);
+//! generated and shipped RBAC carries `olm.permissions.hash`. CRDs are the exception to the
+//! owner labels: OLM never deletes CRDs (custom resources would go with them), so they carry
+//! the `operatorframework.io/installed-alongside-<hash>=<namespace>/<csv>` annotation
+//! instead, which the CSV requirement check reads.
+//!
+//! Namespaced objects are owned by the CSV through a non-blocking, non-controller owner
+//! reference so Kubernetes' garbage collector removes them with it. The CSV's uid is only
+//! known once the CSV step has been applied, so steps do not contain owner references; the
+//! executor calls [`with_owner`] on each namespaced manifest at apply time.
+//!
+//! Secrets are listed with the synthetic kind `BundleSecret` (upstream's spelling, which
+//! tells bundle Secrets apart from the pull-secret steps of old plans); [`apply_kind`] maps
+//! it back to `Secret`. Server-populated fields (`status`, `metadata.uid`,
+//! `resourceVersion`, `creationTimestamp`, `generation`, `managedFields`) are dropped from
+//! manifests so server-side apply accepts them.
+//!
+//! Supported kinds are upstream's executable set (`catalog/supportedresources.go`) plus
+//! `PodMonitor`, which operator-registry's bundle validator accepts but upstream's executor
+//! rejects; we accept what validation accepts. Anything else fails planning with the
+//! supported list, instead of upstream's failed step at execution time.
+//!
+//! # InstallPlan names
+//!
+//! [`install_plan_name`] derives `install-xxxxx` from the Subscription's uid and the CSV
+//! being installed, so a controller that crashes between creating an InstallPlan and
+//! recording it on the Subscription finds the same name on restart instead of creating a
+//! second plan. If a plan with that name exists for the *same* CSV, it is "already created";
+//! if it exists for a different CSV (a 1-in-14-million hash collision within one
+//! namespace), the shell asks [`install_plan_name_attempt`] for attempt 1, 2, … .
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::{
+    core::v1::ServiceAccount,
+    rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject},
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+
+use super::{encode_hash, hash_json, name_with_hash};
+use crate::api::{
+    labels::{
+        MANAGED, OWNER, OWNER_KIND, OWNER_NAMESPACE, PERMISSIONS_HASH, PROPERTIES, component_label_key,
+    },
+    v1alpha1::{
+        self, ClusterServiceVersion, INSTALL_STRATEGY_DEPLOYMENT, Step, StepResource, StepStatus,
+        StrategyDeploymentPermissions, StrategyDetailsDeployment,
+    },
+};
+
+/// The kind name of a ClusterServiceVersion.
+pub const CSV_KIND: &str = "ClusterServiceVersion";
+/// The synthetic step kind of a Secret shipped in a bundle.
+pub const BUNDLE_SECRET_KIND: &str = "BundleSecret";
+/// Prefix of the annotation naming the CSVs a CRD was installed alongside.
+pub const INSTALLED_ALONGSIDE_PREFIX: &str = "operatorframework.io/installed-alongside-";
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// A kind a bundle may ship: `(group, kind, namespaced)`.
+pub type SupportedKind = (&'static str, &'static str, bool);
+
+/// Every kind a plan may contain, with its API group and whether it is namespaced.
+pub const SUPPORTED_KINDS: &[SupportedKind] = &[
+    ("apiextensions.k8s.io", "CustomResourceDefinition", false),
+    ("", "ServiceAccount", true),
+    (RBAC_GROUP, "Role", true),
+    (RBAC_GROUP, "RoleBinding", true),
+    (RBAC_GROUP, "ClusterRole", false),
+    (RBAC_GROUP, "ClusterRoleBinding", false),
+    ("operators.coreos.com", CSV_KIND, true),
+    ("", "Secret", true),
+    ("", "ConfigMap", true),
+    ("", "Service", true),
+    ("monitoring.coreos.com", "PrometheusRule", true),
+    ("monitoring.coreos.com", "ServiceMonitor", true),
+    ("monitoring.coreos.com", "PodMonitor", true),
+    ("policy", "PodDisruptionBudget", true),
+    ("scheduling.k8s.io", "PriorityClass", false),
+    ("autoscaling.k8s.io", "VerticalPodAutoscaler", true),
+    ("networking.k8s.io", "NetworkPolicy", true),
+    ("console.openshift.io", "ConsoleYAMLSample", false),
+    ("console.openshift.io", "ConsoleQuickStart", false),
+    ("console.openshift.io", "ConsoleCLIDownload", false),
+    ("console.openshift.io", "ConsoleLink", false),
+    ("console.openshift.io", "ConsolePlugin", false),
+];
+
+/// Whether objects of `group`/`kind` are namespaced; `None` for a kind plans never contain.
+/// Accepts the synthetic `BundleSecret`.
+pub fn is_namespaced(group: &str, kind: &str) -> Option<bool> {
+    let kind = apply_kind(kind);
+    SUPPORTED_KINDS
+        .iter()
+        .find(|(g, k, _)| *g == group && *k == kind)
+        .map(|(_, _, namespaced)| *namespaced)
+}
+
+/// The real kind to apply for a step kind (`BundleSecret` → `Secret`; others unchanged).
+pub fn apply_kind(step_kind: &str) -> &str {
+    if step_kind == BUNDLE_SECRET_KIND {
+        "Secret"
+    } else {
+        step_kind
+    }
+}
+
+/// Everything [`bundle_steps`] needs besides the manifests.
+#[derive(Clone, Debug, Default)]
+pub struct StepsInput<'a> {
+    /// Every object of the bundle, the CSV among them (a typed CSV can be passed as
+    /// `serde_json::to_value(&csv)`).
+    pub manifests: &'a [Value],
+    /// The namespace the operator is installed in (the Subscription's).
+    pub namespace: &'a str,
+    /// The installed CSV this bundle replaces, as resolved (overwrites `spec.replaces`).
+    pub replaces: Option<&'a str>,
+    /// The package name (for the Operator-API component label).
+    pub package: &'a str,
+    /// The CatalogSource the bundle came from.
+    pub source_name: &'a str,
+    /// That CatalogSource's namespace.
+    pub source_namespace: &'a str,
+    /// The bundle's properties (`{"type": …, "value": …}` objects) for the
+    /// `operatorframework.io/properties` annotation.
+    pub properties: &'a [Value],
+}
+
+/// Why a bundle cannot be turned into steps.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum StepsError {
+    /// A manifest is not a JSON object.
+    #[error("bundle object #{index} is not an object; every manifest must be a Kubernetes object")]
+    NotAnObject {
+        /// Position of the manifest in the bundle.
+        index: usize,
+    },
+    /// A manifest lacks `apiVersion`, `kind` or `metadata.name`.
+    #[error("bundle object #{index} ({kind}) has no {field}; set {field} in the bundle manifest")]
+    MissingField {
+        /// Position of the manifest in the bundle.
+        index: usize,
+        /// Its kind, or `unknown kind`.
+        kind: String,
+        /// The missing field.
+        field: &'static str,
+    },
+    /// The bundle has no CSV.
+    #[error("the bundle has no ClusterServiceVersion; a registry+v1 bundle needs exactly one")]
+    MissingCsv,
+    /// The bundle has several CSVs.
+    #[error("the bundle has {} ClusterServiceVersions ({}); a registry+v1 bundle needs exactly one", names.len(), names.join(", "))]
+    TooManyCsvs {
+        /// Their names.
+        names: Vec<String>,
+    },
+    /// The CSV does not deserialise.
+    #[error("the bundle's ClusterServiceVersion {csv} is invalid: {message}; fix the bundle")]
+    InvalidCsv {
+        /// The CSV name.
+        csv: String,
+        /// What the decoder reported (field path included).
+        message: String,
+    },
+    /// The CSV uses an install strategy other than `deployment`.
+    #[error(
+        "ClusterServiceVersion {csv} uses install strategy {strategy:?}; only \"deployment\" is supported \
+         (set spec.install.strategy: deployment)"
+    )]
+    UnsupportedStrategy {
+        /// The CSV name.
+        csv: String,
+        /// The strategy it names.
+        strategy: String,
+    },
+    /// The bundle ships a kind OLM does not install.
+    #[error(
+        "bundle object {kind} {name} (apiVersion {api_version}) is not a kind OLM installs; supported kinds: {}",
+        supported_kinds_text()
+    )]
+    UnsupportedKind {
+        /// Its kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Its apiVersion.
+        api_version: String,
+    },
+    /// Two manifests describe the same object.
+    #[error("the bundle contains {kind} {name} twice; remove one of them")]
+    DuplicateObject {
+        /// The kind.
+        kind: String,
+        /// The name.
+        name: String,
+    },
+}
+
+fn supported_kinds_text() -> String {
+    SUPPORTED_KINDS
+        .iter()
+        .map(|(_, k, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Splits `apiVersion` into group and version (`v1` → `("", "v1")`).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+/// The labels every object of an install carries: `olm.managed=true` and the Operator-API
+/// component label.
+pub fn managed_labels(package: &str, namespace: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())]);
+    if let Some(key) = component_label_key(package, namespace) {
+        labels.insert(key, String::new());
+    }
+    labels
+}
+
+/// The `olm.owner*` labels naming a CSV as owner.
+pub fn owner_labels(csv_name: &str, csv_namespace: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (OWNER.to_owned(), csv_name.to_owned()),
+        (OWNER_NAMESPACE.to_owned(), csv_namespace.to_owned()),
+        (OWNER_KIND.to_owned(), CSV_KIND.to_owned()),
+    ])
+}
+
+/// The `olm.permissions.hash` value of a Role/ClusterRole's rules or a binding's roleRef and
+/// subjects.
+pub fn permissions_hash<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    encode_hash(hash_json(value), 13)
+}
+
+/// The InstallPlan name for installing `csv_name` for the Subscription with uid
+/// `subscription_uid`: `install-` plus five characters of a stable hash of both.
+pub fn install_plan_name(subscription_uid: &str, csv_name: &str) -> String {
+    install_plan_name_attempt(subscription_uid, csv_name, 0)
+}
+
+/// [`install_plan_name`] for the `attempt`-th try (0 is the first); used only when the first
+/// name is taken by a plan for a different CSV.
+pub fn install_plan_name_attempt(subscription_uid: &str, csv_name: &str, attempt: u32) -> String {
+    let input = if attempt == 0 {
+        format!("{subscription_uid}/{csv_name}")
+    } else {
+        format!("{subscription_uid}/{csv_name}/{attempt}")
+    };
+    format!("install-{}", encode_hash(super::fnv1a_64(input.as_bytes()), 5))
+}
+
+/// The RBAC generated from a CSV's install strategy, in the install namespace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GeneratedRbac {
+    /// One per distinct service account name (except `default`).
+    pub service_accounts: Vec<ServiceAccount>,
+    /// One per `permissions[]` entry.
+    pub roles: Vec<Role>,
+    /// One per `permissions[]` entry, same names as the roles.
+    pub role_bindings: Vec<RoleBinding>,
+    /// One per `clusterPermissions[]` entry.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// One per `clusterPermissions[]` entry, same names as the cluster roles.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+}
+
+/// The name of the Role (and RoleBinding) generated for a `permissions[]` entry.
+pub fn role_name(csv_name: &str, permission: &StrategyDeploymentPermissions) -> String {
+    let hash = encode_hash(hash_json(&(csv_name, permission)), 10);
+    name_with_hash(&format!("{csv_name}-{}", permission.service_account_name), &hash)
+}
+
+/// The name of the ClusterRole (and binding) generated for a `clusterPermissions[]` entry.
+pub fn cluster_role_name(
+    csv_name: &str,
+    namespace: &str,
+    permission: &StrategyDeploymentPermissions,
+) -> String {
+    let hash = encode_hash(hash_json(&(csv_name, namespace, permission)), 10);
+    name_with_hash(csv_name, &hash)
+}
+
+fn meta(name: &str, namespace: Option<&str>, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        labels: Some(labels),
+        ..Default::default()
+    }
+}
+
+fn sa_subject(name: &str, namespace: &str) -> Subject {
+    Subject {
+        kind: "ServiceAccount".to_owned(),
+        name: name.to_owned(),
+        namespace: Some(namespace.to_owned()),
+        api_group: None,
+    }
+}
+
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: Some(RBAC_GROUP.to_owned()),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn rbac_labels(
+    package: &str,
+    label_namespace: &str,
+    csv_name: &str,
+    csv_namespace: &str,
+    hash_of: &impl serde::Serialize,
+) -> BTreeMap<String, String> {
+    let mut labels = managed_labels(package, label_namespace);
+    labels.extend(owner_labels(csv_name, csv_namespace));
+    labels.insert(PERMISSIONS_HASH.to_owned(), permissions_hash(hash_of));
+    labels
+}
+
+/// The ServiceAccounts, Roles, RoleBindings, ClusterRoles and ClusterRoleBindings the CSV's
+/// install strategy asks for (upstream `RBACForClusterServiceVersion`).
+pub fn generated_rbac(
+    csv_name: &str,
+    namespace: &str,
+    package: &str,
+    strategy: &StrategyDetailsDeployment,
+) -> GeneratedRbac {
+    let mut out = GeneratedRbac::default();
+    let mut accounts = BTreeSet::new();
+    let mut add_account = |out: &mut GeneratedRbac, name: &str| {
+        if name != "default" && accounts.insert(name.to_owned()) {
+            out.service_accounts.push(ServiceAccount {
+                metadata: meta(name, Some(namespace), managed_labels(package, namespace)),
+                ..Default::default()
+            });
+        }
+    };
+    for permission in &strategy.permissions {
+        add_account(&mut out, &permission.service_account_name);
+        let name = role_name(csv_name, permission);
+        out.roles.push(Role {
+            metadata: meta(
+                &name,
+                Some(namespace),
+                rbac_labels(package, namespace, csv_name, namespace, &permission.rules),
+            ),
+            rules: Some(permission.rules.clone()),
+        });
+        let role_ref = role_ref("Role", &name);
+        let subjects = vec![sa_subject(&permission.service_account_name, namespace)];
+        out.role_bindings.push(RoleBinding {
+            metadata: meta(
+                &name,
+                Some(namespace),
+                rbac_labels(package, namespace, csv_name, namespace, &(&role_ref, &subjects)),
+            ),
+            role_ref,
+            subjects: Some(subjects),
+        });
+    }
+    for permission in &strategy.cluster_permissions {
+        add_account(&mut out, &permission.service_account_name);
+        let name = cluster_role_name(csv_name, namespace, permission);
+        out.cluster_roles.push(ClusterRole {
+            metadata: meta(
+                &name,
+                None,
+                rbac_labels(package, namespace, csv_name, namespace, &permission.rules),
+            ),
+            rules: Some(permission.rules.clone()),
+            aggregation_rule: None,
+        });
+        let role_ref = role_ref("ClusterRole", &name);
+        let subjects = vec![sa_subject(&permission.service_account_name, namespace)];
+        out.cluster_role_bindings.push(ClusterRoleBinding {
+            metadata: meta(
+                &name,
+                None,
+                rbac_labels(package, namespace, csv_name, namespace, &(&role_ref, &subjects)),
+            ),
+            role_ref,
+            subjects: Some(subjects),
+        });
+    }
+    out
+}
+
+/// The RBAC that grants an operator its namespaced `permissions` in its OperatorGroup's
+/// target namespaces (upstream `ensureTenantRBAC` / `ensureSingletonRBAC`, §3.8):
+///
+/// - for each target namespace other than the operator's own: a Role and RoleBinding per
+///   `permissions[]` entry, with the same name as in the operator namespace, binding the
+///   operator's ServiceAccount (in the operator namespace);
+/// - for all namespaces (`targets == [""]`): a ClusterRole and ClusterRoleBinding per entry,
+///   same name, with the rules plus `get`/`list`/`watch` on namespaces.
+///
+/// Everything is labelled with the owner CSV (owner references cannot cross namespaces) and
+/// `olm.permissions.hash`; the shell deletes objects carrying the CSV's owner labels that
+/// are no longer in this set when the targets change.
+pub fn target_namespace_rbac(
+    csv_name: &str,
+    operator_namespace: &str,
+    package: &str,
+    strategy: &StrategyDetailsDeployment,
+    targets: &[String],
+) -> GeneratedRbac {
+    let mut out = GeneratedRbac::default();
+    let all_namespaces = matches!(targets, [one] if one.is_empty());
+    for permission in &strategy.permissions {
+        let name = role_name(csv_name, permission);
+        let subjects = vec![sa_subject(&permission.service_account_name, operator_namespace)];
+        if all_namespaces {
+            let mut rules = permission.rules.clone();
+            rules.push(PolicyRule {
+                api_groups: Some(vec![String::new()]),
+                resources: Some(vec!["namespaces".to_owned()]),
+                verbs: vec!["get".to_owned(), "list".to_owned(), "watch".to_owned()],
+                ..Default::default()
+            });
+            let labels = rbac_labels(package, operator_namespace, csv_name, operator_namespace, &rules);
+            out.cluster_roles.push(ClusterRole {
+                metadata: meta(&name, None, labels),
+                rules: Some(rules),
+                aggregation_rule: None,
+            });
+            let role_ref = role_ref("ClusterRole", &name);
+            out.cluster_role_bindings.push(ClusterRoleBinding {
+                metadata: meta(
+                    &name,
+                    None,
+                    rbac_labels(
+                        package,
+                        operator_namespace,
+                        csv_name,
+                        operator_namespace,
+                        &(&role_ref, &subjects),
+                    ),
+                ),
+                role_ref,
+                subjects: Some(subjects),
+            });
+            continue;
+        }
+        let mut seen = BTreeSet::new();
+        for target in targets {
+            if target.is_empty() || target == operator_namespace || !seen.insert(target) {
+                continue;
+            }
+            out.roles.push(Role {
+                metadata: meta(
+                    &name,
+                    Some(target),
+                    rbac_labels(
+                        package,
+                        operator_namespace,
+                        csv_name,
+                        operator_namespace,
+                        &permission.rules,
+                    ),
+                ),
+                rules: Some(permission.rules.clone()),
+            });
+            let role_ref = role_ref("Role", &name);
+            out.role_bindings.push(RoleBinding {
+                metadata: meta(
+                    &name,
+                    Some(target),
+                    rbac_labels(
+                        package,
+                        operator_namespace,
+                        csv_name,
+                        operator_namespace,
+                        &(&role_ref, &subjects),
+                    ),
+                ),
+                role_ref,
+                subjects: Some(subjects.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// Adds a non-blocking, non-controller owner reference to the CSV `csv_name`/`csv_uid` to a
+/// namespaced manifest (replacing any earlier reference to a CSV of that name or uid). The
+/// executor calls this at apply time, once the CSV exists.
+pub fn with_owner(manifest: &Value, csv_name: &str, csv_uid: &str) -> Value {
+    let mut out = manifest.clone();
+    let Some(metadata) = out
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    else {
+        return out;
+    };
+    let refs = metadata.entry("ownerReferences").or_insert_with(|| json!([]));
+    if !refs.is_array() {
+        *refs = json!([]);
+    }
+    if let Some(list) = refs.as_array_mut() {
+        list.retain(|r| {
+            let same_uid = r.get("uid").and_then(Value::as_str) == Some(csv_uid);
+            let same_csv = r.get("kind").and_then(Value::as_str) == Some(CSV_KIND)
+                && r.get("name").and_then(Value::as_str) == Some(csv_name);
+            !(same_uid || same_csv)
+        });
+        list.push(json!({
+            "apiVersion": v1alpha1::API_VERSION,
+            "kind": CSV_KIND,
+            "name": csv_name,
+            "uid": csv_uid,
+            "controller": false,
+            "blockOwnerDeletion": false,
+        }));
+    }
+    out
+}
+
+/// Apply-order rank of a kind (see the module doc).
+fn rank(group: &str, kind: &str) -> u8 {
+    match (group, kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
+        ("", "ServiceAccount") => 1,
+        (RBAC_GROUP, "Role") => 2,
+        (RBAC_GROUP, "RoleBinding") => 3,
+        (RBAC_GROUP, "ClusterRole") => 4,
+        (RBAC_GROUP, "ClusterRoleBinding") => 5,
+        (_, CSV_KIND) => 6,
+        _ => 7,
+    }
+}
+
+/// A manifest being prepared: its identity and JSON.
+struct Object {
+    group: String,
+    version: String,
+    kind: String,
+    name: String,
+    manifest: Value,
+}
+
+fn identify(index: usize, manifest: &Value) -> Result<Object, StepsError> {
+    let obj = manifest.as_object().ok_or(StepsError::NotAnObject { index })?;
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let missing = |field| StepsError::MissingField {
+        index,
+        kind: if kind.is_empty() {
+            "unknown kind".to_owned()
+        } else {
+            kind.to_owned()
+        },
+        field,
+    };
+    if kind.is_empty() {
+        return Err(missing("kind"));
+    }
+    let name = obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if name.is_empty() {
+        return Err(missing("metadata.name"));
+    }
+    let api_version = match obj.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() => v.to_owned(),
+        // upstream infers the CSV's apiVersion when a bundle omits it.
+        _ if kind == CSV_KIND => v1alpha1::API_VERSION.to_owned(),
+        _ => return Err(missing("apiVersion")),
+    };
+    let (group, version) = split_api_version(&api_version);
+    let mut manifest = manifest.clone();
+    if let Some(o) = manifest.as_object_mut() {
+        o.insert("apiVersion".to_owned(), Value::String(api_version.clone()));
+    }
+    Ok(Object {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        manifest,
+    })
+}
+
+/// Drops server-populated fields and sets or removes the namespace.
+fn normalise(manifest: &mut Value, namespace: Option<&str>) {
+    let Some(obj) = manifest.as_object_mut() else {
+        return;
+    };
+    obj.remove("status");
+    let metadata = obj.entry("metadata").or_insert_with(|| json!({}));
+    if let Some(m) = metadata.as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+            "selfLink",
+        ] {
+            m.remove(field);
+        }
+        match namespace {
+            Some(ns) => {
+                m.insert("namespace".to_owned(), Value::String(ns.to_owned()));
+            }
+            None => {
+                m.remove("namespace");
+            }
+        }
+    }
+}
+
+fn string_map<'a>(metadata: &'a mut Map<String, Value>, field: &str) -> Option<&'a mut Map<String, Value>> {
+    let entry = metadata.entry(field).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut()
+}
+
+fn merge_metadata(manifest: &mut Value, field: &str, values: &BTreeMap<String, String>) {
+    let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(map) = string_map(metadata, field) {
+        for (k, v) in values {
+            map.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+}
+
+/// The InstallPlan steps for one bundle, in apply order (see the module doc).
+///
+/// # Errors
+/// [`StepsError`] naming the offending object and the fix: no or several CSVs, an invalid
+/// CSV, a non-`deployment` strategy, a manifest without kind/name/apiVersion, an unsupported
+/// kind, or a duplicate object.
+pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
+    let mut objects = Vec::with_capacity(input.manifests.len());
+    for (index, manifest) in input.manifests.iter().enumerate() {
+        objects.push(identify(index, manifest)?);
+    }
+
+    let mut csvs: Vec<Object> = Vec::new();
+    let mut others = Vec::new();
+    for object in objects {
+        if object.kind == CSV_KIND {
+            csvs.push(object);
+        } else {
+            others.push(object);
+        }
+    }
+    let mut csv_object = match csvs.len() {
+        0 => return Err(StepsError::MissingCsv),
+        1 => csvs.remove(0),
+        _ => {
+            return Err(StepsError::TooManyCsvs {
+                names: csvs.into_iter().map(|c| c.name).collect(),
+            });
+        }
+    };
+    let csv_name = csv_object.name.clone();
+    let typed: ClusterServiceVersion =
+        serde_json::from_value(csv_object.manifest.clone()).map_err(|e| StepsError::InvalidCsv {
+            csv: csv_name.clone(),
+            message: e.to_string(),
+        })?;
+    if typed.spec.install.strategy != INSTALL_STRATEGY_DEPLOYMENT {
+        return Err(StepsError::UnsupportedStrategy {
+            csv: csv_name,
+            strategy: typed.spec.install.strategy.clone(),
+        });
+    }
+
+    let namespace = input.namespace;
+    let managed = managed_labels(input.package, namespace);
+    let owner = owner_labels(&csv_name, namespace);
+
+    // The CSV, rewritten like upstream's NewStepResourceFromBundle.
+    normalise(&mut csv_object.manifest, Some(namespace));
+    if let Some(spec) = csv_object.manifest.get_mut("spec").and_then(Value::as_object_mut) {
+        match input.replaces {
+            Some(r) if !r.is_empty() => {
+                spec.insert("replaces".to_owned(), Value::String(r.to_owned()));
+            }
+            _ => {
+                spec.remove("replaces");
+            }
+        }
+    }
+    let properties = json!({ "properties": input.properties }).to_string();
+    merge_metadata(
+        &mut csv_object.manifest,
+        "annotations",
+        &BTreeMap::from([(PROPERTIES.to_owned(), properties)]),
+    );
+    merge_metadata(&mut csv_object.manifest, "labels", &managed);
+
+    // Bundle objects: check the kind, set scope, labels, annotations.
+    let mut seen = BTreeSet::new();
+    let mut bundle_objects = Vec::with_capacity(others.len());
+    for mut object in others {
+        let Some(namespaced) = SUPPORTED_KINDS
+            .iter()
+            .find(|(g, k, _)| *g == object.group && *k == object.kind)
+            .map(|(_, _, n)| *n)
+        else {
+            return Err(StepsError::UnsupportedKind {
+                api_version: if object.group.is_empty() {
+                    object.version.clone()
+                } else {
+                    format!("{}/{}", object.group, object.version)
+                },
+                kind: object.kind,
+                name: object.name,
+            });
+        };
+        if !seen.insert((object.kind.clone(), object.name.clone())) {
+            return Err(StepsError::DuplicateObject {
+                kind: object.kind,
+                name: object.name,
+            });
+        }
+        normalise(&mut object.manifest, namespaced.then_some(namespace));
+        merge_metadata(&mut object.manifest, "labels", &managed);
+        let is_rbac = object.group == RBAC_GROUP;
+        let is_crd = rank(&object.group, &object.kind) == 0;
+        if is_crd {
+            let key = format!(
+                "{INSTALLED_ALONGSIDE_PREFIX}{:016x}",
+                super::fnv1a_64(format!("{namespace}/{csv_name}").as_bytes())
+            );
+            merge_metadata(
+                &mut object.manifest,
+                "annotations",
+                &BTreeMap::from([(key, format!("{namespace}/{csv_name}"))]),
+            );
+        } else if is_rbac || !namespaced {
+            merge_metadata(&mut object.manifest, "labels", &owner);
+        }
+        if is_rbac {
+            let hashed = match object.kind.as_str() {
+                "Role" | "ClusterRole" => json!([
+                    object.manifest.get("rules"),
+                    object.manifest.get("aggregationRule")
+                ]),
+                _ => json!([object.manifest.get("roleRef"), object.manifest.get("subjects")]),
+            };
+            merge_metadata(
+                &mut object.manifest,
+                "labels",
+                &BTreeMap::from([(PERMISSIONS_HASH.to_owned(), permissions_hash(&hashed))]),
+            );
+        }
+        bundle_objects.push(object);
+    }
+
+    // Generated RBAC; a ServiceAccount the bundle ships itself replaces the generated one.
+    let rbac = generated_rbac(&csv_name, namespace, input.package, &typed.spec.install.spec);
+    let mut generated = Vec::new();
+    let mut push_typed = |value: Result<Value, serde_json::Error>, kind: &str, name: Option<&String>| {
+        let manifest = value.unwrap_or(Value::Null);
+        let (group, version) = split_api_version(
+            manifest
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
+        generated.push(Object {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            name: name.cloned().unwrap_or_default(),
+            manifest: manifest.clone(),
+        });
+    };
+    for sa in &rbac.service_accounts {
+        let name = sa.metadata.name.as_ref();
+        if name.is_some_and(|n| seen.contains(&("ServiceAccount".to_owned(), n.clone()))) {
+            continue;
+        }
+        push_typed(serde_json::to_value(sa), "ServiceAccount", name);
+    }
+    for r in &rbac.roles {
+        push_typed(serde_json::to_value(r), "Role", r.metadata.name.as_ref());
+    }
+    for r in &rbac.role_bindings {
+        push_typed(serde_json::to_value(r), "RoleBinding", r.metadata.name.as_ref());
+    }
+    for r in &rbac.cluster_roles {
+        push_typed(serde_json::to_value(r), "ClusterRole", r.metadata.name.as_ref());
+    }
+    for r in &rbac.cluster_role_bindings {
+        push_typed(
+            serde_json::to_value(r),
+            "ClusterRoleBinding",
+            r.metadata.name.as_ref(),
+        );
+    }
+
+    // A stable sort by rank: generated objects stay before shipped ones of the same rank.
+    let mut all: Vec<Object> = generated;
+    all.push(csv_object);
+    all.extend(bundle_objects);
+    all.sort_by_key(|o| rank(&o.group, &o.kind));
+
+    Ok(all
+        .into_iter()
+        .map(|o| Step {
+            resolving: csv_name.clone(),
+            resource: StepResource {
+                source_name: input.source_name.to_owned(),
+                source_namespace: input.source_namespace.to_owned(),
+                kind: if o.group.is_empty() && o.kind == "Secret" {
+                    BUNDLE_SECRET_KIND.to_owned()
+                } else {
+                    o.kind
+                },
+                group: o.group,
+                version: o.version,
+                name: o.name,
+                manifest: Some(o.manifest.to_string()),
+            },
+            optional: false,
+            status: StepStatus::Unknown,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv_manifest() -> Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "redis-operator.v1.1.0", "namespace": "placeholder",
+                         "annotations": {"capabilities": "Basic Install"}},
+            "spec": {
+                "displayName": "Redis",
+                "replaces": "redis-operator.v0.9.0",
+                "install": {"strategy": "deployment", "spec": {
+                    "deployments": [{"name": "redis-operator", "spec": {
+                        "selector": {"matchLabels": {"app": "redis"}},
+                        "template": {"metadata": {"labels": {"app": "redis"}},
+                                     "spec": {"containers": [{"name": "m", "image": "redis-op:1"}]}}}}],
+                    "permissions": [{"serviceAccountName": "redis-operator",
+                                     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}],
+                    "clusterPermissions": [{"serviceAccountName": "redis-operator",
+                                            "rules": [{"apiGroups": ["cache.example.com"], "resources": ["*"], "verbs": ["*"]}]},
+                                           {"serviceAccountName": "default",
+                                            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}]
+                }},
+                "installModes": [{"type": "OwnNamespace", "supported": true}]
+            },
+            "status": {"phase": "Succeeded"}
+        })
+    }
+
+    fn crd() -> Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "redisclusters.cache.example.com"}, "spec": {}})
+    }
+
+    fn service() -> Value {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "redis-metrics"}, "spec": {}})
+    }
+
+    fn secret() -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "redis-creds"}, "data": {}})
+    }
+
+    fn plan(manifests: &[Value]) -> Result<Vec<Step>, StepsError> {
+        let properties =
+            [json!({"type": "olm.package", "value": {"packageName": "redis-operator", "version": "1.1.0"}})];
+        bundle_steps(&StepsInput {
+            manifests,
+            namespace: "operators",
+            replaces: Some("redis-operator.v1.0.0"),
+            package: "redis-operator",
+            source_name: "olm-rs-catalog",
+            source_namespace: "olm",
+            properties: &properties,
+        })
+    }
+
+    fn manifest(step: &Step) -> Value {
+        serde_json::from_str(step.resource.manifest.as_deref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn steps_come_in_apply_order_crds_then_rbac_then_the_csv_then_the_rest() {
+        let steps = plan(&[service(), csv_manifest(), secret(), crd()]).unwrap();
+        let kinds: Vec<&str> = steps.iter().map(|s| s.resource.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "ServiceAccount",
+                "Role",
+                "RoleBinding",
+                "ClusterRole",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "ClusterRoleBinding",
+                "ClusterServiceVersion",
+                "Service",
+                "BundleSecret",
+            ]
+        );
+        assert!(steps.iter().all(|s| s.resolving == "redis-operator.v1.1.0"
+            && s.status == StepStatus::Unknown
+            && s.resource.source_name == "olm-rs-catalog"
+            && s.resource.source_namespace == "olm"));
+    }
+
+    #[test]
+    fn the_default_service_account_is_never_generated() {
+        let steps = plan(&[csv_manifest()]).unwrap();
+        let sas: Vec<&str> = steps
+            .iter()
+            .filter(|s| s.resource.kind == "ServiceAccount")
+            .map(|s| s.resource.name.as_str())
+            .collect();
+        assert_eq!(sas, ["redis-operator"]);
+    }
+
+    #[test]
+    fn the_csv_is_moved_to_the_namespace_with_the_resolved_replaces_and_the_properties_annotation() {
+        let steps = plan(&[csv_manifest()]).unwrap();
+        let csv = manifest(steps.iter().find(|s| s.resource.kind == CSV_KIND).unwrap());
+        assert_eq!(csv["metadata"]["namespace"], "operators");
+        assert_eq!(csv["spec"]["replaces"], "redis-operator.v1.0.0");
+        assert_eq!(csv["metadata"]["annotations"]["capabilities"], "Basic Install");
+        let props: Value =
+            serde_json::from_str(csv["metadata"]["annotations"][PROPERTIES].as_str().unwrap()).unwrap();
+        assert_eq!(props["properties"][0]["type"], "olm.package");
+        assert_eq!(csv["metadata"]["labels"][MANAGED], "true");
+        assert!(csv.get("status").is_none());
+        let step = steps.iter().find(|s| s.resource.kind == CSV_KIND).unwrap();
+        assert_eq!(
+            (step.resource.group.as_str(), step.resource.version.as_str()),
+            ("operators.coreos.com", "v1alpha1")
+        );
+    }
+
+    #[test]
+    fn a_fresh_install_drops_the_catalogs_replaces() {
+        let properties = [];
+        let steps = bundle_steps(&StepsInput {
+            manifests: &[csv_manifest()],
+            namespace: "operators",
+            replaces: None,
+            package: "redis-operator",
+            source_name: "c",
+            source_namespace: "olm",
+            properties: &properties,
+        })
+        .unwrap();
+        let csv = manifest(steps.iter().find(|s| s.resource.kind == CSV_KIND).unwrap());
+        assert!(csv["spec"].get("replaces").is_none());
+        assert_eq!(csv["metadata"]["annotations"][PROPERTIES], "{\"properties\":[]}");
+    }
+
+    #[test]
+    fn every_object_is_labelled_managed_and_with_the_component_label() {
+        let steps = plan(&[csv_manifest(), crd(), service(), secret()]).unwrap();
+        for step in &steps {
+            let m = manifest(step);
+            assert_eq!(m["metadata"]["labels"][MANAGED], "true", "{}", step.resource.name);
+            assert_eq!(
+                m["metadata"]["labels"]["operators.coreos.com/redis-operator.operators"], "",
+                "{}",
+                step.resource.name
+            );
+        }
+    }
+
+    #[test]
+    fn rbac_and_cluster_scoped_objects_name_their_owner_in_labels_but_crds_do_not() {
+        let steps = plan(&[csv_manifest(), crd(), service()]).unwrap();
+        for step in &steps {
+            let m = manifest(step);
+            let labels = &m["metadata"]["labels"];
+            let rbac = step.resource.group == RBAC_GROUP;
+            match step.resource.kind.as_str() {
+                "CustomResourceDefinition" => {
+                    assert!(labels.get(OWNER).is_none());
+                    let annotations = m["metadata"]["annotations"].as_object().unwrap();
+                    let (key, value) = annotations.iter().next().unwrap();
+                    assert!(key.starts_with(INSTALLED_ALONGSIDE_PREFIX));
+                    assert_eq!(value, "operators/redis-operator.v1.1.0");
+                    assert!(m["metadata"].get("namespace").is_none());
+                }
+                _ if rbac => {
+                    assert_eq!(labels[OWNER], "redis-operator.v1.1.0");
+                    assert_eq!(labels[OWNER_NAMESPACE], "operators");
+                    assert_eq!(labels[OWNER_KIND], CSV_KIND);
+                    assert!(labels[PERMISSIONS_HASH].as_str().is_some_and(|h| !h.is_empty()));
+                }
+                "Service" => {
+                    assert!(labels.get(OWNER).is_none());
+                    assert_eq!(m["metadata"]["namespace"], "operators");
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn generated_role_names_follow_csv_sa_hash_and_fit_in_63_characters() {
+        let steps = plan(&[csv_manifest()]).unwrap();
+        let role = steps.iter().find(|s| s.resource.kind == "Role").unwrap();
+        assert!(
+            role.resource
+                .name
+                .starts_with("redis-operator.v1.1.0-redis-operator-")
+        );
+        let binding = steps.iter().find(|s| s.resource.kind == "RoleBinding").unwrap();
+        assert_eq!(binding.resource.name, role.resource.name);
+        let rb = manifest(binding);
+        assert_eq!(rb["roleRef"]["name"], role.resource.name.as_str());
+        assert_eq!(rb["subjects"][0]["namespace"], "operators");
+
+        let long = StrategyDeploymentPermissions {
+            service_account_name: "s".repeat(80),
+            rules: vec![],
+        };
+        assert_eq!(role_name(&"c".repeat(40), &long).len(), 63);
+    }
+
+    #[test]
+    fn cluster_role_names_differ_between_namespaces() {
+        let p = StrategyDeploymentPermissions {
+            service_account_name: "sa".into(),
+            rules: vec![],
+        };
+        assert_ne!(
+            cluster_role_name("op.v1", "a", &p),
+            cluster_role_name("op.v1", "b", &p)
+        );
+        assert_eq!(
+            cluster_role_name("op.v1", "a", &p),
+            cluster_role_name("op.v1", "a", &p)
+        );
+    }
+
+    #[test]
+    fn planning_twice_gives_byte_identical_steps() {
+        let a = plan(&[csv_manifest(), crd(), service()]).unwrap();
+        let b = plan(&[csv_manifest(), crd(), service()]).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn an_unsupported_kind_is_refused_with_the_supported_list() {
+        let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}});
+        let err = plan(&[csv_manifest(), dep]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("bundle object Deployment x (apiVersion apps/v1) is not a kind OLM installs")
+        );
+        assert!(text.contains("PodDisruptionBudget"));
+    }
+
+    #[test]
+    fn a_kind_is_matched_with_its_group() {
+        let knative =
+            json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "x"}});
+        assert!(matches!(
+            plan(&[csv_manifest(), knative]),
+            Err(StepsError::UnsupportedKind { .. })
+        ));
+    }
+
+    #[test]
+    fn bundles_without_exactly_one_csv_are_refused() {
+        assert_eq!(plan(&[crd()]), Err(StepsError::MissingCsv));
+        assert!(matches!(
+            plan(&[csv_manifest(), csv_manifest()]),
+            Err(StepsError::TooManyCsvs { .. })
+        ));
+    }
+
+    #[test]
+    fn a_manifest_without_a_name_is_named_by_position_and_kind() {
+        let err = plan(&[
+            csv_manifest(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bundle object #1 (ConfigMap) has no metadata.name; set metadata.name in the bundle manifest"
+        );
+    }
+
+    #[test]
+    fn a_non_deployment_strategy_is_refused() {
+        let mut csv = csv_manifest();
+        csv["spec"]["install"]["strategy"] = json!("helm");
+        assert!(matches!(
+            plan(&[csv]),
+            Err(StepsError::UnsupportedStrategy { .. })
+        ));
+    }
+
+    #[test]
+    fn a_service_account_shipped_in_the_bundle_replaces_the_generated_one() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": "redis-operator", "annotations": {"a": "b"}}});
+        let steps = plan(&[csv_manifest(), sa]).unwrap();
+        let sas: Vec<&Step> = steps
+            .iter()
+            .filter(|s| s.resource.kind == "ServiceAccount")
+            .collect();
+        assert_eq!(sas.len(), 1);
+        assert_eq!(manifest(sas[0])["metadata"]["annotations"]["a"], "b");
+    }
+
+    #[test]
+    fn duplicate_objects_are_refused() {
+        assert!(matches!(
+            plan(&[csv_manifest(), service(), service()]),
+            Err(StepsError::DuplicateObject { .. })
+        ));
+    }
+
+    #[test]
+    fn owner_references_are_added_once_and_replace_an_older_csv_of_the_same_name() {
+        let m = with_owner(&service(), "op.v1", "uid-1");
+        let m = with_owner(&m, "op.v1", "uid-2");
+        let refs = m["metadata"]["ownerReferences"].as_array().unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(refs[0]["uid"], "uid-2");
+        assert_eq!(refs[0]["blockOwnerDeletion"], false);
+        assert_eq!(refs[0]["controller"], false);
+        let m = with_owner(&m, "op.v2", "uid-3");
+        assert_eq!(m["metadata"]["ownerReferences"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn install_plan_names_are_stable_and_depend_on_subscription_and_csv() {
+        let a = install_plan_name("uid-1", "op.v1");
+        assert_eq!(a, install_plan_name("uid-1", "op.v1"));
+        assert!(a.starts_with("install-") && a.len() == 13);
+        assert_ne!(a, install_plan_name("uid-2", "op.v1"));
+        assert_ne!(a, install_plan_name("uid-1", "op.v2"));
+        assert_ne!(a, install_plan_name_attempt("uid-1", "op.v1", 1));
+    }
+
+    #[test]
+    fn bundle_secrets_apply_as_secrets_and_scopes_are_known() {
+        assert_eq!(apply_kind(BUNDLE_SECRET_KIND), "Secret");
+        assert_eq!(is_namespaced("", BUNDLE_SECRET_KIND), Some(true));
+        assert_eq!(is_namespaced(RBAC_GROUP, "ClusterRole"), Some(false));
+        assert_eq!(is_namespaced("apps", "Deployment"), None);
+    }
+
+    fn strategy() -> StrategyDetailsDeployment {
+        let csv: ClusterServiceVersion = serde_json::from_value(csv_manifest()).unwrap();
+        csv.spec.install.spec
+    }
+
+    #[test]
+    fn target_namespaces_get_roles_bound_to_the_operator_service_account() {
+        let rbac = target_namespace_rbac(
+            "redis-operator.v1.1.0",
+            "operators",
+            "redis-operator",
+            &strategy(),
+            &["operators".into(), "team-a".into(), "team-b".into()],
+        );
+        let namespaces: Vec<_> = rbac
+            .roles
+            .iter()
+            .map(|r| r.metadata.namespace.clone().unwrap())
+            .collect();
+        assert_eq!(namespaces, ["team-a", "team-b"]);
+        let binding = &rbac.role_bindings[0];
+        let subject = &binding.subjects.as_ref().unwrap()[0];
+        assert_eq!(subject.namespace.as_deref(), Some("operators"));
+        let labels = binding.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels[OWNER_NAMESPACE], "operators");
+        assert!(rbac.cluster_roles.is_empty());
+        // same name as the Role in the operator namespace.
+        let generated = generated_rbac(
+            "redis-operator.v1.1.0",
+            "operators",
+            "redis-operator",
+            &strategy(),
+        );
+        assert_eq!(rbac.roles[0].metadata.name, generated.roles[0].metadata.name);
+    }
+
+    #[test]
+    fn all_namespaces_lifts_permissions_to_cluster_roles_that_can_read_namespaces() {
+        let rbac = target_namespace_rbac(
+            "redis-operator.v1.1.0",
+            "operators",
+            "redis-operator",
+            &strategy(),
+            &[String::new()],
+        );
+        assert!(rbac.roles.is_empty());
+        assert_eq!(rbac.cluster_roles.len(), 1);
+        let rules = rbac.cluster_roles[0].rules.as_ref().unwrap();
+        assert!(
+            rules
+                .iter()
+                .any(|r| r.resources.as_deref() == Some(&["namespaces".to_owned()][..])
+                    && r.verbs == ["get", "list", "watch"])
+        );
+        assert_eq!(rbac.cluster_role_bindings[0].role_ref.kind, "ClusterRole");
+    }
+}

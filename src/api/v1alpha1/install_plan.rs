@@ -9,6 +9,10 @@ use super::Approval;
 use crate::api::{ConditionStatus, string_enum};
 
 /// InstallPlanSpec defines a set of Application resources to be installed.
+///
+/// The short name is `ip`, as upstream; since Kubernetes 1.33 the built-in
+/// `ipaddresses.networking.k8s.io` also claims `ip` and wins, so `kubectl get ip` lists
+/// IPAddresses there — use `kubectl get installplan`.
 #[allow(
     clippy::duplicated_attributes,
     reason = "each printcolumn(...) repeats type_ = \"string\"; clippy reads them as one attribute"

@@ -1,0 +1,329 @@
+//! plan: the pure decisions of cluster mode: which node leads which group, which slots each primary
+//! should own, and which slots must move when primaries are added.
+//!
+//! Redis Cluster splits the key space into 16384 hash slots; every slot must be owned by exactly one
+//! primary for the cluster to report `cluster_state:ok`. The operator's rule:
+//!
+//! - **Groups.** Nodes are ordered by StatefulSet ordinal and cut into groups of
+//!   `replicasPerPrimary + 1`; the first node of each group is its primary at formation, the rest
+//!   replicate it. Growing `size` by whole groups therefore never changes an existing node's role.
+//! - **Even split.** With `n` primaries, primary `i` owns `16384 / n` slots, and the first
+//!   `16384 % n` primaries one more, as contiguous ranges in primary order.
+//! - **Minimal moves.** When primaries are added, each existing primary keeps its lowest slots up to
+//!   its new quota and gives the rest (from its highest slots down) to primaries under quota, in order.
+//!   No slot moves between two primaries that are both at or under quota.
+
+use std::collections::BTreeMap;
+
+/// Number of hash slots in a Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// An inclusive range of slots.
+pub type SlotRange = (u16, u16);
+
+/// The role planned for a node at formation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Primary of group `group`.
+    Primary {
+        /// Group index.
+        group: usize,
+    },
+    /// Replica of the node at index `primary`.
+    Replica {
+        /// Index (in the ordered node list) of the group's primary.
+        primary: usize,
+    },
+}
+
+/// Roles of `nodes` nodes in groups of `replicas_per_primary + 1`.
+#[must_use]
+pub fn roles(nodes: usize, replicas_per_primary: usize) -> Vec<Role> {
+    let group_size = replicas_per_primary + 1;
+    (0..nodes)
+        .map(|i| {
+            if i % group_size == 0 {
+                Role::Primary {
+                    group: i / group_size,
+                }
+            } else {
+                Role::Replica {
+                    primary: i - i % group_size,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The number of slots each of `primaries` primaries owns under the even split.
+#[must_use]
+pub fn quotas(primaries: usize) -> Vec<usize> {
+    if primaries == 0 {
+        return Vec::new();
+    }
+    let total = usize::from(SLOTS);
+    (0..primaries)
+        .map(|i| total / primaries + usize::from(i < total % primaries))
+        .collect()
+}
+
+/// Contiguous slot ranges, one per primary, under the even split.
+#[must_use]
+pub fn slot_plan(primaries: usize) -> Vec<SlotRange> {
+    let mut start = 0usize;
+    quotas(primaries)
+        .into_iter()
+        .map(|q| {
+            let range = (to_slot(start), to_slot(start + q - 1));
+            start += q;
+            range
+        })
+        .collect()
+}
+
+fn to_slot(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(SLOTS - 1)
+}
+
+/// One slot to move from one primary to another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// The slot.
+    pub slot: u16,
+    /// Index (into the primaries list) of the current owner.
+    pub from: usize,
+    /// Index of the new owner.
+    pub to: usize,
+}
+
+/// Moves that bring `owned` (slots per primary, in primary order) to the even split.
+///
+/// Slots owned by nobody are not moved (see [`unassigned`]); they are given out by `ADDSLOTS`.
+#[must_use]
+pub fn rebalance(owned: &[Vec<u16>]) -> Vec<Move> {
+    let quota = quotas(owned.len());
+    let mut surplus: Vec<Move> = Vec::new();
+    for (from, slots) in owned.iter().enumerate() {
+        let mut sorted = slots.clone();
+        sorted.sort_unstable();
+        let keep = quota[from].min(sorted.len());
+        surplus.extend(
+            sorted[keep..]
+                .iter()
+                .rev()
+                .map(|&slot| Move { slot, from, to: from }),
+        );
+    }
+    let mut moves = Vec::new();
+    let mut donors = surplus.into_iter();
+    for (to, slots) in owned.iter().enumerate() {
+        for _ in slots.len()..quota[to] {
+            match donors.next() {
+                Some(mut m) => {
+                    m.to = to;
+                    moves.push(m);
+                }
+                None => return moves,
+            }
+        }
+    }
+    moves
+}
+
+/// Slots that no primary in `owned` owns.
+#[must_use]
+pub fn unassigned(owned: &[Vec<u16>]) -> Vec<u16> {
+    let mut seen = vec![false; usize::from(SLOTS)];
+    for s in owned.iter().flatten() {
+        if let Some(x) = seen.get_mut(usize::from(*s)) {
+            *x = true;
+        }
+    }
+    (0..SLOTS).filter(|s| !seen[usize::from(*s)]).collect()
+}
+
+/// Compresses sorted slots into inclusive ranges.
+#[must_use]
+pub fn ranges(slots: &[u16]) -> Vec<SlotRange> {
+    let mut out: Vec<SlotRange> = Vec::new();
+    for &s in slots {
+        match out.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(s) => *end = s,
+            _ => out.push((s, s)),
+        }
+    }
+    out
+}
+
+/// A node as `CLUSTER NODES` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedNode {
+    /// The node's cluster id.
+    pub id: String,
+    /// `ip:port` it announces.
+    pub addr: String,
+    /// Whether it is flagged `master`.
+    pub primary: bool,
+    /// The id of its primary, when it is a replica.
+    pub replica_of: Option<String>,
+    /// Whether this line describes the node that answered (`myself`).
+    pub myself: bool,
+    /// Whether the node is flagged failed (`fail`) or without address (`noaddr`).
+    pub failed: bool,
+    /// Slots it owns.
+    pub slots: Vec<u16>,
+}
+
+/// Parses the output of `CLUSTER NODES`, skipping malformed lines and importing/migrating markers.
+#[must_use]
+pub fn parse_cluster_nodes(text: &str) -> Vec<ObservedNode> {
+    let mut nodes = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 8 {
+            continue;
+        }
+        let flags: Vec<&str> = fields[2].split(',').collect();
+        let addr = fields[1].split('@').next().unwrap_or_default().to_owned();
+        let mut slots = Vec::new();
+        for spec in &fields[8..] {
+            if spec.starts_with('[') {
+                continue;
+            }
+            let (a, b) = spec.split_once('-').unwrap_or((spec, spec));
+            if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {
+                slots.extend(a..=b.min(SLOTS - 1));
+            }
+        }
+        nodes.push(ObservedNode {
+            id: fields[0].to_owned(),
+            addr,
+            primary: flags.contains(&"master"),
+            replica_of: (fields[3] != "-").then(|| fields[3].to_owned()),
+            myself: flags.contains(&"myself"),
+            failed: flags
+                .iter()
+                .any(|f| matches!(*f, "fail" | "noaddr" | "handshake")),
+            slots,
+        });
+    }
+    nodes
+}
+
+/// The value of `key` in `CLUSTER INFO` output.
+#[must_use]
+pub fn info_field<'a>(info: &'a str, key: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix(':'))
+}
+
+/// Slots per primary id, from a set of observed nodes.
+#[must_use]
+pub fn ownership(nodes: &[ObservedNode]) -> BTreeMap<String, Vec<u16>> {
+    nodes
+        .iter()
+        .filter(|n| n.primary)
+        .map(|n| (n.id.clone(), n.slots.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_primaries_split_16384_slots_as_redis_cli_does() {
+        assert_eq!(slot_plan(3), [(0, 5461), (5462, 10922), (10923, 16383)]);
+    }
+
+    #[test]
+    fn every_plan_covers_each_slot_exactly_once() {
+        for n in 1..=20 {
+            let plan = slot_plan(n);
+            let mut next = 0u32;
+            for (a, b) in plan {
+                assert_eq!(u32::from(a), next);
+                next = u32::from(b) + 1;
+            }
+            assert_eq!(next, 16384, "{n} primaries");
+        }
+    }
+
+    #[test]
+    fn groups_of_replicas_follow_their_primary_in_ordinal_order() {
+        assert_eq!(
+            roles(6, 1),
+            [
+                Role::Primary { group: 0 },
+                Role::Replica { primary: 0 },
+                Role::Primary { group: 1 },
+                Role::Replica { primary: 2 },
+                Role::Primary { group: 2 },
+                Role::Replica { primary: 4 },
+            ]
+        );
+        assert_eq!(
+            roles(3, 0),
+            [
+                Role::Primary { group: 0 },
+                Role::Primary { group: 1 },
+                Role::Primary { group: 2 }
+            ]
+        );
+    }
+
+    #[test]
+    fn adding_a_fourth_primary_moves_a_quarter_of_the_slots_to_it_and_nothing_else() {
+        let mut owned: Vec<Vec<u16>> = slot_plan(3).into_iter().map(|(a, b)| (a..=b).collect()).collect();
+        owned.push(Vec::new());
+        let moves = rebalance(&owned);
+        assert_eq!(moves.len(), 4096);
+        assert!(moves.iter().all(|m| m.to == 3 && m.from < 3));
+        for m in &moves {
+            owned[m.from].retain(|s| *s != m.slot);
+            owned[m.to].push(m.slot);
+        }
+        let counts: Vec<usize> = owned.iter().map(Vec::len).collect();
+        assert_eq!(counts, quotas(4));
+        assert!(rebalance(&owned).is_empty(), "a balanced cluster needs no moves");
+    }
+
+    #[test]
+    fn ranges_compress_consecutive_slots() {
+        assert_eq!(ranges(&[1, 2, 3, 7, 9, 10]), [(1, 3), (7, 7), (9, 10)]);
+        assert!(ranges(&[]).is_empty());
+    }
+
+    #[test]
+    fn unassigned_lists_the_slots_nobody_owns() {
+        let owned = vec![(0..16000).collect::<Vec<u16>>(), vec![16001]];
+        let free = unassigned(&owned);
+        assert_eq!(free.first(), Some(&16000));
+        assert_eq!(free.len(), 16384 - 16001);
+    }
+
+    #[test]
+    fn cluster_nodes_output_is_parsed_with_ranges_and_migration_markers() {
+        let text = "\
+07c3 127.0.0.1:30004@40004 slave e7d1 0 1426238317239 4 connected
+e7d1 127.0.0.1:30001@40001,host myself,master - 0 0 1 connected 0-2 5 [6->-292f]
+292f 127.0.0.1:30002@40002 master,fail - 0 1426238316232 2 disconnected
+broken line";
+        let nodes = parse_cluster_nodes(text);
+        assert_eq!(nodes.len(), 3);
+        assert_eq!(nodes[0].replica_of.as_deref(), Some("e7d1"));
+        assert!(!nodes[0].primary);
+        assert_eq!(nodes[1].addr, "127.0.0.1:30001");
+        assert!(nodes[1].myself && nodes[1].primary);
+        assert_eq!(nodes[1].slots, [0, 1, 2, 5]);
+        assert!(nodes[2].failed);
+    }
+
+    #[test]
+    fn info_fields_are_found_by_key() {
+        let info = "cluster_state:ok\r\ncluster_slots_assigned:16384\r\n";
+        assert_eq!(info_field(info, "cluster_state"), Some("ok"));
+        assert_eq!(info_field(info, "cluster_slots_assigned"), Some("16384"));
+        assert_eq!(info_field(info, "missing"), None);
+    }
+}

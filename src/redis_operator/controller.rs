@@ -1,0 +1,533 @@
+//! controller: the reconcile loop (shell): observe → decide ([`desired`], [`status`]) → apply → report.
+//!
+//! One kube `Controller` per watched namespace (OLM's `olm.targetNamespaces`; empty means a single
+//! cluster-wide watch), so the operator works with only namespaced permissions. The RedisCluster
+//! stream passes through `predicates::generation`, so the operator's own status writes do not
+//! trigger reconciles; owned StatefulSets, Services, ConfigMaps and PodDisruptionBudgets and the
+//! Redis pods (mapped back through the `app.kubernetes.io/instance` label) do. Successful reconciles
+//! requeue after five minutes to catch drift; failures back off exponentially per object.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::{StreamExt, future::join_all};
+use k8s_openapi::{
+    api::{
+        apps::v1::StatefulSet,
+        core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service},
+        policy::v1::PodDisruptionBudget,
+    },
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams},
+    runtime::{
+        Controller, WatchStreamExt,
+        controller::Action,
+        events::{Event, EventType, Recorder, Reporter},
+        finalizer::{self, Event as Finalizer},
+        predicates, reflector,
+        reflector::ObjectRef,
+        watcher,
+    },
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{
+    cluster_mode::{self, Node},
+    config::REDIS_PORT,
+    crd::{Mode, RedisCluster, selector_labels},
+    desired,
+    metrics::Metrics,
+    status::{self, ObservedPod, Outcome},
+};
+
+/// Field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "redis-operator";
+/// Finalizer that deletes claims when `storage.deleteClaimOnDelete` is set.
+pub const FINALIZER: &str = "cache.example.com/cleanup";
+/// Requeue interval of a healthy object.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Errors of one reconcile, one variant per pipeline stage.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading pods failed.
+    #[error("failed to observe the pods of {name}")]
+    Observe {
+        /// namespace/name.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// Server-side apply of an owned object failed.
+    #[error("failed to apply {kind} {name}")]
+    Apply {
+        /// Kind.
+        kind: &'static str,
+        /// Name.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing status failed.
+    #[error("failed to update the status of {name}")]
+    UpdateStatus {
+        /// namespace/name.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// Deleting claims failed.
+    #[error("failed to delete the claims of {name}")]
+    Cleanup {
+        /// namespace/name.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// Adding or removing the finalizer failed.
+    #[error("finalizer step failed: {0}")]
+    Finalizer(String),
+}
+
+impl Error {
+    /// Short label for the errors metric.
+    #[must_use]
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Observe { .. } => "observe",
+            Self::Apply { .. } => "apply",
+            Self::UpdateStatus { .. } => "update_status",
+            Self::Cleanup { .. } => "cleanup",
+            Self::Finalizer(_) => "finalizer",
+        }
+    }
+}
+
+/// Shared state of the reconcilers.
+pub struct Context {
+    client: Client,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    failures: Mutex<HashMap<ObjectRef<RedisCluster>, u32>>,
+}
+
+/// The backoff after `failures` consecutive failures: 5 s doubling up to 5 minutes.
+#[must_use]
+pub fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(5u64.saturating_mul(1u64 << failures.min(6))).min(RESYNC)
+}
+
+/// Parses `WATCH_NAMESPACE` (comma list; empty means all namespaces).
+#[must_use]
+pub fn parse_namespaces(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs the controllers until a termination signal.
+pub async fn run(client: Client, namespaces: Vec<String>, metrics: Arc<Metrics>, pod_name: Option<String>) {
+    let reporter = Reporter {
+        controller: FIELD_MANAGER.into(),
+        instance: pod_name,
+    };
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client: client.clone(),
+        metrics,
+        failures: Mutex::new(HashMap::new()),
+    });
+    let scopes: Vec<Option<String>> = if namespaces.is_empty() {
+        vec![None]
+    } else {
+        namespaces.into_iter().map(Some).collect()
+    };
+    join_all(
+        scopes
+            .into_iter()
+            .map(|ns| run_one(client.clone(), ns, ctx.clone())),
+    )
+    .await;
+}
+
+fn api<K>(client: &Client, ns: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    }
+}
+
+async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>) {
+    tracing::info!(namespace = ns.as_deref().unwrap_or("*"), "watching RedisClusters");
+    let clusters: Api<RedisCluster> = api(&client, ns.as_deref());
+    let (reader, writer) = reflector::store();
+    let stream = watcher(clusters, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default());
+    let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=redis-operator");
+    Controller::for_stream(stream, reader)
+        .owns(api::<StatefulSet>(&client, ns.as_deref()), owned.clone())
+        .owns(api::<Service>(&client, ns.as_deref()), owned.clone())
+        .owns(api::<ConfigMap>(&client, ns.as_deref()), owned.clone())
+        .owns(api::<PodDisruptionBudget>(&client, ns.as_deref()), owned.clone())
+        .watches(api::<Pod>(&client, ns.as_deref()), owned, |pod| {
+            let name = pod.labels().get("app.kubernetes.io/instance")?;
+            Some(ObjectRef::new(name).within(&pod.namespace()?))
+        })
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}
+
+async fn reconcile(rc: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let ns = rc.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", rc.name_any());
+    let api: Api<RedisCluster> = Api::namespaced(ctx.client.clone(), &ns);
+    let result = finalizer::finalizer(&api, FINALIZER, rc.clone(), |event| async {
+        match event {
+            Finalizer::Apply(rc) => apply(&rc, &ctx).await,
+            Finalizer::Cleanup(rc) => cleanup(&rc, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    ctx.metrics
+        .observe_reconcile(if result.is_ok() { "success" } else { "error" }, seconds);
+    ctx.metrics
+        .set_managed(&key, rc.metadata.deletion_timestamp.is_none());
+    if result.is_ok()
+        && let Ok(mut f) = ctx.failures.lock()
+    {
+        f.remove(&ObjectRef::from_obj(&*rc));
+    }
+    tracing::info!(cluster = %key, seconds, ok = result.is_ok(), "reconciled");
+    result
+}
+
+fn error_policy(rc: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.count_error(error.metric_label());
+    let n = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let n = f.entry(ObjectRef::from_obj(&*rc)).or_insert(0);
+            *n += 1;
+            *n
+        })
+        .unwrap_or(1);
+    tracing::warn!(cluster = %rc.name_any(), error = %error, failures = n, "reconcile failed");
+    Action::requeue(backoff(n - 1))
+}
+
+async fn publish(ctx: &Context, rc: &RedisCluster, type_: EventType, reason: &str, note: String) {
+    let ev = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &rc.object_ref(&())).await {
+        tracing::warn!(error = %e, reason, "failed to publish event");
+    }
+}
+
+async fn ssa<K>(client: &Client, ns: &str, obj: &K) -> Result<K, Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    Api::<K>::namespaced(client.clone(), ns)
+        .patch(&name, &pp, &Patch::Apply(obj))
+        .await
+        .map_err(|source| Error::Apply {
+            kind: kind_of::<K>(),
+            name,
+            source,
+        })
+}
+
+fn kind_of<K: Resource<DynamicType = ()>>() -> &'static str {
+    match K::kind(&()).as_ref() {
+        "StatefulSet" => "StatefulSet",
+        "Service" => "Service",
+        "ConfigMap" => "ConfigMap",
+        "PodDisruptionBudget" => "PodDisruptionBudget",
+        _ => "object",
+    }
+}
+
+async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
+    let ns = rc.namespace().unwrap_or_default();
+    let name = rc.name_any();
+    let now = Time(Timestamp::now());
+    let pods = observe_pods(ctx, &ns, &name).await?;
+    let outcome = match desired::build(rc) {
+        Err(e) => {
+            publish(ctx, rc, EventType::Warning, e.reason(), e.to_string()).await;
+            Outcome::InvalidSpec(e.reason().to_owned(), e.to_string())
+        }
+        Ok(d) => {
+            ssa(&ctx.client, &ns, &d.config_map).await?;
+            ssa(&ctx.client, &ns, &d.headless_service).await?;
+            ssa(&ctx.client, &ns, &d.client_service).await?;
+            ssa(&ctx.client, &ns, &d.stateful_set).await?;
+            ssa(&ctx.client, &ns, &d.pdb).await?;
+            let previous_generation = rc.status.as_ref().and_then(|s| s.observed_generation);
+            if previous_generation != rc.metadata.generation {
+                publish(
+                    ctx,
+                    rc,
+                    EventType::Normal,
+                    "Applied",
+                    format!(
+                        "applied generation {} with size {}",
+                        rc.metadata.generation.unwrap_or(0),
+                        rc.spec.size
+                    ),
+                )
+                .await;
+            }
+            let cluster = form_cluster(rc, ctx, &pods).await;
+            Outcome::Applied { cluster }
+        }
+    };
+    let observed: Vec<ObservedPod> = pods.iter().map(|(p, _)| p.clone()).collect();
+    let new_status = status::compute(rc, &observed, &outcome, &now);
+    if rc
+        .status
+        .as_ref()
+        .is_none_or(|old| status::differs(old, &new_status))
+    {
+        let body = serde_json::json!({
+            "apiVersion": RedisCluster::api_version(&()),
+            "kind": RedisCluster::kind(&()),
+            "status": new_status,
+        });
+        Api::<RedisCluster>::namespaced(ctx.client.clone(), &ns)
+            .patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map_err(|source| Error::UpdateStatus {
+                name: format!("{ns}/{name}"),
+                source,
+            })?;
+    }
+    Ok(match outcome {
+        Outcome::InvalidSpec(..) => Action::await_change(),
+        Outcome::Applied { .. } => Action::requeue(RESYNC),
+    })
+}
+
+async fn observe_pods(
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(ObservedPod, Option<String>)>, Error> {
+    let selector = selector_labels(name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|source| Error::Observe {
+            name: format!("{ns}/{name}"),
+            source,
+        })?;
+    Ok(pods
+        .items
+        .iter()
+        .map(|p| {
+            let st = p.status.as_ref();
+            let ready = st
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            let ip = st.and_then(|s| s.pod_ip.clone());
+            (
+                ObservedPod {
+                    name: p.name_any(),
+                    ready,
+                    terminating: p.metadata.deletion_timestamp.is_some(),
+                },
+                ip,
+            )
+        })
+        .collect())
+}
+
+/// Pods as cluster nodes, ordered by ordinal (the [`cluster_mode::NodeSource`] of a live cluster).
+struct PodNodes(Vec<Node>);
+
+impl cluster_mode::NodeSource for PodNodes {
+    fn nodes(&self) -> Vec<Node> {
+        self.0.clone()
+    }
+}
+
+async fn form_cluster(
+    rc: &RedisCluster,
+    ctx: &Context,
+    pods: &[(ObservedPod, Option<String>)],
+) -> Option<Result<(), String>> {
+    if rc.spec.mode != Mode::Cluster {
+        return None;
+    }
+    let size = usize::try_from(rc.spec.size).unwrap_or(0);
+    let ready: Vec<_> = pods
+        .iter()
+        .filter(|(p, ip)| p.ready && !p.terminating && ip.is_some())
+        .collect();
+    if ready.len() != size {
+        return None;
+    }
+    let mut nodes: Vec<(u32, Node)> = ready
+        .iter()
+        .map(|(p, ip)| {
+            let ordinal = p
+                .name
+                .rsplit('-')
+                .next()
+                .and_then(|o| o.parse().ok())
+                .unwrap_or(u32::MAX);
+            let ip = ip.clone().unwrap_or_default();
+            (
+                ordinal,
+                Node {
+                    name: p.name.clone(),
+                    addr: format!("{ip}:{REDIS_PORT}"),
+                },
+            )
+        })
+        .collect();
+    nodes.sort_by_key(|(o, _)| *o);
+    let source = PodNodes(nodes.into_iter().map(|(_, n)| n).collect());
+    let rpp = usize::try_from(rc.spec.replicas_per_primary_or_default()).unwrap_or(1);
+    match cluster_mode::converge(&source, rpp, cluster_mode::Options::default()).await {
+        Ok(o) => {
+            if o.changed() {
+                publish(
+                    ctx,
+                    rc,
+                    EventType::Normal,
+                    "ClusterConverged",
+                    format!(
+                        "{} primaries; met {} nodes, added {} slots, moved {} slots, attached {} replicas",
+                        o.primaries, o.met, o.slots_added, o.slots_moved, o.replicas_attached
+                    ),
+                )
+                .await;
+            }
+            Some(Ok(()))
+        }
+        Err(e) => {
+            publish(
+                ctx,
+                rc,
+                EventType::Warning,
+                "ClusterFormationFailed",
+                e.to_string(),
+            )
+            .await;
+            Some(Err(e.to_string()))
+        }
+    }
+}
+
+async fn cleanup(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
+    let ns = rc.namespace().unwrap_or_default();
+    let name = rc.name_any();
+    if rc.spec.storage.as_ref().is_some_and(|s| s.delete_claim_on_delete) {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ns);
+        let selector = selector_labels(&name)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = claims
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|source| Error::Cleanup {
+                name: format!("{ns}/{name}"),
+                source,
+            })?;
+        let prefix = desired::claim_prefix(rc);
+        let mut deleted = 0;
+        for pvc in list.items.iter().filter(|c| c.name_any().starts_with(&prefix)) {
+            claims
+                .delete(&pvc.name_any(), &DeleteParams::default())
+                .await
+                .map_err(|source| Error::Cleanup {
+                    name: format!("{ns}/{name}"),
+                    source,
+                })?;
+            deleted += 1;
+        }
+        publish(
+            ctx,
+            rc,
+            EventType::Normal,
+            "ClaimsDeleted",
+            format!("deleted {deleted} PersistentVolumeClaims"),
+        )
+        .await;
+    }
+    ctx.metrics.set_managed(&format!("{ns}/{name}"), false);
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_five_seconds_and_stops_at_the_resync_interval() {
+        let secs: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(secs, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+    }
+
+    #[test]
+    fn watch_namespace_is_a_comma_list_and_empty_means_all() {
+        assert_eq!(parse_namespaces("a, b,,c"), ["a", "b", "c"]);
+        assert!(parse_namespaces("").is_empty());
+        assert!(parse_namespaces(" ").is_empty());
+    }
+}

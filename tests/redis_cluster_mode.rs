@@ -1,0 +1,250 @@
+//! Cluster mode against real `redis-server` processes on loopback ports (Debian's `redis-server`).
+//!
+//! Forms 3 primaries + 3 replicas from 6 processes, checks every slot is covered and the cluster is
+//! ok, writes keys, then adds 2 processes and checks a fourth primary takes a quarter of the slots
+//! with their keys. Without `redis-server` the test is skipped, unless `CI=true`, where it fails.
+
+use std::{
+    net::TcpListener,
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use olm_rs::redis_operator::cluster_mode::{
+    Node, Options, converge,
+    plan::{info_field, parse_cluster_nodes},
+    resp::{Connection, Reply},
+};
+
+/// Kills every started server when dropped, so a failing assertion leaves no processes behind.
+struct Servers {
+    children: Vec<Child>,
+    nodes: Vec<Node>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        // The cluster bus listens on port + 10000, which must be free too.
+        if port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl Servers {
+    fn start(&mut self, dir: &Path, count: usize) {
+        for _ in 0..count {
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--cluster-enabled",
+                    "yes",
+                ])
+                .arg("--cluster-config-file")
+                .arg(dir.join(format!("nodes-{port}.conf")))
+                .arg("--dir")
+                .arg(dir)
+                .args([
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--daemonize",
+                    "no",
+                    "--cluster-node-timeout",
+                    "5000",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            self.children.push(child);
+            self.nodes.push(Node {
+                name: format!("redis-{}", self.nodes.len()),
+                addr: format!("127.0.0.1:{port}"),
+            });
+        }
+    }
+}
+
+async fn connect_when_up(addr: &str) -> Connection {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(mut c) = Connection::connect(addr, Duration::from_secs(2)).await
+            && c.text(&["PING"]).await.is_ok()
+        {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "redis-server at {addr} did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn redis_available() -> bool {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "redis-server is required under CI=true: apt-get install -y redis-server"
+        );
+        eprintln!("skipping: redis-server not installed (apt-get install -y redis-server)");
+    }
+    found
+}
+
+async fn text(addr: &str, args: &[&str]) -> String {
+    connect_when_up(addr).await.text(args).await.expect("command")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_servers_form_three_primaries_with_replicas_and_a_fourth_primary_takes_slots_and_keys() {
+    if !redis_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut servers = Servers {
+        children: Vec::new(),
+        nodes: Vec::new(),
+    };
+    servers.start(dir.path(), 6);
+    for n in &servers.nodes {
+        connect_when_up(&n.addr).await;
+    }
+    let opts = Options {
+        command_timeout: Duration::from_secs(5),
+        settle_timeout: Duration::from_secs(60),
+    };
+
+    let formed = converge(servers.nodes.as_slice(), 1, opts)
+        .await
+        .expect("form cluster");
+    assert_eq!(formed.primaries, 3);
+    assert_eq!(formed.slots_added, 16384);
+    assert_eq!(formed.replicas_attached, 3);
+    for n in &servers.nodes {
+        let info = text(&n.addr, &["CLUSTER", "INFO"]).await;
+        assert_eq!(
+            info_field(&info, "cluster_state"),
+            Some("ok"),
+            "{}: {info}",
+            n.name
+        );
+        assert_eq!(info_field(&info, "cluster_slots_assigned"), Some("16384"));
+        assert_eq!(info_field(&info, "cluster_known_nodes"), Some("6"));
+    }
+    let view = parse_cluster_nodes(&text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await);
+    let mut covered = vec![0u8; 16384];
+    for n in view.iter().filter(|n| n.primary) {
+        for s in &n.slots {
+            covered[usize::from(*s)] += 1;
+        }
+    }
+    assert!(
+        covered.iter().all(|c| *c == 1),
+        "every slot owned by exactly one primary"
+    );
+    assert_eq!(view.iter().filter(|n| n.replica_of.is_some()).count(), 3);
+
+    // Converging a healthy cluster again changes nothing.
+    let again = converge(servers.nodes.as_slice(), 1, opts)
+        .await
+        .expect("converge again");
+    assert!(!again.changed(), "{again:?}");
+
+    // Keys written now must follow their slots to the new primary.
+    let mut keys = Vec::new();
+    for i in 0..300 {
+        let key = format!("key:{i}");
+        let slot = match connect_when_up(&servers.nodes[0].addr)
+            .await
+            .cmd(&["CLUSTER", "KEYSLOT", &key])
+            .await
+        {
+            Ok(Reply::Integer(s)) => u16::try_from(s).expect("slot"),
+            other => panic!("KEYSLOT: {other:?}"),
+        };
+        let owner = view
+            .iter()
+            .find(|n| n.primary && n.slots.contains(&slot))
+            .expect("owner");
+        text(&owner.addr, &["SET", &key, &format!("value-{i}")]).await;
+        keys.push((key, slot));
+    }
+
+    servers.start(dir.path(), 2);
+    for n in &servers.nodes[6..] {
+        connect_when_up(&n.addr).await;
+    }
+    let scaled = converge(servers.nodes.as_slice(), 1, opts)
+        .await
+        .expect("scale to 4 primaries");
+    assert_eq!(scaled.primaries, 4);
+    assert_eq!(scaled.met, 2);
+    assert_eq!(scaled.slots_moved, 4096);
+    assert_eq!(scaled.replicas_attached, 1);
+
+    let view = parse_cluster_nodes(&text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await);
+    let new_primary_id = text(&servers.nodes[6].addr, &["CLUSTER", "MYID"]).await;
+    let new_primary = view
+        .iter()
+        .find(|n| n.id == new_primary_id)
+        .expect("new primary in view");
+    assert!(new_primary.primary);
+    assert_eq!(new_primary.slots.len(), 4096);
+    let new_replica_id = text(&servers.nodes[7].addr, &["CLUSTER", "MYID"]).await;
+    let new_replica = view
+        .iter()
+        .find(|n| n.id == new_replica_id)
+        .expect("new replica in view");
+    assert_eq!(new_replica.replica_of.as_deref(), Some(new_primary_id.as_str()));
+    let mut slot_counts: Vec<usize> = view.iter().filter(|n| n.primary).map(|n| n.slots.len()).collect();
+    slot_counts.sort_unstable();
+    assert_eq!(slot_counts, [4096, 4096, 4096, 4096]);
+    for n in &servers.nodes {
+        let info = text(&n.addr, &["CLUSTER", "INFO"]).await;
+        assert_eq!(
+            info_field(&info, "cluster_state"),
+            Some("ok"),
+            "{}: {info}",
+            n.name
+        );
+    }
+    let mut moved_keys = 0;
+    for (i, (key, slot)) in keys.iter().enumerate() {
+        let owner = view
+            .iter()
+            .find(|n| n.primary && n.slots.contains(slot))
+            .expect("owner");
+        moved_keys += usize::from(owner.id == new_primary_id);
+        let got = connect_when_up(&owner.addr)
+            .await
+            .cmd(&["GET", key])
+            .await
+            .expect("GET");
+        assert_eq!(
+            got,
+            Reply::Bulk(Some(format!("value-{i}").into_bytes())),
+            "{key} on its owner"
+        );
+    }
+    assert!(moved_keys > 0, "some keys live in the moved slots");
+}

@@ -1,0 +1,393 @@
+//! Connection to the local control plane that `tests/cluster/up` starts, for every cluster test.
+//!
+//! The rule this module enforces: a cluster test runs against a real apiserver or, only when no
+//! cluster is configured and the run is not CI, skips loudly. Under `CI=true` a missing or
+//! unreachable cluster fails the test, so a broken setup can never pass as "all skipped".
+//!
+//! Which cluster: `KUBECONFIG` when set (its first path), else `$OLMRS_CLUSTER_DIR/kubeconfig`,
+//! else `<repo>/target/cluster/run/kubeconfig` (where `tests/cluster/up` writes it). Each test
+//! works in its own namespace ([`TestCluster::namespace`]), deleted when the guard drops (set
+//! `OLMRS_KEEP_NAMESPACES=1` to keep them for a post-mortem). Component logs are in
+//! `<cluster dir>/logs/*.log`; failure messages point there.
+//!
+//! ```ignore
+//! mod support;
+//! use support::cluster::{TestCluster, wait_for, WAIT};
+//!
+//! #[tokio::test]
+//! async fn something_real_happens() {
+//!     let Some(cluster) = TestCluster::connect().await else { return };
+//!     let ns = cluster.namespace("something").await;
+//!     let cms: Api<ConfigMap> = ns.api();
+//!     // ...
+//! }
+//! ```
+
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// A generous default timeout for [`wait_for`] on a 2-core machine.
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// Label put on every namespace this module creates, so leftovers can be found and removed
+/// (`kubectl delete ns -l olm-rs.test/namespace=true`).
+pub const NAMESPACE_LABEL: &str = "olm-rs.test/namespace";
+
+/// The repository root (the crate's manifest directory).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The data directory of the launcher's cluster: `$OLMRS_CLUSTER_DIR` or
+/// `<repo>/target/cluster/run`.
+pub fn cluster_dir() -> PathBuf {
+    match std::env::var_os("OLMRS_CLUSTER_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => repo_root().join("target/cluster/run"),
+    }
+}
+
+/// The directory with the built binaries (`kubectl`, `kube-apiserver`, ...):
+/// `$OLMRS_CLUSTER_BIN` or `<repo>/target/cluster/bin`.
+pub fn cluster_bin() -> PathBuf {
+    match std::env::var_os("OLMRS_CLUSTER_BIN") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => repo_root().join("target/cluster/bin"),
+    }
+}
+
+/// The kubeconfig the tests use: the first path in `KUBECONFIG`, else `<cluster_dir>/kubeconfig`.
+pub fn kubeconfig_path() -> PathBuf {
+    if let Some(value) = std::env::var_os("KUBECONFIG") {
+        let value = value.to_string_lossy().into_owned();
+        if let Some(first) = value.split(':').find(|p| !p.is_empty()) {
+            return PathBuf::from(first);
+        }
+    }
+    cluster_dir().join("kubeconfig")
+}
+
+fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Where to look when something in the cluster misbehaves.
+fn logs_hint() -> String {
+    format!("component logs: {}/*.log", cluster_dir().join("logs").display())
+}
+
+/// A connection to the running test cluster.
+#[derive(Clone)]
+pub struct TestCluster {
+    client: Client,
+    config: Config,
+    kubeconfig: PathBuf,
+}
+
+impl TestCluster {
+    /// Connects to the configured cluster.
+    ///
+    /// Returns `None` (after printing why) when no kubeconfig exists and `CI` is not `"true"`;
+    /// panics when `CI=true` and there is none, or when a configured cluster cannot be reached.
+    pub async fn connect() -> Option<TestCluster> {
+        let path = kubeconfig_path();
+        if !path.is_file() {
+            let why = format!(
+                "no cluster configured: {} does not exist (start one with `tests/cluster/up`, or set KUBECONFIG)",
+                path.display()
+            );
+            if is_ci() {
+                panic!("CI=true but {why}");
+            }
+            static SKIP_NOTICE: Once = Once::new();
+            SKIP_NOTICE.call_once(|| {
+                // Written to the real stderr so the notice shows even when libtest captures output.
+                let _ = writeln!(std::io::stderr(), "SKIPPING cluster tests: {why}");
+            });
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        let kubeconfig = Kubeconfig::read_from(&path)
+            .unwrap_or_else(|e| panic!("reading kubeconfig {}: {e}", path.display()));
+        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("loading kubeconfig {}: {e}", path.display()));
+        let client = Client::try_from(config.clone())
+            .unwrap_or_else(|e| panic!("building a client from {}: {e}", path.display()));
+        match tokio::time::timeout(Duration::from_secs(15), client.apiserver_version()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => panic!(
+                "the cluster in {} does not answer: {e}\n(is it running? `tests/cluster/up` starts it; {})",
+                path.display(),
+                logs_hint()
+            ),
+            Err(_) => panic!(
+                "the cluster in {} did not answer within 15s\n(is it running? `tests/cluster/up` starts it; {})",
+                path.display(),
+                logs_hint()
+            ),
+        }
+        Some(TestCluster {
+            client,
+            config,
+            kubeconfig: path,
+        })
+    }
+
+    /// An admin client (`system:masters`).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The admin client configuration, e.g. to derive clients with other credentials.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The kubeconfig file this connection was made from (to hand to a controller under test).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The directory with the control plane's logs (meaningful for the launcher's cluster).
+    pub fn logs_dir(&self) -> PathBuf {
+        cluster_dir().join("logs")
+    }
+
+    /// A client that impersonates `user` with `groups`: requests are authorized as that user,
+    /// so RBAC applies (the admin may impersonate anyone).
+    pub fn client_as(&self, user: &str, groups: &[&str]) -> Client {
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups = Some(groups.iter().map(|g| (*g).to_owned()).collect());
+        Client::try_from(config).unwrap_or_else(|e| panic!("building a client impersonating {user}: {e}"))
+    }
+
+    /// A client that acts as the ServiceAccount `namespace/name`, with the groups the apiserver
+    /// gives ServiceAccount tokens.
+    pub fn client_as_service_account(&self, namespace: &str, name: &str) -> Client {
+        let user = format!("system:serviceaccount:{namespace}:{name}");
+        let ns_group = format!("system:serviceaccounts:{namespace}");
+        self.client_as(
+            &user,
+            &[
+                "system:serviceaccounts",
+                ns_group.as_str(),
+                "system:authenticated",
+            ],
+        )
+    }
+
+    /// Creates a fresh namespace named `<prefix>-<random>`, deleted when the guard drops.
+    pub async fn namespace(&self, prefix: &str) -> TestNamespace {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        for _ in 0..5 {
+            let name = unique_name(prefix);
+            let ns = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    labels: Some([(NAMESPACE_LABEL.to_owned(), "true".to_owned())].into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            };
+            match api.create(&PostParams::default(), &ns).await {
+                Ok(_) => {
+                    return TestNamespace {
+                        name,
+                        client: self.client.clone(),
+                        config: self.config.clone(),
+                        deleted: false,
+                    };
+                }
+                Err(kube::Error::Api(status)) if status.is_already_exists() => continue,
+                Err(e) => panic!("creating test namespace {name}: {e}"),
+            }
+        }
+        panic!("could not find a free namespace name for prefix {prefix:?}");
+    }
+
+    /// Runs the built `kubectl` against this cluster (`--kubeconfig` is added).
+    pub fn kubectl<I, S>(&self, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let kubectl = cluster_bin().join("kubectl");
+        Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "running {}: {e} (build it with tests/cluster/build)",
+                    kubectl.display()
+                )
+            })
+    }
+
+    /// Runs the built `kubectl` and returns its stdout; panics with its stderr if it fails.
+    pub fn kubectl_ok<I, S>(&self, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let out = self.kubectl(&args);
+        if !out.status.success() {
+            panic!(
+                "kubectl {:?} failed ({}): {}",
+                args,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// `<prefix>-<8 hex>`: a valid DNS-1123 label (lowercase alphanumerics and `-`, at most 63).
+fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut clean: String = prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    clean.truncate(40);
+    let clean = clean.trim_matches('-');
+    let clean = if clean.is_empty() { "test" } else { clean };
+    // RandomState is seeded randomly per instance; mix in pid, counter and time for good measure.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    format!("{clean}-{:08x}", h.finish() as u32)
+}
+
+/// A namespace owned by one test; deleted (without waiting) when dropped, even on panic.
+pub struct TestNamespace {
+    name: String,
+    client: Client,
+    config: Config,
+    deleted: bool,
+}
+
+impl TestNamespace {
+    /// The namespace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A namespaced API in this namespace, with the admin client.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// Deletes the namespace now and waits until it is gone (the namespace controller empties
+    /// it first).
+    pub async fn delete_and_wait(mut self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        match api.delete(&self.name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => panic!("deleting namespace {}: {e}", self.name),
+        }
+        self.deleted = true;
+        let name = self.name.clone();
+        wait_for(&format!("namespace {name} to be deleted"), WAIT, || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                match api.get_opt(&name).await {
+                    Ok(None) => Some(()),
+                    _ => None,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        if self.deleted {
+            return;
+        }
+        if std::env::var_os("OLMRS_KEEP_NAMESPACES").is_some_and(|v| !v.is_empty() && v != "0") {
+            let _ = writeln!(std::io::stderr(), "keeping test namespace {}", self.name);
+            return;
+        }
+        // Drop cannot await, and the test's runtime is busy dropping us: delete from a thread
+        // with its own runtime and its own client.
+        let name = self.name.clone();
+        let config = self.config.clone();
+        let handle = std::thread::spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => return Err(format!("building a runtime: {e}")),
+            };
+            runtime.block_on(async move {
+                let client = Client::try_from(config).map_err(|e| e.to_string())?;
+                let api: Api<Namespace> = Api::all(client);
+                match api.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+        });
+        if let Ok(Err(e)) = handle.join() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not delete test namespace {}: {e}",
+                self.name
+            );
+        }
+    }
+}
+
+/// Polls `check` (every 250 ms) until it returns `Some`, and returns that value; panics naming
+/// `what` (and where the logs are) once `timeout` has passed.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if start.elapsed() >= timeout {
+            panic!("timed out after {timeout:?} waiting for {what} ({})", logs_hint());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
