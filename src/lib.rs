@@ -17,6 +17,12 @@
 //! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
 //!
 //! Imperative shell:
+//! - [`controller`]: `olm-controller run`: the CatalogSource, OperatorGroup, Subscription,
+//!   InstallPlan and CSV controllers on kube-runtime.
+//! - [`k8s`]: server-side apply, Events, the leader Lease and the HTTP endpoints.
+//! - [`metrics`]: the Prometheus metrics of the controller.
+//! - [`telemetry`]: structured logging setup.
+//! - [`configmap_catalog`]: (pure) upstream's legacy ConfigMap catalog keys converted to FBC.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
 //! - [`redis_operator`]: the bundled Redis operator (`RedisCluster`), shipped through the catalog.
@@ -27,10 +33,15 @@ pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod codec;
+pub mod configmap_catalog;
+pub mod controller;
 pub mod graph;
+pub mod k8s;
+pub mod metrics;
 pub mod plan;
 pub mod redis_operator;
 pub mod resolve;
 pub mod source;
 pub mod status;
+pub mod telemetry;
 pub mod version_range;

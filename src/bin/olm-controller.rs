@@ -31,7 +31,83 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// Run the controllers against the cluster (kubeconfig or in-cluster config).
-    Run,
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config).
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// The global catalog namespace: its CatalogSources serve every namespace.
+    #[arg(long, default_value = "olm")]
+    namespace: String,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    metrics_bind: std::net::SocketAddr,
+    /// Log format: text or json (filter with RUST_LOG).
+    #[arg(long, default_value = "text")]
+    log_format: olm_rs::telemetry::LogFormat,
+    /// Run the controllers only while holding the leader Lease (safe with several replicas).
+    #[arg(long)]
+    leader_elect: bool,
+    /// Namespace of the leader Lease.
+    #[arg(long, default_value = "olm")]
+    lease_namespace: String,
+    /// Serve this directory as the built-in catalog instead of the embedded one.
+    #[arg(long, value_name = "DIR")]
+    builtin_catalog: Option<PathBuf>,
+    /// How long transient InstallPlan step errors are retried (e.g. 60s, 2m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    install_plan_retry_timeout: std::time::Duration,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration '{text}'; use e.g. 60s, 2m or 1h"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("invalid duration unit in '{text}'; use s, m or h")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    olm_rs::telemetry::init(args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    runtime.block_on(async move {
+        let config = match &args.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("failed to read kubeconfig {}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                    .await
+                    .with_context(|| format!("failed to load kubeconfig {}", path.display()))?
+            }
+            None => kube::Config::infer()
+                .await
+                .context("failed to find a kubeconfig or in-cluster config; pass --kubeconfig")?,
+        };
+        let client = kube::Client::try_from(config).context("failed to create the Kubernetes client")?;
+        let config = olm_rs::controller::Config {
+            global_namespace: args.namespace,
+            metrics_bind: args.metrics_bind,
+            leader_elect: args.leader_elect,
+            lease_namespace: args.lease_namespace,
+            builtin_catalog: args.builtin_catalog,
+            install_plan_retry_timeout: args.install_plan_retry_timeout,
+        };
+        olm_rs::controller::run(client, config).await?;
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {
@@ -39,7 +115,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crds { dir: None } => print_crds(),
         Command::Crds { dir: Some(dir) } => write_crds(&dir),
-        Command::Run => Err(anyhow::anyhow!("the controller is not built yet")),
+        Command::Run(args) => run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

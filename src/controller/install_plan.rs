@@ -1,0 +1,352 @@
+//! InstallPlan controller: the approval gate, then the plan's steps applied in order.
+//!
+//! - Manual plans stay `RequiresApproval` until `spec.approved: true`; Automatic plans go
+//!   straight to `Installing` (and `startTime` is set).
+//! - Each step's manifest is server-side applied under `olm-rs/installplan` (re-applying a
+//!   half-done plan after a crash is therefore safe and creates no duplicates). CRDs wait
+//!   for `Established` (`WaitingForApi` → `Created`); namespaced objects get an owner
+//!   reference to the CSV they belong to (`step.resolving`), once that CSV exists;
+//!   cluster-scoped objects get the `olm.owner*` labels instead.
+//! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
+//!   the plan is `Failed` with `Installed=False/InstallComponentFailed` naming the object.
+//!   A plan whose steps are all done is `Complete` with `Installed=True`.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::{
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
+use kube::{Api, Resource, ResourceExt, core::GroupVersionKind, runtime::controller::Action};
+use serde_json::{Value, json};
+
+use super::{Context, Error, Result, instrumented};
+use crate::{
+    api::{
+        ConditionStatus, labels,
+        v1alpha1::{
+            Approval, ClusterServiceVersion, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
+            InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
+        },
+    },
+    k8s::apply,
+};
+
+/// What the approval gate says (pure).
+pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
+    let phase = ip.status.as_ref().map(|s| s.phase.clone()).unwrap_or_default();
+    if phase.is_terminal() {
+        return phase;
+    }
+    if ip.spec.approval == Approval::Manual && !ip.spec.approved {
+        InstallPlanPhase::RequiresApproval
+    } else {
+        InstallPlanPhase::Installing
+    }
+}
+
+/// Prepares a step's manifest for apply (pure): namespace forced for namespaced kinds,
+/// `olm.managed`, and the CSV owner (reference when namespaced, labels when cluster-scoped).
+pub fn prepare_object(
+    mut object: Value,
+    namespace: &str,
+    namespaced: bool,
+    owner: Option<(&str, &str)>,
+) -> Value {
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    let is_csv = object.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion");
+    let is_crd = object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition");
+    let meta = &mut object["metadata"];
+    if let Some(m) = meta.as_object_mut() {
+        m.remove("resourceVersion");
+        m.remove("uid");
+        m.remove("creationTimestamp");
+        m.remove("managedFields");
+    }
+    if namespaced {
+        meta["namespace"] = json!(namespace);
+    }
+    if !meta.get("labels").is_some_and(Value::is_object) {
+        meta["labels"] = json!({});
+    }
+    meta["labels"][labels::MANAGED] = json!("true");
+    if is_csv || is_crd {
+        return object;
+    }
+    if let Some((csv_name, csv_uid)) = owner {
+        if namespaced {
+            meta["ownerReferences"] = json!([{
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "ClusterServiceVersion",
+                "name": csv_name,
+                "uid": csv_uid,
+                "blockOwnerDeletion": false,
+                "controller": false,
+            }]);
+        } else {
+            meta["labels"][labels::OWNER] = json!(csv_name);
+            meta["labels"][labels::OWNER_NAMESPACE] = json!(namespace);
+            meta["labels"][labels::OWNER_KIND] = json!("ClusterServiceVersion");
+        }
+    }
+    object
+}
+
+fn crd_established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            let is = |t: &str| cs.iter().any(|c| c.type_ == t && c.status == "True");
+            is("Established") && is("NamesAccepted")
+        })
+}
+
+fn installed_condition(ok: bool, message: Option<String>) -> InstallPlanCondition {
+    let now = Time(Timestamp::now());
+    InstallPlanCondition {
+        type_: Some(InstallPlanConditionType::Installed),
+        status: Some(ConditionStatus::from_bool(ok)),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(now),
+        reason: (!ok).then_some(InstallPlanConditionReason::InstallComponentFailed),
+        message,
+    }
+}
+
+/// Reconciles one InstallPlan.
+pub async fn reconcile(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action> {
+    instrumented(Arc::clone(&ip), Arc::clone(&ctx), reconcile_inner(ip, ctx)).await
+}
+
+async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action> {
+    let ns = ip
+        .namespace()
+        .ok_or_else(|| Error::InvalidObject("InstallPlan without namespace".into()))?;
+    let name = ip.name_any();
+    let Some(old) = ip.status.clone() else {
+        return Ok(Action::await_change());
+    };
+    if old.phase.is_terminal() || old.plan.is_empty() {
+        return Ok(Action::await_change());
+    }
+    let api: Api<InstallPlan> = Api::namespaced(ctx.client(), &ns);
+    let mut status = old.clone();
+    let reference = ip.object_ref(&());
+    match gate(&ip) {
+        InstallPlanPhase::RequiresApproval => {
+            if status.phase != InstallPlanPhase::RequiresApproval {
+                status.phase = InstallPlanPhase::RequiresApproval;
+                write(&api, &name, &old, &status, &ctx).await?;
+            }
+            return Ok(Action::await_change());
+        }
+        _ => {
+            if status.phase != InstallPlanPhase::Installing {
+                status.phase = InstallPlanPhase::Installing;
+                status.message = None;
+                ctx.events
+                    .normal(
+                        &reference,
+                        "Installing",
+                        "Install",
+                        format!("installing {}", ip.spec.cluster_service_version_names.join(", ")),
+                    )
+                    .await;
+            }
+            if status.start_time.is_none() {
+                status.start_time = Some(Time(Timestamp::now()));
+            }
+        }
+    }
+
+    let outcome = execute(&ctx, &ns, &mut status.plan).await;
+    let waiting = status.plan.iter().any(|s| s.status == StepStatus::WaitingForApi);
+    let action = match outcome {
+        Ok(()) if !waiting => {
+            status.phase = InstallPlanPhase::Complete;
+            status.message = None;
+            status.conditions = vec![installed_condition(true, None)];
+            ctx.events
+                .normal(
+                    &reference,
+                    "InstallSucceeded",
+                    "Install",
+                    "every step of the plan was applied".into(),
+                )
+                .await;
+            Action::await_change()
+        }
+        Ok(()) => Action::requeue(Duration::from_secs(2)),
+        Err(message) => {
+            let started = status.start_time.as_ref().map_or_else(Timestamp::now, |t| t.0);
+            let timeout = SignedDuration::try_from(ctx.shared.config.install_plan_retry_timeout)
+                .unwrap_or(SignedDuration::from_secs(60));
+            if Timestamp::now().duration_since(started) < timeout {
+                status.message = Some(format!("retrying execution due to error: {message}"));
+                Action::requeue(Duration::from_secs(5))
+            } else {
+                status.phase = InstallPlanPhase::Failed;
+                status.message = Some(message.clone());
+                status.conditions = vec![installed_condition(false, Some(message.clone()))];
+                ctx.events
+                    .warning(&reference, "InstallComponentFailed", "Install", message)
+                    .await;
+                Action::await_change()
+            }
+        }
+    };
+    write(&api, &name, &old, &status, &ctx).await?;
+    Ok(action)
+}
+
+async fn write(
+    api: &Api<InstallPlan>,
+    name: &str,
+    old: &InstallPlanStatus,
+    new: &InstallPlanStatus,
+    ctx: &Context,
+) -> Result<()> {
+    if apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(new)) {
+        return Ok(());
+    }
+    apply::apply_status(api, name, new, &ctx.manager)
+        .await
+        .map(drop)
+        .map_err(Error::status(format!("InstallPlan {name}")))
+}
+
+/// Applies every step not done yet, in order. Returns the first failure as a message naming
+/// the object.
+async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Result<(), String> {
+    let client = ctx.client();
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), ns);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for step in plan.iter_mut() {
+        let r = &step.resource;
+        let what = format!("{} {}", r.kind, r.name);
+        if matches!(step.status, StepStatus::Created | StepStatus::Present) {
+            continue;
+        }
+        if step.status == StepStatus::WaitingForApi && r.kind == "CustomResourceDefinition" {
+            match crds.get_opt(&r.name).await {
+                Ok(Some(crd)) if crd_established(&crd) => step.status = StepStatus::Created,
+                Ok(_) => {}
+                Err(err) => return Err(format!("failed to read {what}: {err}")),
+            }
+            continue;
+        }
+        let manifest: Value = match r.manifest.as_deref().map(serde_json::from_str) {
+            Some(Ok(v)) => v,
+            Some(Err(err)) => return Err(format!("the manifest of {what} is not valid JSON: {err}")),
+            None => return Err(format!("step {what} has no manifest")),
+        };
+        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
+        let (resource, caps) = match kube::discovery::pinned_kind(&client, &gvk).await {
+            Ok(found) => found,
+            Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
+        };
+        let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+        let owner = match csvs.get_opt(&step.resolving).await {
+            Ok(Some(csv)) => csv.uid().map(|uid| (step.resolving.clone(), uid)),
+            Ok(None) => None,
+            Err(err) => return Err(format!("failed to read CSV {}: {err}", step.resolving)),
+        };
+        if namespaced && r.kind != "ClusterServiceVersion" && owner.is_none() {
+            // The CSV step comes first; its object may not be visible yet. Try again shortly.
+            return Err(format!(
+                "waiting for ClusterServiceVersion {} before {what}",
+                step.resolving
+            ));
+        }
+        let object = prepare_object(
+            manifest,
+            ns,
+            namespaced,
+            owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
+        );
+        let api = apply::dynamic_api(client.clone(), &resource, namespaced.then_some(ns));
+        if let Err(err) = apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
+            return Err(format!("error creating {what}: {err}"));
+        }
+        step.status = if r.kind == "CustomResourceDefinition" {
+            match crds.get_opt(&r.name).await {
+                Ok(Some(crd)) if crd_established(&crd) => StepStatus::Created,
+                _ => StepStatus::WaitingForApi,
+            }
+        } else {
+            StepStatus::Created
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::v1alpha1::InstallPlanSpec;
+
+    fn ip(approval: Approval, approved: bool) -> InstallPlan {
+        InstallPlan::new(
+            "install-abc",
+            InstallPlanSpec {
+                source: None,
+                source_namespace: None,
+                cluster_service_version_names: vec!["a.v1".into()],
+                approval,
+                approved,
+                generation: None,
+            },
+        )
+    }
+
+    #[test]
+    fn a_manual_plan_waits_for_approval_and_an_automatic_one_installs() {
+        assert_eq!(
+            gate(&ip(Approval::Manual, false)),
+            InstallPlanPhase::RequiresApproval
+        );
+        assert_eq!(gate(&ip(Approval::Manual, true)), InstallPlanPhase::Installing);
+        assert_eq!(gate(&ip(Approval::Automatic, true)), InstallPlanPhase::Installing);
+    }
+
+    #[test]
+    fn terminal_plans_stay_terminal() {
+        let mut plan = ip(Approval::Manual, false);
+        plan.status = Some(InstallPlanStatus {
+            phase: InstallPlanPhase::Complete,
+            ..Default::default()
+        });
+        assert_eq!(gate(&plan), InstallPlanPhase::Complete);
+    }
+
+    #[test]
+    fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_owner_labels() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "other"}});
+        let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")));
+        assert_eq!(out["metadata"]["namespace"], "ns");
+        assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+        assert_eq!(out["metadata"]["labels"]["olm.managed"], "true");
+
+        let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
+        let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")));
+        assert!(out["metadata"].get("namespace").is_none());
+        assert!(out["metadata"].get("ownerReferences").is_none());
+        assert_eq!(out["metadata"]["labels"]["olm.owner"], "a.v1");
+        assert_eq!(out["metadata"]["labels"]["olm.owner.namespace"], "ns");
+        assert_eq!(
+            out["metadata"]["labels"]["olm.owner.kind"],
+            "ClusterServiceVersion"
+        );
+    }
+
+    #[test]
+    fn crds_and_csvs_get_no_owner() {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x.y"}});
+        let out = prepare_object(crd, "ns", false, Some(("a.v1", "u")));
+        assert!(out["metadata"]["labels"].get("olm.owner").is_none());
+    }
+}

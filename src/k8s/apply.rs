@@ -1,0 +1,163 @@
+//! Server-side apply helpers: the one place the controllers call `Api::patch`.
+//!
+//! Every write is a server-side apply with `force`, under a field manager named for the
+//! controller that owns the field (`olm-rs/<controller>`), so two controllers never fight over
+//! a field and a re-apply after a crash is a no-op. Status goes to the `/status` subresource
+//! as a minimal object (apiVersion, kind, status); [`same_ignoring_time`] lets callers skip a
+//! write that would only move timestamps.
+
+use kube::{
+    Api, Resource,
+    api::{DynamicObject, Patch, PatchParams},
+    core::ApiResource,
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+
+/// Prefix of every field manager this controller uses.
+pub const MANAGER_PREFIX: &str = "olm-rs/";
+
+/// The field manager of one controller: `olm-rs/<controller>`.
+pub fn field_manager(controller: &str) -> String {
+    format!("{MANAGER_PREFIX}{controller}")
+}
+
+/// Patch parameters of a forced server-side apply under `manager`.
+pub fn apply_params(manager: &str) -> PatchParams {
+    PatchParams::apply(manager).force()
+}
+
+/// Server-side applies `object` (a full object with apiVersion/kind/metadata) named `name`.
+pub async fn apply<K>(
+    api: &Api<K>,
+    name: &str,
+    object: &(impl Serialize + std::fmt::Debug),
+    manager: &str,
+) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(name, &apply_params(manager), &Patch::Apply(object))
+        .await
+}
+
+/// Server-side applies `status` to the `/status` subresource of `name`, as the minimal object
+/// `{apiVersion, kind, status}`.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: &impl Serialize,
+    manager: &str,
+) -> kube::Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let body = status_body::<K>(status);
+    api.patch_status(name, &apply_params(manager), &Patch::Apply(&body))
+        .await
+}
+
+/// The minimal object written by [`apply_status`].
+pub fn status_body<K: Resource<DynamicType = ()>>(status: &impl Serialize) -> Value {
+    json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    })
+}
+
+/// Server-side applies an arbitrary object through the dynamic API.
+pub async fn apply_dynamic(
+    api: &Api<DynamicObject>,
+    name: &str,
+    object: &Value,
+    manager: &str,
+) -> kube::Result<DynamicObject> {
+    api.patch(name, &apply_params(manager), &Patch::Apply(object))
+        .await
+}
+
+/// The dynamic `Api` for `resource` in `namespace` (`None` for cluster-scoped kinds).
+pub fn dynamic_api(
+    client: kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client, ns, resource),
+        None => Api::all_with(client, resource),
+    }
+}
+
+/// Keys whose values are timestamps the controller refreshes; they are ignored when deciding
+/// whether a status write would change anything.
+const TIME_KEYS: &[&str] = &[
+    "lastUpdated",
+    "lastUpdateTime",
+    "lastTransitionTime",
+    "lastHeartbeatTime",
+    "lastConnect",
+    "lastProbeTime",
+];
+
+/// True when `a` and `b` are equal once every timestamp field ([`TIME_KEYS`]) is dropped.
+pub fn same_ignoring_time(a: &Value, b: &Value) -> bool {
+    strip_time(a) == strip_time(b)
+}
+
+fn strip_time(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !TIME_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), strip_time(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(strip_time).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Serialises `value` to JSON, mapping failure to `Value::Null` (our types always serialise).
+pub fn to_value(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::v1alpha1::Subscription;
+
+    #[test]
+    fn field_managers_are_scoped_per_controller() {
+        assert_eq!(field_manager("installplan"), "olm-rs/installplan");
+        let params = apply_params("olm-rs/csv");
+        assert!(params.force);
+        assert_eq!(params.field_manager.as_deref(), Some("olm-rs/csv"));
+    }
+
+    #[test]
+    fn the_status_body_is_a_minimal_object() {
+        let body = status_body::<Subscription>(&json!({"state": "AtLatestKnown"}));
+        assert_eq!(
+            body,
+            json!({
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "Subscription",
+                "status": {"state": "AtLatestKnown"},
+            })
+        );
+    }
+
+    #[test]
+    fn statuses_that_differ_only_in_timestamps_are_the_same() {
+        let a = json!({"phase": "Succeeded", "lastUpdateTime": "2026-01-01T00:00:00Z",
+            "conditions": [{"type": "A", "status": "True", "lastTransitionTime": "x"}]});
+        let b = json!({"phase": "Succeeded", "lastUpdateTime": "2026-02-01T00:00:00Z",
+            "conditions": [{"type": "A", "status": "True", "lastTransitionTime": "y"}]});
+        assert!(same_ignoring_time(&a, &b));
+        let c = json!({"phase": "Failed", "lastUpdateTime": "2026-02-01T00:00:00Z",
+            "conditions": [{"type": "A", "status": "True", "lastTransitionTime": "y"}]});
+        assert!(!same_ignoring_time(&a, &c));
+    }
+}

@@ -1,0 +1,12 @@
+//! k8s: the controller's only doors to the API server and the network.
+//!
+//! - [`apply`]: server-side apply with one field manager per controller, status writes that
+//!   are skipped when nothing changed, and the dynamic apply of InstallPlan step objects.
+//! - [`events`]: Kubernetes Events through kube-runtime's `Recorder`.
+//! - [`lease`]: leader election with a `coordination.k8s.io/v1` Lease.
+//! - [`http`]: the `/metrics`, `/healthz` and `/readyz` endpoints.
+
+pub mod apply;
+pub mod events;
+pub mod http;
+pub mod lease;
