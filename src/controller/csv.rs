@@ -5,14 +5,16 @@
 //! `operators.coreos.com/csv-cleanup` finalizer removes the cluster-scoped RBAC labelled
 //! with the CSV as owner.
 //!
-//! The phase decision is written here until `plan::csv` (core branch) lands.
+//! The phase decision is [`crate::plan::csv::decide`]; this module observes (stores plus a
+//! few reads of CRDs, ServiceAccounts and Deployments) and acts on the decision.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::{
     api::{
         apps::v1::Deployment,
-        rbac::v1::{ClusterRole, ClusterRoleBinding},
+        core::v1::ServiceAccount,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
@@ -26,15 +28,22 @@ use kube::{
         finalizer::{Event as FinalizerEvent, finalizer},
     },
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
         labels,
-        v1alpha1::{ClusterServiceVersion, CsvPhase, CsvReason},
+        v1alpha1::{ClusterServiceVersion, CsvPhase},
     },
     k8s::apply,
+    plan::{
+        csv::{
+            self as plan_csv, CrdState, Observed, ObservedDeployment, ObservedOperatorGroup, OtherCsv,
+            ServiceAccountState, crd_owner_conflicts, replacee_of, replacement_of,
+        },
+        steps,
+    },
 };
 
 /// Reconciles one CSV.
@@ -77,249 +86,324 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
             what: format!("ClusterRoles of {ns}/{name}"),
             source,
         })?;
+    // Roles granted in other target namespaces (owner references cannot cross namespaces).
+    let roles: Api<Role> = Api::all(ctx.client());
+    let bindings: Api<RoleBinding> = Api::all(ctx.client());
+    let cleanup_err = |what: String| move |source| Error::Cleanup { what, source };
+    for role in roles
+        .list_metadata(&lp)
+        .await
+        .map_err(cleanup_err(format!("Roles of {ns}/{name}")))?
+    {
+        let api: Api<Role> = Api::namespaced(ctx.client(), &role.namespace().unwrap_or_default());
+        api.delete(&role.name_any(), &DeleteParams::default())
+            .await
+            .map(drop)
+            .or_else(ignore_not_found)
+            .map_err(cleanup_err(format!("Role {}", role.name_any())))?;
+    }
+    for binding in bindings
+        .list_metadata(&lp)
+        .await
+        .map_err(cleanup_err(format!("RoleBindings of {ns}/{name}")))?
+    {
+        let api: Api<RoleBinding> = Api::namespaced(ctx.client(), &binding.namespace().unwrap_or_default());
+        api.delete(&binding.name_any(), &DeleteParams::default())
+            .await
+            .map(drop)
+            .or_else(ignore_not_found)
+            .map_err(cleanup_err(format!("RoleBinding {}", binding.name_any())))?;
+    }
     ctx.shared.metrics.forget_csv(&ns, &name);
     Ok(Action::await_change())
 }
 
-/// The phase decision (pure): (phase, reason, message).
-pub fn decide(
-    groups: usize,
-    missing_crds: &[String],
-    replaced_by: Option<(&str, bool)>,
-    deployments_total: usize,
-    deployments_available: usize,
-) -> (CsvPhase, CsvReason, String) {
-    if groups == 0 {
-        return (
-            CsvPhase::Failed,
-            CsvReason::NoOperatorGroup,
-            "csv in namespace with no operatorgroups".into(),
-        );
-    }
-    if groups > 1 {
-        return (
-            CsvPhase::Failed,
-            CsvReason::TooManyOperatorGroups,
-            "csv created in namespace with multiple operatorgroups, can't pick one automatically".into(),
-        );
-    }
-    if let Some((by, succeeded)) = replaced_by {
-        return if succeeded {
-            (
-                CsvPhase::Deleting,
-                CsvReason::Replaced,
-                format!(
-                    "has been replaced by {by}, a newer ClusterServiceVersion that has successfully installed."
-                ),
-            )
-        } else {
-            (
-                CsvPhase::Replacing,
-                CsvReason::BeingReplaced,
-                format!("being replaced by csv: {by}"),
-            )
-        };
-    }
-    if !missing_crds.is_empty() {
-        return (
-            CsvPhase::Pending,
-            CsvReason::RequirementsNotMet,
-            format!(
-                "one or more requirements couldn't be found: {}",
-                missing_crds.join(", ")
-            ),
-        );
-    }
-    if deployments_available >= deployments_total {
-        (
-            CsvPhase::Succeeded,
-            CsvReason::InstallSucceeded,
-            "install strategy completed with no errors".into(),
-        )
-    } else {
-        (
-            CsvPhase::Installing,
-            CsvReason::InstallWaiting,
-            format!(
-                "waiting for deployments to become available ({deployments_available}/{deployments_total})"
-            ),
-        )
+/// The package of a CSV, from the `olm.package` property in its
+/// `operatorframework.io/properties` annotation (written by planning); empty when absent.
+pub fn package_of(csv: &ClusterServiceVersion) -> String {
+    csv.annotations()
+        .get(labels::PROPERTIES)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|v| {
+            v["properties"].as_array().and_then(|props| {
+                props
+                    .iter()
+                    .find(|p| p["type"] == "olm.package")
+                    .and_then(|p| p["value"]["packageName"].as_str().map(str::to_owned))
+            })
+        })
+        .unwrap_or_default()
+}
+
+fn other(csv: &ClusterServiceVersion) -> OtherCsv {
+    OtherCsv {
+        name: csv.name_any(),
+        phase: csv
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
     }
 }
 
-fn available(d: &Deployment) -> bool {
-    let Some(s) = &d.status else { return false };
-    let gen_ok = s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
-    gen_ok
-        && s.conditions
+/// Fills the state machine's [`Observed`] from the reflector stores and a few reads.
+async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed> {
+    let ns = csv.namespace().unwrap_or_default();
+    let name = csv.name_any();
+    let client = ctx.client();
+    let stores = &ctx.shared.stores;
+    let mut observed = Observed {
+        operator_groups: stores
+            .operator_groups
+            .state()
             .iter()
-            .flatten()
-            .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True"))
+            .filter(|g| g.namespace().as_deref() == Some(ns.as_str()))
+            .map(|g| ObservedOperatorGroup {
+                name: g.name_any(),
+                namespaces: g.status.as_ref().and_then(|s| s.namespaces.clone()),
+                fail_forward: g.spec.fail_forward(),
+            })
+            .collect(),
+        ..Observed::default()
+    };
+    let siblings: Vec<ClusterServiceVersion> = stores
+        .csvs
+        .state()
+        .iter()
+        .filter(|c| c.namespace().as_deref() == Some(ns.as_str()))
+        .map(|c| c.as_ref().clone())
+        .collect();
+    observed.replacement = replacement_of(&name, &siblings).map(other);
+    observed.replacee = replacee_of(csv, &siblings).map(other);
+    observed.crd_owner_conflicts = crd_owner_conflicts(csv, &siblings);
+
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    if let Some(defs) = &csv.spec.custom_resource_definitions {
+        for desc in defs.owned.iter().chain(defs.required.iter()) {
+            let state = match crds
+                .get_opt(&desc.name)
+                .await
+                .map_err(Error::observe(format!("CRD {}", desc.name)))?
+            {
+                None => CrdState::Absent,
+                Some(crd) => CrdState::Present {
+                    established: crd
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True")),
+                    served_versions: crd
+                        .spec
+                        .versions
+                        .iter()
+                        .filter(|v| v.served)
+                        .map(|v| v.name.clone())
+                        .collect(),
+                    uid: crd.metadata.uid.clone(),
+                },
+            };
+            observed.crds.insert(desc.name.clone(), state);
+        }
+    }
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    let strategy = &csv.spec.install.spec;
+    for permission in strategy
+        .permissions
+        .iter()
+        .chain(strategy.cluster_permissions.iter())
+    {
+        let sa = &permission.service_account_name;
+        if observed.service_accounts.contains_key(sa) {
+            continue;
+        }
+        let state = match sas
+            .get_opt(sa)
+            .await
+            .map_err(Error::observe(format!("ServiceAccount {ns}/{sa}")))?
+        {
+            None => ServiceAccountState::Absent,
+            Some(found) => ServiceAccountState::Present {
+                owner_csvs: found
+                    .owner_references()
+                    .iter()
+                    .filter(|r| r.kind == "ClusterServiceVersion")
+                    .map(|r| r.name.clone())
+                    .collect(),
+                uid: found.metadata.uid.clone(),
+            },
+        };
+        observed.service_accounts.insert(sa.clone(), state);
+    }
+    let dapi: Api<Deployment> = Api::namespaced(client, &ns);
+    let owned = dapi
+        .list(&ListParams::default().labels(&format!("{}={name}", labels::OWNER)))
+        .await
+        .map_err(Error::observe(format!("Deployments of CSV {ns}/{name}")))?;
+    for d in &owned.items {
+        observed
+            .deployments
+            .insert(d.name_any(), ObservedDeployment::from_deployment(d));
+    }
+    for d in &strategy.deployments {
+        if observed.deployments.contains_key(&d.name) {
+            continue;
+        }
+        if let Some(found) = dapi
+            .get_opt(&d.name)
+            .await
+            .map_err(Error::observe(format!("Deployment {ns}/{}", d.name)))?
+        {
+            observed
+                .deployments
+                .insert(d.name.clone(), ObservedDeployment::from_deployment(&found));
+        }
+    }
+    Ok(observed)
+}
+
+/// Applies the RBAC granting the operator its `permissions` in the OperatorGroup's other
+/// target namespaces (Roles there, or ClusterRoles for all namespaces).
+async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: &[String]) -> Result<()> {
+    let ns = csv.namespace().unwrap_or_default();
+    let name = csv.name_any();
+    let rbac = steps::target_namespace_rbac(&name, &ns, &package_of(csv), &csv.spec.install.spec, targets);
+    let client = ctx.client();
+    for role in &rbac.roles {
+        let api: Api<Role> =
+            Api::namespaced(client.clone(), role.metadata.namespace.as_deref().unwrap_or(&ns));
+        apply::apply(&api, &role.name_any(), role, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("Role {}", role.name_any())))?;
+    }
+    for binding in &rbac.role_bindings {
+        let api: Api<RoleBinding> = Api::namespaced(
+            client.clone(),
+            binding.metadata.namespace.as_deref().unwrap_or(&ns),
+        );
+        apply::apply(&api, &binding.name_any(), binding, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("RoleBinding {}", binding.name_any())))?;
+    }
+    let crs: Api<ClusterRole> = Api::all(client.clone());
+    for role in &rbac.cluster_roles {
+        apply::apply(&crs, &role.name_any(), role, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("ClusterRole {}", role.name_any())))?;
+    }
+    let crbs: Api<ClusterRoleBinding> = Api::all(client);
+    for binding in &rbac.cluster_role_bindings {
+        apply::apply(&crbs, &binding.name_any(), binding, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("ClusterRoleBinding {}", binding.name_any())))?;
+    }
+    Ok(())
 }
 
 async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
-    let stores = &ctx.shared.stores;
     let client = ctx.client();
-    let groups: Vec<_> = stores
-        .operator_groups
-        .state()
+    let capi: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), &ns);
+    let observed = observe(&csv, &ctx).await?;
+    let now = Time(Timestamp::now());
+    let decision = plan_csv::decide(&csv, &observed, &now);
+
+    if let Some(annotations) = &decision.annotations {
+        let member: BTreeMap<&str, &String> = [
+            labels::OPERATOR_GROUP,
+            labels::OPERATOR_NAMESPACE,
+            labels::TARGET_NAMESPACES,
+        ]
         .into_iter()
-        .filter(|g| g.namespace().as_deref() == Some(ns.as_str()))
+        .filter_map(|k| annotations.get(k).map(|v| (k, v)))
         .collect();
-    let replacer = stores.csvs.state().into_iter().find(|c| {
-        c.namespace().as_deref() == Some(ns.as_str()) && c.spec.replaces.as_deref() == Some(name.as_str())
-    });
-    let replaced_by = replacer.as_ref().map(|r| {
-        let ok = r.status.as_ref().and_then(|s| s.phase.clone()) == Some(CsvPhase::Succeeded);
-        (r.name_any(), ok)
-    });
-
-    // Requirements: owned and required CRDs exist and are established.
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut missing = Vec::new();
-    if let Some(defs) = &csv.spec.custom_resource_definitions {
-        for desc in defs.owned.iter().chain(defs.required.iter()) {
-            let ok = crds
-                .get_opt(&desc.name)
-                .await
-                .map_err(Error::observe(format!("CRD {}", desc.name)))?
-                .and_then(|c| c.status)
-                .and_then(|s| s.conditions)
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
-            if !ok {
-                missing.push(desc.name.clone());
-            }
-        }
-    }
-
-    // Deployments (only when membership and requirements are fine and not being replaced).
-    let deployments = &csv.spec.install.spec.deployments;
-    let mut available_count = 0;
-    let dapi: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let ready_to_install = groups.len() == 1 && missing.is_empty() && replaced_by.is_none();
-    if ready_to_install {
-        let og = &groups[0];
-        let targets = og
-            .status
-            .as_ref()
-            .map(|s| s.target_namespaces_annotation())
-            .unwrap_or_default();
-        let mut annotations = csv.annotations().clone();
-        annotations.insert(labels::OPERATOR_GROUP.into(), og.name_any());
-        annotations.insert(labels::OPERATOR_NAMESPACE.into(), ns.clone());
-        annotations.insert(labels::TARGET_NAMESPACES.into(), targets.clone());
-        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-        // Stamp the group annotations on the CSV itself.
         let stamp = json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
-            "metadata": {"name": name, "namespace": ns, "annotations": {
-                labels::OPERATOR_GROUP: og.name_any(),
-                labels::OPERATOR_NAMESPACE: ns,
-                labels::TARGET_NAMESPACES: targets,
-            }},
+            "metadata": {"name": name, "namespace": ns, "annotations": member},
         });
-        let capi: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), &ns);
         apply::apply(&capi, &name, &stamp, &ctx.manager)
             .await
             .map_err(Error::apply(format!("annotations of CSV {ns}/{name}")))?;
-        let uid = csv.uid().unwrap_or_default();
-        for d in deployments {
-            let mut spec = apply::to_value(&d.spec);
-            let template_annotations = &mut spec["template"]["metadata"]["annotations"];
-            if !template_annotations.is_object() {
-                *template_annotations = json!({});
-            }
-            for (k, v) in &annotations {
-                template_annotations[k] = json!(v);
-            }
-            let mut labels_map = json!(d.label.clone().unwrap_or_default());
-            labels_map[labels::MANAGED] = json!("true");
-            labels_map[labels::OWNER] = json!(name);
-            labels_map[labels::OWNER_NAMESPACE] = json!(ns);
-            labels_map[labels::OWNER_KIND] = json!("ClusterServiceVersion");
-            spec["revisionHistoryLimit"] = json!(1);
-            let body = json!({
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {
-                    "name": d.name,
-                    "namespace": ns,
-                    "labels": labels_map,
-                    "ownerReferences": [{
-                        "apiVersion": "operators.coreos.com/v1alpha1",
-                        "kind": "ClusterServiceVersion",
-                        "name": name,
-                        "uid": uid,
-                        "controller": false,
-                        "blockOwnerDeletion": false,
-                    }],
-                },
-                "spec": spec,
-            });
-            let applied = apply::apply(&dapi, &d.name, &body, &ctx.manager)
-                .await
-                .map_err(Error::apply(format!("Deployment {ns}/{}", d.name)))?;
-            if available(&applied) {
-                available_count += 1;
-            }
-        }
     }
-    let replaced_ref = replaced_by.as_ref().map(|(n, ok)| (n.as_str(), *ok));
-    let (phase, reason, message) = decide(
-        groups.len(),
-        &missing,
-        replaced_ref,
-        deployments.len(),
-        available_count,
-    );
 
-    if phase == CsvPhase::Deleting {
-        let capi: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), &ns);
-        ctx.events
-            .normal(&csv.object_ref(&()), "Replaced", "Delete", message.clone())
-            .await;
-        capi.delete(&name, &DeleteParams::default())
+    if !decision.desired_deployments.is_empty() {
+        let targets = observed
+            .operator_groups
+            .first()
+            .and_then(|g| g.namespaces.clone())
+            .unwrap_or_default();
+        apply_target_rbac(&csv, &ctx, &targets).await?;
+    }
+    let dapi: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    for d in &decision.desired_deployments {
+        apply::apply(&dapi, &d.name_any(), d, &ctx.manager)
             .await
+            .map_err(Error::apply(format!("Deployment {ns}/{}", d.name_any())))?;
+    }
+    for stale in &decision.stale_deployments {
+        dapi.delete(stale, &DeleteParams::default())
+            .await
+            .map(drop)
+            .or_else(ignore_not_found)
             .map_err(|source| Error::Delete {
-                what: format!("CSV {ns}/{name}"),
+                what: format!("Deployment {ns}/{stale}"),
                 source,
             })?;
-        return Ok(Action::await_change());
     }
 
     let old = csv.status.clone().unwrap_or_default();
-    let now = Time(Timestamp::now());
-    let transition = old.phase.as_ref() != Some(&phase) || old.reason.as_ref() != Some(&reason);
     let mut status = old.clone();
-    crate::status::set_csv_phase(&mut status, phase.clone(), reason.clone(), message.clone(), &now);
-    if !apply::same_ignoring_time(&apply::to_value(&old), &apply::to_value(&status)) {
-        let capi: Api<ClusterServiceVersion> = Api::namespaced(client, &ns);
+    let changed = decision.apply_to(&mut status, &now);
+    let transition =
+        old.phase.as_ref() != Some(&decision.phase) || old.reason.as_ref() != Some(&decision.reason);
+    if changed && !apply::same_ignoring_time(&apply::to_value(&old), &apply::to_value(&status)) {
         apply::apply_status(&capi, &name, &status, &ctx.manager)
             .await
             .map_err(Error::status(format!("CSV {ns}/{name}")))?;
     }
     if transition {
         let r = csv.object_ref(&());
-        if phase == CsvPhase::Failed {
-            ctx.events.warning(&r, reason.as_str(), "Sync", message).await;
+        let reason = decision.reason.as_str();
+        if decision.phase == CsvPhase::Failed {
+            ctx.events
+                .warning(&r, reason, "Sync", decision.message.clone())
+                .await;
         } else {
-            ctx.events.normal(&r, reason.as_str(), "Sync", message).await;
+            ctx.events
+                .normal(&r, reason, "Sync", decision.message.clone())
+                .await;
         }
     }
     ctx.shared.metrics.record_csv(
         &ns,
         &name,
         csv.spec.version.as_deref().unwrap_or(""),
-        phase.as_str(),
-        reason.as_str(),
+        decision.phase.as_str(),
+        decision.reason.as_str(),
     );
-    Ok(match phase {
-        CsvPhase::Succeeded => Action::requeue(Duration::from_secs(300)),
-        _ => Action::requeue(Duration::from_secs(5)),
-    })
+
+    if decision.delete_self {
+        capi.delete(&name, &DeleteParams::default())
+            .await
+            .map(drop)
+            .or_else(ignore_not_found)
+            .map_err(|source| Error::Delete {
+                what: format!("CSV {ns}/{name}"),
+                source,
+            })?;
+        return Ok(Action::await_change());
+    }
+    Ok(Action::requeue(
+        decision.requeue_after.unwrap_or(Duration::from_secs(300)),
+    ))
+}
+
+fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
+    match &err {
+        kube::Error::Api(status) if status.code == 404 => Ok(()),
+        _ => Err(err),
+    }
 }
 
 #[cfg(test)]
@@ -327,26 +411,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn operator_group_membership_is_checked_first() {
-        assert_eq!(decide(0, &[], None, 1, 1).1, CsvReason::NoOperatorGroup);
-        assert_eq!(decide(2, &[], None, 1, 1).1, CsvReason::TooManyOperatorGroups);
-    }
-
-    #[test]
-    fn a_replaced_csv_is_deleted_only_after_its_replacement_succeeded() {
-        assert_eq!(decide(1, &[], Some(("b", false)), 1, 1).0, CsvPhase::Replacing);
-        assert_eq!(decide(1, &[], Some(("b", true)), 1, 1).0, CsvPhase::Deleting);
-    }
-
-    #[test]
-    fn missing_crds_keep_the_csv_pending_and_available_deployments_make_it_succeed() {
-        let (phase, reason, msg) = decide(1, &["a.b".into()], None, 1, 0);
-        assert_eq!(
-            (phase, reason),
-            (CsvPhase::Pending, CsvReason::RequirementsNotMet)
-        );
-        assert!(msg.contains("a.b"));
-        assert_eq!(decide(1, &[], None, 2, 1).0, CsvPhase::Installing);
-        assert_eq!(decide(1, &[], None, 2, 2).0, CsvPhase::Succeeded);
+    fn the_package_is_read_from_the_properties_annotation() {
+        let mut csv: ClusterServiceVersion = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "a.v1", "annotations": {
+                "operatorframework.io/properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"a\",\"version\":\"1.0.0\"}}]}"
+            }},
+            "spec": {"displayName": "a", "install": {"strategy": "deployment", "spec": {"deployments": []}}}
+        }))
+        .unwrap();
+        assert_eq!(package_of(&csv), "a");
+        csv.metadata.annotations = None;
+        assert_eq!(package_of(&csv), "");
     }
 }

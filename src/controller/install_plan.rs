@@ -24,13 +24,14 @@ use serde_json::{Value, json};
 use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
-        ConditionStatus, labels,
+        ConditionStatus,
         v1alpha1::{
             Approval, ClusterServiceVersion, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
             InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
         },
     },
     k8s::apply,
+    plan::steps,
 };
 
 /// What the approval gate says (pure).
@@ -46,8 +47,11 @@ pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
     }
 }
 
-/// Prepares a step's manifest for apply (pure): namespace forced for namespaced kinds,
-/// `olm.managed`, and the CSV owner (reference when namespaced, labels when cluster-scoped).
+/// Prepares a step's manifest for apply (pure): the namespace forced for namespaced kinds
+/// (steps from [`crate::plan::steps::bundle_steps`] already carry it; older plans may not),
+/// and the CSV owner reference on namespaced objects other than the CSV itself
+/// ([`crate::plan::steps::with_owner`]). Cluster-scoped objects already carry the `olm.owner*`
+/// labels from planning.
 pub fn prepare_object(
     mut object: Value,
     namespace: &str,
@@ -57,42 +61,35 @@ pub fn prepare_object(
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});
     }
-    let is_csv = object.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion");
-    let is_crd = object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition");
-    let meta = &mut object["metadata"];
-    if let Some(m) = meta.as_object_mut() {
-        m.remove("resourceVersion");
-        m.remove("uid");
-        m.remove("creationTimestamp");
-        m.remove("managedFields");
-    }
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     if namespaced {
-        meta["namespace"] = json!(namespace);
+        object["metadata"]["namespace"] = json!(namespace);
     }
-    if !meta.get("labels").is_some_and(Value::is_object) {
-        meta["labels"] = json!({});
-    }
-    meta["labels"][labels::MANAGED] = json!("true");
-    if is_csv || is_crd {
-        return object;
-    }
-    if let Some((csv_name, csv_uid)) = owner {
-        if namespaced {
-            meta["ownerReferences"] = json!([{
-                "apiVersion": "operators.coreos.com/v1alpha1",
-                "kind": "ClusterServiceVersion",
-                "name": csv_name,
-                "uid": csv_uid,
-                "blockOwnerDeletion": false,
-                "controller": false,
-            }]);
-        } else {
-            meta["labels"][labels::OWNER] = json!(csv_name);
-            meta["labels"][labels::OWNER_NAMESPACE] = json!(namespace);
-            meta["labels"][labels::OWNER_KIND] = json!("ClusterServiceVersion");
+    match owner {
+        Some((csv_name, csv_uid)) if namespaced && kind != steps::CSV_KIND => {
+            steps::with_owner(&object, csv_name, csv_uid)
         }
+        _ => object,
     }
-    object
+}
+
+/// The order in which the plan's steps are executed: CRDs first (as listed), then the CSV, then
+/// everything else in plan order. The CSV is hoisted so that its uid exists when the
+/// namespaced objects listed before it (ServiceAccounts, Roles, RoleBindings) are applied with
+/// their owner reference; the CSV itself waits in `Pending` until they exist.
+pub fn execution_order(plan: &[Step]) -> Vec<usize> {
+    let rank = |s: &Step| match s.resource.kind.as_str() {
+        "CustomResourceDefinition" => 0,
+        steps::CSV_KIND => 1,
+        _ => 2,
+    };
+    let mut order: Vec<usize> = (0..plan.len()).collect();
+    order.sort_by_key(|&i| rank(&plan[i]));
+    order
 }
 
 fn crd_established(crd: &CustomResourceDefinition) -> bool {
@@ -225,7 +222,9 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
     let client = ctx.client();
     let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), ns);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for step in plan.iter_mut() {
+    let mut owners: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for index in execution_order(plan) {
+        let Some(step) = plan.get_mut(index) else { continue };
         let r = &step.resource;
         let what = format!("{} {}", r.kind, r.name);
         if matches!(step.status, StepStatus::Created | StepStatus::Present) {
@@ -244,16 +243,22 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
             Some(Err(err)) => return Err(format!("the manifest of {what} is not valid JSON: {err}")),
             None => return Err(format!("step {what} has no manifest")),
         };
-        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
+        let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
         let (resource, caps) = match kube::discovery::pinned_kind(&client, &gvk).await {
             Ok(found) => found,
             Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
         };
         let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
-        let owner = match csvs.get_opt(&step.resolving).await {
-            Ok(Some(csv)) => csv.uid().map(|uid| (step.resolving.clone(), uid)),
-            Ok(None) => None,
-            Err(err) => return Err(format!("failed to read CSV {}: {err}", step.resolving)),
+        let owner = match owners.get(&step.resolving) {
+            Some(uid) => Some((step.resolving.clone(), uid.clone())),
+            None => match csvs.get_opt(&step.resolving).await {
+                Ok(Some(csv)) => csv.uid().map(|uid| {
+                    owners.insert(step.resolving.clone(), uid.clone());
+                    (step.resolving.clone(), uid)
+                }),
+                Ok(None) => None,
+                Err(err) => return Err(format!("failed to read CSV {}: {err}", step.resolving)),
+            },
         };
         if namespaced && r.kind != "ClusterServiceVersion" && owner.is_none() {
             // The CSV step comes first; its object may not be visible yet. Try again shortly.
@@ -269,8 +274,14 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
             owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
         );
         let api = apply::dynamic_api(client.clone(), &resource, namespaced.then_some(ns));
-        if let Err(err) = apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
-            return Err(format!("error creating {what}: {err}"));
+        match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
+            Ok(applied) if r.kind == steps::CSV_KIND => {
+                if let Some(uid) = applied.metadata.uid {
+                    owners.insert(r.name.clone(), uid);
+                }
+            }
+            Ok(_) => {}
+            Err(err) => return Err(format!("error creating {what}: {err}")),
         }
         step.status = if r.kind == "CustomResourceDefinition" {
             match crds.get_opt(&r.name).await {
@@ -324,29 +335,55 @@ mod tests {
     }
 
     #[test]
-    fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_owner_labels() {
+    fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_none() {
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "other"}});
         let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")));
         assert_eq!(out["metadata"]["namespace"], "ns");
         assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "uid-1");
-        assert_eq!(out["metadata"]["labels"]["olm.managed"], "true");
+        assert_eq!(
+            out["metadata"]["ownerReferences"][0]["kind"],
+            "ClusterServiceVersion"
+        );
 
         let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
         let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")));
         assert!(out["metadata"].get("namespace").is_none());
         assert!(out["metadata"].get("ownerReferences").is_none());
-        assert_eq!(out["metadata"]["labels"]["olm.owner"], "a.v1");
-        assert_eq!(out["metadata"]["labels"]["olm.owner.namespace"], "ns");
-        assert_eq!(
-            out["metadata"]["labels"]["olm.owner.kind"],
-            "ClusterServiceVersion"
-        );
     }
 
     #[test]
-    fn crds_and_csvs_get_no_owner() {
-        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x.y"}});
-        let out = prepare_object(crd, "ns", false, Some(("a.v1", "u")));
-        assert!(out["metadata"]["labels"].get("olm.owner").is_none());
+    fn the_csv_is_never_owned_by_itself() {
+        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "a.v1"}});
+        let out = prepare_object(csv, "ns", true, Some(("a.v1", "u")));
+        assert!(out["metadata"].get("ownerReferences").is_none());
+    }
+
+    fn step(kind: &str, name: &str) -> Step {
+        Step {
+            resolving: "a.v1".into(),
+            resource: crate::api::v1alpha1::StepResource {
+                kind: kind.into(),
+                name: name.into(),
+                ..Default::default()
+            },
+            optional: false,
+            status: StepStatus::Unknown,
+        }
+    }
+
+    #[test]
+    fn crds_run_first_then_the_csv_then_the_rest_in_plan_order() {
+        let plan = vec![
+            step("CustomResourceDefinition", "a"),
+            step("ServiceAccount", "sa"),
+            step("Role", "r"),
+            step("ClusterServiceVersion", "a.v1"),
+            step("Service", "svc"),
+        ];
+        let names: Vec<&str> = execution_order(&plan)
+            .into_iter()
+            .map(|i| plan[i].resource.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "a.v1", "sa", "r", "svc"]);
     }
 }

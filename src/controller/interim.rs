@@ -1,14 +1,11 @@
-//! interim: pure stand-ins for the resolver (`resolve` branch) and the step planner
-//! (`plan::steps` in the `core` branch), used until those land. They implement only the
+//! interim: a pure stand-in for the resolver (`resolve` branch), used until it lands, and
+//! the unpacking of a bundle's inlined objects. The resolver stand-in implements only the
 //! common path: channel or default channel, `startingCSV` or the channel head, one upgrade hop
-//! along `replaces`/`skips`, and the steps of one bundle (CRDs, the CSV, then generated
-//! ServiceAccounts and RBAC). No dependency resolution and no skipRange here.
+//! along `replaces`/`skips`. No dependency resolution and no skipRange here.
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
-
-use crate::api::v1alpha1::{Step, StepResource, StepStatus};
+use serde_json::Value;
 
 /// Standard base64 decoding (padding optional); `None` on an invalid character.
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
@@ -127,135 +124,30 @@ pub fn next_hop<'a>(entries: &[&'a Value], installed: &str) -> Option<&'a str> {
         .and_then(|e| e["name"].as_str())
 }
 
-/// The objects inlined in a bundle (`olm.bundle.object`).
-pub fn bundle_objects(blobs: &[Value], package: &str, bundle: &str) -> Vec<Value> {
-    schema(blobs, "olm.bundle")
+/// The objects inlined in a bundle (`olm.bundle.object`, base64 JSON) and all the bundle's
+/// properties (for the CSV's `operatorframework.io/properties` annotation).
+pub fn bundle_objects(blobs: &[Value], package: &str, bundle: &str) -> (Vec<Value>, Vec<Value>) {
+    let properties: Vec<Value> = schema(blobs, "olm.bundle")
         .filter(|b| b["package"] == package && b["name"] == bundle)
         .flat_map(|b| b["properties"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let objects = properties
+        .iter()
         .filter(|p| p["type"] == "olm.bundle.object")
         .filter_map(|p| p["value"]["data"].as_str().and_then(base64_decode))
         .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
-        .collect()
-}
-
-fn step(csv: &str, catalog: (&str, &str), object: &Value) -> Step {
-    let api_version = object["apiVersion"].as_str().unwrap_or("v1");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    Step {
-        resolving: csv.to_owned(),
-        resource: StepResource {
-            source_name: catalog.0.to_owned(),
-            source_namespace: catalog.1.to_owned(),
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: object["kind"].as_str().unwrap_or_default().to_owned(),
-            name: object["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
-            manifest: serde_json::to_string(object).ok(),
-        },
-        optional: false,
-        status: StepStatus::Unknown,
-    }
-}
-
-/// The steps of one bundle in apply order: CRDs, ServiceAccounts and RBAC for the CSV's
-/// permissions, the CSV, then the other objects.
-pub fn steps(
-    csv_name: &str,
-    replaces: Option<&str>,
-    catalog: (&str, &str),
-    namespace: &str,
-    objects: &[Value],
-) -> Vec<Step> {
-    let mut out = Vec::new();
-    let csv = objects.iter().find(|o| o["kind"] == "ClusterServiceVersion");
-    for o in objects.iter().filter(|o| o["kind"] == "CustomResourceDefinition") {
-        out.push(step(csv_name, catalog, o));
-    }
-    if let Some(csv) = csv {
-        let spec = &csv["spec"]["install"]["spec"];
-        let mut sas = BTreeSet::new();
-        for (i, perm) in spec["permissions"].as_array().into_iter().flatten().enumerate() {
-            let sa = perm["serviceAccountName"].as_str().unwrap_or("default");
-            let role = format!("{csv_name}-{sa}-{i}");
-            if sa != "default" && sas.insert(sa.to_owned()) {
-                out.push(step(
-                    csv_name,
-                    catalog,
-                    &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}}),
-                ));
-            }
-            out.push(step(
-                csv_name,
-                catalog,
-                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                "metadata": {"name": role}, "rules": perm["rules"]}),
-            ));
-            out.push(step(
-                csv_name,
-                catalog,
-                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": role},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-                "subjects": [{"kind": "ServiceAccount", "name": sa}]}),
-            ));
-        }
-        for (i, perm) in spec["clusterPermissions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let sa = perm["serviceAccountName"].as_str().unwrap_or("default");
-            let role = format!("{csv_name}-cluster-{i}");
-            if sa != "default" && sas.insert(sa.to_owned()) {
-                out.push(step(
-                    csv_name,
-                    catalog,
-                    &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}}),
-                ));
-            }
-            out.push(step(
-                csv_name,
-                catalog,
-                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": {"name": role}, "rules": perm["rules"]}),
-            ));
-            out.push(step(
-                csv_name,
-                catalog,
-                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": role},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
-            ));
-        }
-        let mut csv = csv.clone();
-        match replaces {
-            Some(r) => csv["spec"]["replaces"] = json!(r),
-            None => {
-                if let Some(spec) = csv["spec"].as_object_mut() {
-                    spec.remove("replaces");
-                }
-            }
-        }
-        // The CSV goes first among the namespaced objects so they can be owned by it.
-        let at = out
-            .iter()
-            .position(|s| s.resource.kind != "CustomResourceDefinition")
-            .unwrap_or(out.len());
-        out.insert(at, step(csv_name, catalog, &csv));
-    }
-    for o in objects
-        .iter()
-        .filter(|o| o["kind"] != "CustomResourceDefinition" && o["kind"] != "ClusterServiceVersion")
-    {
-        out.push(step(csv_name, catalog, o));
-    }
-    out
+        .collect();
+    let properties = properties
+        .into_iter()
+        .filter(|p| p["type"] != "olm.bundle.object")
+        .collect();
+    (objects, properties)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn catalog() -> Vec<Value> {
@@ -297,28 +189,5 @@ mod tests {
         let text = br#"{"kind":"ClusterServiceVersion"}"#;
         let encoded = crate::configmap_catalog::base64_encode(text);
         assert_eq!(base64_decode(&encoded).unwrap(), text);
-    }
-
-    #[test]
-    fn steps_put_crds_first_then_the_csv_then_rbac() {
-        let objects = vec![
-            json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "p.v1"},
-                "spec": {"install": {"spec": {"permissions": [{"serviceAccountName": "op", "rules": []}]}}}}),
-            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b"}}),
-        ];
-        let kinds: Vec<String> = steps("p.v1", None, ("c", "olm"), "ns", &objects)
-            .into_iter()
-            .map(|s| s.resource.kind)
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "CustomResourceDefinition",
-                "ClusterServiceVersion",
-                "ServiceAccount",
-                "Role",
-                "RoleBinding"
-            ]
-        );
     }
 }

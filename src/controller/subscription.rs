@@ -26,14 +26,8 @@ use crate::{
         },
     },
     k8s::apply,
-    plan::{encode_hash, fnv1a_64},
+    plan::steps::{self, StepsInput},
 };
-
-/// The deterministic InstallPlan name for installing `csv` through the Subscription `uid`.
-pub fn install_plan_name(namespace: &str, subscription: &str, uid: &str, csv: &str) -> String {
-    let key = format!("{namespace}/{subscription}/{uid}/{csv}");
-    format!("install-{}", encode_hash(fnv1a_64(key.as_bytes()), 5))
-}
 
 fn condition(type_: T, status: bool, reason: &str, message: impl Into<String>) -> SubscriptionCondition {
     let now = Time(Timestamp::now());
@@ -354,32 +348,47 @@ async fn install(
 ) -> std::result::Result<(), Failure> {
     let uid = sub.uid().unwrap_or_default();
     let sub_name = sub.name_any();
-    let ip_name = install_plan_name(ns, &sub_name, &uid, csv);
     let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
-    let existing = api
-        .get_opt(&ip_name)
-        .await
-        .map_err(Error::observe(format!("InstallPlan {ns}/{ip_name}")))?;
+    // The deterministic name; a plan of that name for another CSV (a hash collision) moves
+    // us to the next attempt.
+    let mut ip_name = steps::install_plan_name(&uid, csv);
+    let mut existing = None;
+    for attempt in 0..8u32 {
+        ip_name = steps::install_plan_name_attempt(&uid, csv, attempt);
+        let found = api
+            .get_opt(&ip_name)
+            .await
+            .map_err(Error::observe(format!("InstallPlan {ns}/{ip_name}")))?;
+        match found {
+            Some(ip) if !ip.spec.cluster_service_version_names.iter().any(|n| n == csv) => continue,
+            found => {
+                existing = found;
+                break;
+            }
+        }
+    }
     let ip = match existing {
         Some(ip) => ip,
         None => {
-            let objects = interim::bundle_objects(&catalog.blobs, &sub.spec.name, csv);
-            if !objects.iter().any(|o| o["kind"] == "ClusterServiceVersion") {
-                return Err(Failure::Resolution(
+            let (objects, properties) = interim::bundle_objects(&catalog.blobs, &sub.spec.name, csv);
+            let plan = steps::bundle_steps(&StepsInput {
+                manifests: &objects,
+                namespace: ns,
+                replaces,
+                package: &sub.spec.name,
+                source_name: &sub.spec.source,
+                source_namespace: &sub.spec.source_namespace,
+                properties: &properties,
+            })
+            .map_err(|e| {
+                Failure::Resolution(
                     reason::ERROR_PREVENTED_RESOLUTION,
                     format!(
-                        "bundle {csv} in catalog {} has no inlined ClusterServiceVersion (olm.bundle.object)",
-                        sub.spec.source
+                        "bundle {csv} in catalog {}/{}: {e}",
+                        sub.spec.source_namespace, sub.spec.source
                     ),
-                ));
-            }
-            let plan = interim::steps(
-                csv,
-                replaces,
-                (&sub.spec.source, &sub.spec.source_namespace),
-                ns,
-                &objects,
-            );
+                )
+            })?;
             let approval = sub.spec.approval();
             let body = json!({
                 "apiVersion": "operators.coreos.com/v1alpha1",
@@ -400,6 +409,8 @@ async fn install(
                     "clusterServiceVersionNames": [csv],
                     "approval": approval.as_str(),
                     "approved": approval == Approval::Automatic,
+                    "source": sub.spec.source,
+                    "sourceNamespace": sub.spec.source_namespace,
                 },
             });
             let created = apply::apply(&api, &ip_name, &body, &ctx.manager)
@@ -447,18 +458,4 @@ async fn install(
         uuid: ip.uid().unwrap_or_default(),
     });
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn install_plan_names_are_deterministic_and_differ_per_csv_and_subscription() {
-        let a = install_plan_name("ns", "sub", "uid", "p.v1");
-        assert_eq!(a, install_plan_name("ns", "sub", "uid", "p.v1"));
-        assert!(a.starts_with("install-") && a.len() == "install-".len() + 5);
-        assert_ne!(a, install_plan_name("ns", "sub", "uid", "p.v2"));
-        assert_ne!(a, install_plan_name("ns", "other", "uid2", "p.v1"));
-    }
 }
