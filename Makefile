@@ -3,7 +3,10 @@
 #   make test   every test: fmt, clippy, unit, fixture, CLI and cluster suites (starts and stops
 #               the local control plane around them; see scripts/test)
 SHELL := /bin/bash
-.PHONY: test cluster-up cluster-down
+.PHONY: demo test cluster-up cluster-down
+
+demo:
+	scripts/demo
 
 test:
 	scripts/test
