@@ -171,7 +171,7 @@ pub async fn run(
             .create(&params, &operator_group(&ns))
             .await
             .map_err(|e| cluster.api_error(&format!("create operatorgroup {ns} in namespace {ns}"), e))?;
-        created.push(Created::OperatorGroup(Box::new(og)));
+        created.push(Created::OperatorGroup(Box::new(without_managed_fields(og))));
     }
     let sub = subs_api
         .create(&params, &subscription(args, &ns))
@@ -182,9 +182,15 @@ pub async fn run(
                 e,
             )
         })?;
-    created.push(Created::Subscription(Box::new(sub)));
+    created.push(Created::Subscription(Box::new(without_managed_fields(sub))));
 
     print_created(&created, args, &ns, format, streams)
+}
+
+/// Drops `metadata.managedFields`, which kubectl hides too unless asked.
+fn without_managed_fields<K: kube::Resource>(mut object: K) -> K {
+    object.meta_mut().managed_fields = None;
+    object
 }
 
 fn print_created(

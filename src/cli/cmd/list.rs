@@ -58,6 +58,8 @@ pub struct InstalledRow {
     pub install_plan: Option<String>,
     /// The CSV waiting for approval, if any.
     pub upgrade: Option<String>,
+    /// What is wrong, from the first abnormal condition (`ResolutionFailed`, ...): `Type: message`.
+    pub problem: Option<String>,
 }
 
 impl Row for InstalledRow {
@@ -89,7 +91,14 @@ impl Row for InstalledRow {
             self.channel
                 .clone()
                 .unwrap_or_else(|| DEFAULT_CHANNEL_CELL.to_string()),
-            opt(&self.state),
+            self.state.clone().unwrap_or_else(|| {
+                // Not resolved: name the failing condition instead of an empty cell.
+                self.problem
+                    .as_deref()
+                    .and_then(|p| p.split(':').next())
+                    .unwrap_or_default()
+                    .to_string()
+            }),
             opt(&self.csv_phase),
             opt(&self.upgrade),
         ];
@@ -100,6 +109,7 @@ impl Row for InstalledRow {
                 self.approval.clone(),
                 format!("{}/{}", self.catalog_source_namespace, self.catalog_source),
                 opt(&self.install_plan),
+                opt(&self.problem),
             ]);
         }
         c
@@ -152,6 +162,26 @@ pub fn waiting_upgrade(sub: &Subscription, plans: &[InstallPlan]) -> Option<Stri
     plan.map(|_| current.to_string())
 }
 
+/// The first abnormal condition of a Subscription (status `True`; ResolutionFailed first), as
+/// `Type: message`.
+pub fn problem(sub: &Subscription) -> Option<String> {
+    use crate::api::{ConditionStatus, v1alpha1::SubscriptionConditionType as T};
+    let status = sub.status.as_ref()?;
+    let abnormal: Vec<_> = status
+        .conditions
+        .iter()
+        .filter(|c| c.status == ConditionStatus::True && !matches!(c.type_, T::BundleUnpacking))
+        .collect();
+    let first = abnormal
+        .iter()
+        .find(|c| c.type_ == T::ResolutionFailed)
+        .or_else(|| abnormal.first())?;
+    Some(match first.message.as_deref().filter(|m| !m.is_empty()) {
+        Some(m) => format!("{}: {m}", first.type_),
+        None => first.type_.to_string(),
+    })
+}
+
 /// The rows of `list` from the objects of the namespaces listed, sorted by namespace and package.
 pub fn rows(
     subs: &[Subscription],
@@ -196,6 +226,7 @@ pub fn rows(
                 current_csv: current_name,
                 install_plan: install_plan_name(sub).map(str::to_string),
                 upgrade: waiting_upgrade(sub, plans),
+                problem: problem(sub),
             }
         })
         .collect();
@@ -512,6 +543,40 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(order, [("a", "zeta"), ("b", "alpha"), ("b", "zeta")]);
         assert_eq!(rows[2].cells(false)[2], DEFAULT_CHANNEL_CELL);
+    }
+
+    #[test]
+    fn an_unresolved_subscription_shows_its_failing_condition() {
+        use crate::api::{
+            ConditionStatus,
+            v1alpha1::{SubscriptionCondition, SubscriptionConditionType},
+        };
+        let mut s = sub("a", "redis-operator", None, None, None);
+        if let Some(st) = s.status.as_mut() {
+            st.state = None;
+            for (t, m) in [
+                (
+                    SubscriptionConditionType::CatalogSourcesUnhealthy,
+                    "catalog unhealthy",
+                ),
+                (SubscriptionConditionType::ResolutionFailed, "no channel 'stabel'"),
+            ] {
+                st.conditions.push(SubscriptionCondition {
+                    type_: t,
+                    status: ConditionStatus::True,
+                    reason: None,
+                    message: Some(m.into()),
+                    last_heartbeat_time: None,
+                    last_transition_time: None,
+                });
+            }
+        }
+        let r = &rows(&[s], &[], &[])[0];
+        assert_eq!(
+            r.problem.as_deref(),
+            Some("ResolutionFailed: no channel 'stabel'")
+        );
+        assert_eq!(r.cells(false)[3], "ResolutionFailed");
     }
 
     #[test]
