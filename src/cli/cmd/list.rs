@@ -78,6 +78,7 @@ impl Row for InstalledRow {
                 "APPROVAL",
                 "CATALOG",
                 "INSTALLPLAN",
+                "PROBLEM",
             ]);
         }
         h
@@ -577,6 +578,18 @@ pub(crate) mod tests {
             Some("ResolutionFailed: no channel 'stabel'")
         );
         assert_eq!(r.cells(false)[3], "ResolutionFailed");
+    }
+
+    #[test]
+    fn every_row_has_one_cell_per_header() {
+        let r = &rows(&[sub("a", "p", Some("p.v1"), Some("p.v2"), Some("ip"))], &[], &[])[0];
+        for wide in [false, true] {
+            assert_eq!(
+                r.cells(wide).len(),
+                InstalledRow::headers(wide).len(),
+                "wide={wide}"
+            );
+        }
     }
 
     #[test]
