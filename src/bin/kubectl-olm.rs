@@ -47,7 +47,8 @@ fn main() -> ExitCode {
 
 fn init_logging(verbose: u8) {
     let level = match verbose {
-        0 => "warn",
+        // kube's client logs every failed request at ERROR; the verbs report it as `error: ...`.
+        0 => "warn,kube_client=off",
         1 => "info",
         2 => "debug",
         _ => "trace",

@@ -116,6 +116,111 @@ pub enum CliError {
         source: crate::bundle::BundleError,
     },
 
+    /// The kubeconfig could not be read or holds no usable context.
+    #[error("cannot load {config}: {message}")]
+    Kubeconfig {
+        /// Where the configuration came from (`kubeconfig /path`).
+        config: String,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// The apiserver could not be reached (connection refused, TLS, timeout).
+    #[error(
+        "cannot reach the cluster at {server} ({source_desc}) to {action}: {message}; check that the cluster is running and that --kubeconfig/--context point at it"
+    )]
+    Unreachable {
+        /// What the command was doing.
+        action: String,
+        /// The apiserver URL.
+        server: String,
+        /// Where the configuration came from.
+        source_desc: String,
+        /// The transport error.
+        message: String,
+    },
+
+    /// The apiserver refused a request.
+    #[error("failed to {action}: {message} (HTTP {code}){hint}", hint = api_hint(*code))]
+    Api {
+        /// What the command was doing.
+        action: String,
+        /// The apiserver's message.
+        message: String,
+        /// The HTTP status code.
+        code: u16,
+    },
+
+    /// The OLM CRDs are not installed on the cluster.
+    #[error(
+        "the cluster has no {resource} API (operators.coreos.com); install OLM's CRDs first: kubectl apply --server-side -f manifests/crds/ (or the controller's manifests: kubectl apply -k manifests)"
+    )]
+    OlmNotInstalled {
+        /// The resource that was missing (`subscriptions`).
+        resource: String,
+    },
+
+    /// The namespace has no OperatorGroup and `--create-operator-group` was not given.
+    #[error(
+        "namespace {namespace} has no OperatorGroup; pass --create-operator-group or create one (kubectl apply -f operatorgroup.yaml with spec.targetNamespaces: [{namespace}])"
+    )]
+    NoOperatorGroup {
+        /// The namespace.
+        namespace: String,
+    },
+
+    /// The namespace has more than one OperatorGroup; OLM installs nothing there.
+    #[error(
+        "namespace {namespace} has {count} OperatorGroups ({names}); OLM needs exactly one per namespace: delete all but one (kubectl delete operatorgroup NAME -n {namespace})"
+    )]
+    TooManyOperatorGroups {
+        /// The namespace.
+        namespace: String,
+        /// How many.
+        count: usize,
+        /// Their names.
+        names: String,
+    },
+
+    /// A Subscription for the package already exists.
+    #[error(
+        "package {package} is already subscribed in namespace {namespace} by subscription {subscription}; see `kubectl olm list -n {namespace}`, or `kubectl olm uninstall {package} -n {namespace}` first"
+    )]
+    AlreadySubscribed {
+        /// The package.
+        package: String,
+        /// The namespace.
+        namespace: String,
+        /// The existing Subscription.
+        subscription: String,
+    },
+
+    /// The CatalogSource to install from does not exist.
+    #[error(
+        "catalog source {namespace}/{name} not found; catalog sources: {known}; pass --catalog-source NAME --catalog-source-namespace NS, or deploy the controller (kubectl apply -k manifests) which creates olm/olm-rs-catalog"
+    )]
+    CatalogSourceNotFound {
+        /// The CatalogSource name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// The CatalogSources that exist, `namespace/name`.
+        known: String,
+    },
+
+    /// A named object (Subscription, InstallPlan, package) was not found.
+    #[error("{0}")]
+    NotFound(String),
+
+    /// The object is in a state the verb cannot act on (an InstallPlan already finished, a
+    /// Subscription without an InstallPlan, custom resources left for `--delete-crds`).
+    #[error("{0}")]
+    Refused(String),
+
+    /// Objects were still present when the wait ended.
+    #[error("{0}")]
+    WaitTimedOut(String),
+
     /// Writing the output failed.
     #[error("failed to write output: {0}")]
     Write(#[from] io::Error),
@@ -134,6 +239,15 @@ impl CliError {
     /// process quietly with success.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, CliError::Write(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// The fix to suggest for an HTTP status from the apiserver.
+fn api_hint(code: u16) -> &'static str {
+    match code {
+        401 => "; your credentials were rejected: refresh them in the kubeconfig",
+        403 => "; ask your cluster admin for RBAC permission, or use --context with a user that has it",
+        _ => "",
     }
 }
 

@@ -2,13 +2,14 @@
 //!
 //! Installed on `PATH` as `kubectl-olm`, the binary is also a kubectl plugin: `kubectl olm ...`.
 //! This file holds only the argument definitions; [`cmd`] runs them, [`output`] prints, [`error`]
-//! maps failures to exit codes. Cluster verbs (`install`, `list`, `approve`, `uninstall`) join the
-//! [`Command`] enum when the controller lands.
+//! maps failures to exit codes, [`cluster`] connects to a cluster for the verbs that act on one
+//! (`install`, `list`, `approve`, `uninstall`).
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub mod cluster;
 pub mod cmd;
 pub mod error;
 pub mod output;
@@ -19,6 +20,12 @@ pub use output::OutputFormat;
 
 /// Default value of `--catalog`.
 pub const DEFAULT_CATALOG: &str = "./catalog";
+
+/// The CatalogSource `install` uses by default: the built-in one the controller's manifests create.
+pub const DEFAULT_CATALOG_SOURCE: &str = "olm-rs-catalog";
+
+/// The namespace of [`DEFAULT_CATALOG_SOURCE`].
+pub const DEFAULT_CATALOG_SOURCE_NAMESPACE: &str = "olm";
 
 const ROOT_EXAMPLES: &str = "\
 Examples:
@@ -31,10 +38,18 @@ Examples:
   # Check a catalog the way `opm validate` does
   kubectl olm catalog validate path/to/catalog
 
+  # Install the Redis operator in namespace redis, creating its OperatorGroup
+  kubectl olm install redis-operator -n redis --create-operator-group --approval Manual
+
+  # See installed operators and approve the waiting InstallPlan
+  kubectl olm list -A
+  kubectl olm approve --subscription redis-operator -n redis
+
   # Enable bash completion for this shell
   source <(kubectl-olm completion bash)";
 
-/// Browse, validate and render OLM file-based catalogs.
+/// Browse, validate and render OLM file-based catalogs; install, list, approve and uninstall
+/// operators on a cluster.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl-olm", bin_name = "kubectl-olm", version, after_help = ROOT_EXAMPLES)]
 pub struct Cli {
@@ -46,6 +61,10 @@ pub struct Cli {
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// Cluster connection flags (`--kubeconfig`, `--context`), used by the cluster verbs.
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -56,6 +75,50 @@ pub struct Cli {
 pub enum Command {
     /// Browse, validate and render file-based catalogs (no cluster needed).
     Catalog(CatalogArgs),
+    /// Install an operator: create its Subscription (and, with --create-operator-group, an OperatorGroup).
+    #[command(after_help = "\
+Examples:
+  # Install the default channel's head, approving InstallPlans automatically
+  kubectl olm install redis-operator -n redis --create-operator-group
+
+  # Start at 0.1.0 on channel alpha and approve every InstallPlan by hand
+  kubectl olm install redis-operator -n redis --channel alpha \\
+      --starting-csv redis-operator.v0.1.0 --approval Manual
+
+  # Show the objects without creating them
+  kubectl olm install redis-operator -n redis --create-operator-group --dry-run -o yaml")]
+    Install(InstallArgs),
+
+    /// List installed operators: package, version, channel, state, CSV phase, upgrade waiting.
+    #[command(after_help = "\
+Examples:
+  kubectl olm list -n redis
+  kubectl olm list -A -o wide
+  kubectl olm list -n redis -o json")]
+    List(ListArgs),
+
+    /// Approve an InstallPlan (or a Subscription's pending one) after showing what it installs.
+    #[command(after_help = "\
+Examples:
+  # Approve the InstallPlan a Subscription waits on
+  kubectl olm approve --subscription redis-operator -n redis
+
+  # Approve an InstallPlan by name
+  kubectl olm approve install-x7k2p -n redis
+
+  # Only show what the approval would install
+  kubectl olm approve --subscription redis-operator -n redis --dry-run")]
+    Approve(ApproveArgs),
+
+    /// Uninstall an operator: delete its Subscription(s) and installed CSV; CRDs are kept unless --delete-crds.
+    #[command(after_help = "\
+Examples:
+  kubectl olm uninstall redis-operator -n redis
+
+  # Also delete the operator's CRDs (refused while custom resources of them remain)
+  kubectl olm uninstall redis-operator -n redis --delete-crds")]
+    Uninstall(UninstallArgs),
+
     /// Print a shell completion script.
     #[command(after_help = "\
 Examples:
@@ -75,6 +138,94 @@ Examples:
     /// Print the version of kubectl-olm.
     #[command(after_help = "Examples:\n  kubectl olm version\n  kubectl olm version -o json")]
     Version,
+}
+
+/// Approval modes of `install --approval`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalArg {
+    /// Every InstallPlan is executed as soon as it is computed.
+    #[default]
+    #[value(name = "Automatic", alias = "automatic")]
+    Automatic,
+    /// Every InstallPlan waits for `kubectl olm approve`.
+    #[value(name = "Manual", alias = "manual")]
+    Manual,
+}
+
+/// Arguments of `install`.
+#[derive(Debug, Clone, Args)]
+pub struct InstallArgs {
+    /// The package to install (see `kubectl olm catalog packages`).
+    pub package: String,
+    /// Namespace to install into (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Channel to follow (default: the package's default channel, chosen by the controller).
+    #[arg(short = 'c', long)]
+    pub channel: Option<String>,
+    /// The CSV to install first instead of the channel head, e.g. redis-operator.v0.1.0.
+    #[arg(long, value_name = "CSV")]
+    pub starting_csv: Option<String>,
+    /// How InstallPlans are approved.
+    #[arg(short = 'a', long, value_enum, default_value_t = ApprovalArg::Automatic)]
+    pub approval: ApprovalArg,
+    /// Create an OperatorGroup (named after the namespace, targeting it) when the namespace has none.
+    #[arg(short = 'C', long)]
+    pub create_operator_group: bool,
+    /// The CatalogSource to install from.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_CATALOG_SOURCE)]
+    pub catalog_source: String,
+    /// The namespace of the CatalogSource.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_CATALOG_SOURCE_NAMESPACE)]
+    pub catalog_source_namespace: String,
+    /// Check and print the objects without creating them.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Namespace to list (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// List every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+/// Arguments of `approve`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["install_plan", "subscription"])))]
+pub struct ApproveArgs {
+    /// The InstallPlan to approve.
+    #[arg(value_name = "INSTALLPLAN")]
+    pub install_plan: Option<String>,
+    /// Approve the InstallPlan this Subscription (or the Subscription of this package) waits on.
+    #[arg(short = 's', long, value_name = "SUB")]
+    pub subscription: Option<String>,
+    /// Namespace of the InstallPlan (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Only print what the approval would install.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `uninstall`.
+#[derive(Debug, Clone, Args)]
+pub struct UninstallArgs {
+    /// The package to uninstall.
+    pub package: String,
+    /// Namespace it is installed in (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Also delete the CRDs the CSV owns, if no custom resources of them remain.
+    #[arg(long)]
+    pub delete_crds: bool,
+    /// How long to wait for the objects to be gone (30s, 2m, ...; 0 to not wait).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = cluster::parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 /// Shells `completion` supports.
@@ -251,6 +402,52 @@ mod tests {
             panic!("not a catalog verb")
         };
         assert_eq!(args.catalog, PathBuf::from("x"));
+    }
+
+    #[test]
+    fn install_defaults_to_the_builtin_catalog_source_and_automatic_approval() {
+        let cli = Cli::try_parse_from(["kubectl-olm", "install", "redis-operator"]).unwrap();
+        let Command::Install(args) = cli.command else {
+            panic!("not install")
+        };
+        assert_eq!(args.catalog_source, "olm-rs-catalog");
+        assert_eq!(args.catalog_source_namespace, "olm");
+        assert_eq!(args.approval, ApprovalArg::Automatic);
+        assert_eq!(args.channel, None);
+        assert!(!args.create_operator_group);
+    }
+
+    #[test]
+    fn approve_needs_exactly_one_of_an_installplan_and_a_subscription() {
+        let none = Cli::try_parse_from(["kubectl-olm", "approve"]).unwrap_err();
+        assert_eq!(none.exit_code(), 2);
+        let both =
+            Cli::try_parse_from(["kubectl-olm", "approve", "ip-1", "--subscription", "s"]).unwrap_err();
+        assert_eq!(both.exit_code(), 2);
+        assert!(Cli::try_parse_from(["kubectl-olm", "approve", "--subscription", "s"]).is_ok());
+    }
+
+    #[test]
+    fn list_refuses_a_namespace_together_with_all_namespaces() {
+        let err = Cli::try_parse_from(["kubectl-olm", "list", "-n", "x", "-A"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn kubeconfig_and_context_are_accepted_after_the_verb() {
+        let cli =
+            Cli::try_parse_from(["kubectl-olm", "list", "--kubeconfig", "/tmp/k", "--context", "c"]).unwrap();
+        assert_eq!(cli.cluster.kubeconfig, Some(PathBuf::from("/tmp/k")));
+        assert_eq!(cli.cluster.context.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn uninstall_timeout_takes_units() {
+        let cli = Cli::try_parse_from(["kubectl-olm", "uninstall", "p", "--timeout", "2m"]).unwrap();
+        let Command::Uninstall(args) = cli.command else {
+            panic!("not uninstall")
+        };
+        assert_eq!(args.timeout, std::time::Duration::from_secs(120));
     }
 
     #[test]

@@ -1,19 +1,25 @@
 //! Runs a parsed [`Cli`]: one file per verb, each computing plain data and printing it through
-//! [`crate::cli::output`].
+//! [`crate::cli::output`]. The cluster verbs (`install`, `list`, `approve`, `uninstall`) run on a
+//! single-threaded tokio runtime built here, with a client from [`crate::cli::cluster`].
 
+pub mod approve;
 pub mod bundles;
 pub mod channels;
+pub mod cluster_shared;
 pub mod completion;
 pub mod describe;
 pub mod graph;
+pub mod install;
+pub mod list;
 pub mod packages;
 pub mod render;
 pub mod shared;
+pub mod uninstall;
 pub mod upgrade_path;
 pub mod validate;
 pub mod version;
 
-use crate::cli::{CatalogVerb, Cli, CliError, Command, output::Streams};
+use crate::cli::{CatalogVerb, Cli, CliError, Command, cluster::Cluster, output::Streams};
 
 /// Runs the command and writes its results to `streams`.
 ///
@@ -22,6 +28,9 @@ use crate::cli::{CatalogVerb, Cli, CliError, Command, output::Streams};
 pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
     let format = cli.output;
     match &cli.command {
+        Command::Install(_) | Command::List(_) | Command::Approve(_) | Command::Uninstall(_) => {
+            run_on_cluster(cli, streams)
+        }
         Command::Completion { shell } => completion::run(*shell, streams),
         Command::Version => version::run(format, streams),
         Command::Catalog(args) => {
@@ -56,4 +65,23 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
             }
         }
     }
+}
+
+/// Runs a cluster verb to completion on a fresh single-threaded runtime.
+fn run_on_cluster(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Refused(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let cluster = Cluster::connect(&cli.cluster).await?;
+        let format = cli.output;
+        match &cli.command {
+            Command::Install(args) => install::run(&cluster, args, format, streams).await,
+            Command::List(args) => list::run(&cluster, args, format, streams).await,
+            Command::Approve(args) => approve::run(&cluster, args, format, streams).await,
+            Command::Uninstall(args) => uninstall::run(&cluster, args, format, streams).await,
+            _ => Ok(()),
+        }
+    })
 }

@@ -1,0 +1,791 @@
+//! The cluster verbs of `kubectl-olm` (`install`, `list`, `approve`, `uninstall`) run as a binary
+//! against the real local control plane (see `tests/support/cluster.rs`).
+//!
+//! The controller is not needed: each test creates the objects the controller would (Subscription
+//! status, CSVs, InstallPlans in `RequiresApproval`) by hand, status through the status
+//! subresource, and checks what the CLI prints and changes. Each test works in its own namespace;
+//! the one CRD a test creates has a unique name and is deleted at the end.
+
+mod support;
+
+use std::process::Command;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{
+    Api,
+    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
+};
+use olm_rs::api::{
+    v1::OperatorGroup,
+    v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
+};
+use serde_json::{Value, json};
+use support::cluster::{TestCluster, TestNamespace, WAIT, repo_root, wait_for};
+
+/// Exit code, stdout and stderr of one run.
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.out, self.err
+        )
+    }
+}
+
+/// Runs `kubectl-olm --kubeconfig <the test cluster's> ARGS`.
+fn olm(cluster: &TestCluster, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("running kubectl-olm");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Connects and makes sure OLM's CRDs are installed (server-side apply, like the manifests).
+async fn setup(prefix: &str) -> Option<(TestCluster, TestNamespace)> {
+    let cluster = TestCluster::connect().await?;
+    let crds = repo_root().join("manifests/crds");
+    cluster.kubectl_ok([
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager",
+        "olm-rs-tests",
+        "-f",
+        crds.to_str().expect("utf-8 path"),
+    ]);
+    cluster.kubectl_ok([
+        "wait",
+        "--for",
+        "condition=Established",
+        "--timeout",
+        "60s",
+        "crd/subscriptions.operators.coreos.com",
+        "crd/installplans.operators.coreos.com",
+        "crd/clusterserviceversions.operators.coreos.com",
+        "crd/operatorgroups.operators.coreos.com",
+        "crd/catalogsources.operators.coreos.com",
+    ]);
+    let ns = cluster.namespace(prefix).await;
+    Some((cluster, ns))
+}
+
+/// A kubectl-style table: columns three spaces apart, the last one unpadded.
+fn output_table<const N: usize>(rows: &[[&str; N]]) -> String {
+    let widths: Vec<usize> = (0..N)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < N {
+                line.push_str(&" ".repeat(widths[i] - cell.len() + 3));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("test object")
+}
+
+async fn create<K>(api: &Api<K>, value: Value) -> K
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), &from_json(value))
+        .await
+        .expect("creating a test object")
+}
+
+async fn set_status<K>(api: &Api<K>, name: &str, status: Value)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "status": status })),
+    )
+    .await
+    .expect("setting status");
+}
+
+fn now() -> String {
+    "2026-01-01T00:00:00Z".to_string()
+}
+
+async fn subscription(ns: &TestNamespace, name: &str, package: &str, status: Option<Value>) {
+    let api: Api<Subscription> = ns.api();
+    create(
+        &api,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "Subscription",
+            "metadata": {"name": name, "namespace": ns.name()},
+            "spec": {
+                "source": "olm-rs-catalog", "sourceNamespace": "olm", "name": package,
+                "channel": "stable", "installPlanApproval": "Manual"
+            }
+        }),
+    )
+    .await;
+    if let Some(mut status) = status {
+        status["lastUpdated"] = json!(now());
+        set_status(&api, name, status).await;
+    }
+}
+
+async fn csv(ns: &TestNamespace, name: &str, version: &str, phase: &str, owned_crd: Option<&str>) {
+    let api: Api<ClusterServiceVersion> = ns.api();
+    let mut spec = json!({
+        "install": {"strategy": "deployment", "spec": {"deployments": []}},
+        "displayName": "Redis Operator",
+        "version": version
+    });
+    if let Some(crd) = owned_crd {
+        spec["customresourcedefinitions"] =
+            json!({"owned": [{"name": crd, "version": "v1", "kind": "Widget"}]});
+    }
+    create(
+        &api,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": name, "namespace": ns.name()},
+            "spec": spec
+        }),
+    )
+    .await;
+    set_status(&api, name, json!({"phase": phase, "reason": "InstallSucceeded"})).await;
+}
+
+async fn waiting_plan(ns: &TestNamespace, name: &str, csv: &str) {
+    let api: Api<InstallPlan> = ns.api();
+    create(
+        &api,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "InstallPlan",
+            "metadata": {"name": name, "namespace": ns.name()},
+            "spec": {"clusterServiceVersionNames": [csv], "approval": "Manual", "approved": false}
+        }),
+    )
+    .await;
+    let step = |kind: &str, obj: &str, group: &str| {
+        json!({
+            "resolving": csv,
+            "resource": {
+                "sourceName": "olm-rs-catalog", "sourceNamespace": "olm",
+                "group": group, "version": "v1", "kind": kind, "name": obj
+            },
+            "status": "Unknown"
+        })
+    };
+    set_status(
+        &api,
+        name,
+        json!({
+            "phase": "RequiresApproval",
+            "catalogSources": ["olm-rs-catalog"],
+            "plan": [
+                step("CustomResourceDefinition", "redisclusters.cache.example.com", "apiextensions.k8s.io"),
+                step("ServiceAccount", "redis-operator", ""),
+                step("ClusterServiceVersion", csv, "operators.coreos.com"),
+            ]
+        }),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn install_creates_the_subscription_and_the_operator_group_with_the_flags_given() {
+    let Some((cluster, ns)) = setup("cli-install").await else {
+        return;
+    };
+    let n = ns.name();
+    let catalogs: Api<CatalogSource> = ns.api();
+    create(
+        &catalogs,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "CatalogSource",
+            "metadata": {"name": "test-catalog", "namespace": n},
+            "spec": {"sourceType": "configmap", "configMap": "test-catalog"}
+        }),
+    )
+    .await;
+
+    let args = [
+        "install",
+        "redis-operator",
+        "-n",
+        n,
+        "--channel",
+        "alpha",
+        "--starting-csv",
+        "redis-operator.v0.1.0",
+        "--approval",
+        "Manual",
+        "--create-operator-group",
+        "--catalog-source",
+        "test-catalog",
+        "--catalog-source-namespace",
+        n,
+    ];
+    let dry = olm(&cluster, &[&args[..], &["--dry-run"]].concat());
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(dry.out.contains("(dry run)"), "{dry:?}");
+    let subs: Api<Subscription> = ns.api();
+    assert!(
+        subs.get_opt("redis-operator").await.unwrap().is_none(),
+        "dry run created it"
+    );
+
+    let run = olm(&cluster, &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.out,
+        format!(
+            "operatorgroup.operators.coreos.com/{n} created\nsubscription.operators.coreos.com/redis-operator created\n"
+        )
+    );
+    assert!(
+        run.err
+            .contains("kubectl olm approve --subscription redis-operator"),
+        "{run:?}"
+    );
+
+    let sub = subs.get("redis-operator").await.unwrap();
+    assert_eq!(sub.spec.name, "redis-operator");
+    assert_eq!(sub.spec.channel.as_deref(), Some("alpha"));
+    assert_eq!(sub.spec.starting_csv.as_deref(), Some("redis-operator.v0.1.0"));
+    assert_eq!(sub.spec.source, "test-catalog");
+    assert_eq!(sub.spec.source_namespace, n);
+    assert!(sub.spec.approval().is_manual());
+
+    let ogs: Api<OperatorGroup> = ns.api();
+    let og = ogs.get(n).await.unwrap();
+    assert_eq!(og.spec.target_namespaces, Some(vec![n.to_string()]));
+
+    let again = olm(&cluster, &args);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(
+        again.err.starts_with(&format!(
+            "error: package redis-operator is already subscribed in namespace {n} by subscription redis-operator"
+        )),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn install_without_an_operator_group_fails_and_creates_nothing() {
+    let Some((cluster, ns)) = setup("cli-install-noog").await else {
+        return;
+    };
+    let n = ns.name();
+    let run = olm(&cluster, &["install", "redis-operator", "-n", n]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(
+        run.err,
+        format!(
+            "error: namespace {n} has no OperatorGroup; pass --create-operator-group or create one \
+             (kubectl apply -f operatorgroup.yaml with spec.targetNamespaces: [{n}])\n"
+        )
+    );
+    assert_eq!(run.out, "");
+    let subs: Api<Subscription> = ns.api();
+    assert!(subs.list(&Default::default()).await.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn install_from_a_missing_catalog_source_names_the_flags_to_fix_it() {
+    let Some((cluster, ns)) = setup("cli-install-nocat").await else {
+        return;
+    };
+    let n = ns.name();
+    let run = olm(
+        &cluster,
+        &[
+            "install",
+            "redis-operator",
+            "-n",
+            n,
+            "--create-operator-group",
+            "--catalog-source",
+            "no-such-catalog",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.err
+            .starts_with("error: catalog source olm/no-such-catalog not found; catalog sources: "),
+        "{run:?}"
+    );
+    assert!(
+        run.err
+            .contains("pass --catalog-source NAME --catalog-source-namespace NS"),
+        "{run:?}"
+    );
+    let ogs: Api<OperatorGroup> = ns.api();
+    assert!(
+        ogs.list(&Default::default()).await.unwrap().items.is_empty(),
+        "created an OperatorGroup"
+    );
+}
+
+#[tokio::test]
+async fn list_shows_the_installed_operator_and_the_upgrade_waiting_in_every_format() {
+    let Some((cluster, ns)) = setup("cli-list").await else {
+        return;
+    };
+    let n = ns.name();
+    csv(&ns, "redis-operator.v0.3.0", "0.3.0", "Succeeded", None).await;
+    waiting_plan(&ns, "install-abc12", "redis-operator.v1.0.0").await;
+    subscription(
+        &ns,
+        "redis-operator",
+        "redis-operator",
+        Some(json!({
+            "installedCSV": "redis-operator.v0.3.0",
+            "currentCSV": "redis-operator.v1.0.0",
+            "state": "UpgradePending",
+            "installPlanRef": {"kind": "InstallPlan", "name": "install-abc12", "namespace": n}
+        })),
+    )
+    .await;
+
+    // A running olm-controller may move the hand-made CSV to another phase (it has no Deployment
+    // and no OperatorGroup): the CSV PHASE column must show the phase the CSV has.
+    let csvs: Api<ClusterServiceVersion> = ns.api();
+    let phase = || async {
+        csvs.get("redis-operator.v0.3.0")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.phase)
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default()
+    };
+    let before = phase().await;
+    let table = olm(&cluster, &["list", "-n", n]);
+    let after = phase().await;
+    assert_eq!(table.code, 0, "{table:?}");
+    let expected = |p: &str| {
+        output_table(&[
+            ["PACKAGE", "VERSION", "CHANNEL", "STATE", "CSV PHASE", "UPGRADE"],
+            [
+                "redis-operator",
+                "0.3.0",
+                "stable",
+                "UpgradePending",
+                p,
+                "redis-operator.v1.0.0",
+            ],
+        ])
+    };
+    assert!(
+        table.out == expected(&before) || table.out == expected(&after),
+        "{table:?}\nexpected:\n{}",
+        expected(&before)
+    );
+
+    let wide = olm(&cluster, &["list", "-n", n, "-o", "wide"]);
+    assert_eq!(wide.code, 0, "{wide:?}");
+    assert!(wide.out.starts_with("PACKAGE "), "{wide:?}");
+    for cell in [
+        "SUBSCRIPTION",
+        "INSTALLPLAN",
+        "Manual",
+        "olm/olm-rs-catalog",
+        "install-abc12",
+    ] {
+        assert!(wide.out.contains(cell), "{cell} missing: {wide:?}");
+    }
+
+    let json_run = olm(&cluster, &["list", "-n", n, "-o", "json"]);
+    assert_eq!(json_run.code, 0, "{json_run:?}");
+    let v: Value = serde_json::from_str(&json_run.out).unwrap();
+    assert_eq!(v["kind"], "List");
+    let item = &v["items"][0];
+    assert_eq!(item["package"], "redis-operator");
+    assert_eq!(item["version"], "0.3.0");
+    assert!(item["csvPhase"].is_string(), "{item}");
+    assert_eq!(item["installedCSV"], "redis-operator.v0.3.0");
+    assert_eq!(item["upgrade"], "redis-operator.v1.0.0");
+    assert_eq!(item["namespace"], n);
+
+    let yaml = olm(&cluster, &["list", "-n", n, "-o", "yaml"]);
+    assert_eq!(yaml.code, 0, "{yaml:?}");
+    assert!(yaml.out.contains("upgrade: redis-operator.v1.0.0"), "{yaml:?}");
+
+    let name = olm(&cluster, &["list", "-n", n, "-o", "name"]);
+    assert_eq!(
+        name.out, "subscription.operators.coreos.com/redis-operator\n",
+        "{name:?}"
+    );
+
+    let all = olm(&cluster, &["list", "-A"]);
+    assert_eq!(all.code, 0, "{all:?}");
+    assert!(all.out.starts_with("NAMESPACE "), "{all:?}");
+    assert!(
+        all.out
+            .lines()
+            .any(|l| l.starts_with(n) && l.contains("redis-operator.v1.0.0")),
+        "{all:?}"
+    );
+
+    let empty = cluster.namespace("cli-list-empty").await;
+    let none = olm(&cluster, &["list", "-n", empty.name()]);
+    assert_eq!(none.code, 0, "{none:?}");
+    assert_eq!(none.out, "");
+    assert_eq!(
+        none.err,
+        format!("No resources found in {} namespace.\n", empty.name())
+    );
+}
+
+#[tokio::test]
+async fn approve_previews_the_plan_and_sets_spec_approved() {
+    let Some((cluster, ns)) = setup("cli-approve").await else {
+        return;
+    };
+    let n = ns.name();
+    waiting_plan(&ns, "install-first", "redis-operator.v0.1.0").await;
+    let plans: Api<InstallPlan> = ns.api();
+
+    let dry = olm(&cluster, &["approve", "install-first", "-n", n, "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(
+        dry.out
+            .ends_with("installplan.operators.coreos.com/install-first approved (dry run)\n"),
+        "{dry:?}"
+    );
+    assert!(
+        !plans.get("install-first").await.unwrap().spec.approved,
+        "dry run approved it"
+    );
+
+    let run = olm(&cluster, &["approve", "install-first", "-n", n]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.out,
+        format!(
+            "installplan install-first in namespace {n} (RequiresApproval) installs:\n  \
+             ClusterServiceVersions: redis-operator.v0.1.0\n  Steps (3):\n    \
+             KIND                       NAME                              STATUS\n    \
+             CustomResourceDefinition   redisclusters.cache.example.com   Unknown\n    \
+             ServiceAccount             redis-operator                    Unknown\n    \
+             ClusterServiceVersion      redis-operator.v0.1.0             Unknown\n\
+             installplan.operators.coreos.com/install-first approved\n"
+        )
+    );
+    assert!(plans.get("install-first").await.unwrap().spec.approved);
+
+    let again = olm(&cluster, &["approve", "install-first", "-n", n]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.out.contains("is already approved"), "{again:?}");
+
+    let missing = olm(&cluster, &["approve", "install-nope", "-n", n]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing.err.starts_with(&format!(
+            "error: installplan install-nope not found in namespace {n}; installplans: install-first"
+        )),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn approve_subscription_follows_its_install_plan_ref() {
+    let Some((cluster, ns)) = setup("cli-approve-sub").await else {
+        return;
+    };
+    let n = ns.name();
+    waiting_plan(&ns, "install-other", "other.v1.0.0").await;
+    waiting_plan(&ns, "install-upgrade", "redis-operator.v1.0.0").await;
+    subscription(
+        &ns,
+        "my-redis",
+        "redis-operator",
+        Some(json!({
+            "installedCSV": "redis-operator.v0.3.0",
+            "currentCSV": "redis-operator.v1.0.0",
+            "state": "UpgradePending",
+            "installPlanRef": {"kind": "InstallPlan", "name": "install-upgrade", "namespace": n}
+        })),
+    )
+    .await;
+    subscription(&ns, "unresolved", "etcd", None).await;
+
+    // By package name; JSON output carries the preview.
+    let run = olm(
+        &cluster,
+        &[
+            "approve",
+            "--subscription",
+            "redis-operator",
+            "-n",
+            n,
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let v: Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(v["installPlan"], "install-upgrade");
+    assert_eq!(v["approved"], true);
+    assert_eq!(v["clusterServiceVersionNames"], json!(["redis-operator.v1.0.0"]));
+    assert_eq!(v["steps"][0]["kind"], "CustomResourceDefinition");
+
+    let plans: Api<InstallPlan> = ns.api();
+    assert!(plans.get("install-upgrade").await.unwrap().spec.approved);
+    assert!(
+        !plans.get("install-other").await.unwrap().spec.approved,
+        "approved the wrong plan"
+    );
+
+    let pending = olm(&cluster, &["approve", "--subscription", "unresolved", "-n", n]);
+    assert_eq!(pending.code, 1, "{pending:?}");
+    assert!(
+        pending.err.starts_with(&format!(
+            "error: subscription unresolved in namespace {n} has no InstallPlan yet (state: not resolved yet)"
+        )),
+        "{pending:?}"
+    );
+
+    let unknown = olm(&cluster, &["approve", "--subscription", "nothing", "-n", n]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert!(
+        unknown.err.contains("subscription nothing not found"),
+        "{unknown:?}"
+    );
+}
+
+#[tokio::test]
+async fn uninstall_deletes_subscription_and_csv_keeps_crds_and_refuses_delete_crds_while_crs_exist() {
+    let Some((cluster, ns)) = setup("cli-uninstall").await else {
+        return;
+    };
+    let n = ns.name().to_string();
+    // A CRD unique to this run (CRDs are cluster-scoped).
+    let group = format!("{n}.olm-rs.test");
+    let crd_name = format!("widgets.{group}");
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    create(
+        &crds,
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": crd_name},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+                }]
+            }
+        }),
+    )
+    .await;
+    cluster.kubectl_ok([
+        "wait",
+        "--for",
+        "condition=Established",
+        "--timeout",
+        "60s",
+        &format!("crd/{crd_name}"),
+    ]);
+    let ar = ApiResource {
+        group: group.clone(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<DynamicObject> = Api::namespaced_with(cluster.client(), &n, &ar);
+    let widget: DynamicObject = from_json(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "Widget",
+        "metadata": {"name": "my-widget", "namespace": n}
+    }));
+    widgets.create(&PostParams::default(), &widget).await.unwrap();
+
+    let installed = || async {
+        csv(
+            &ns,
+            "redis-operator.v1.0.0",
+            "1.0.0",
+            "Succeeded",
+            Some(&crd_name),
+        )
+        .await;
+        subscription(
+            &ns,
+            "redis-operator",
+            "redis-operator",
+            Some(json!({"installedCSV": "redis-operator.v1.0.0", "currentCSV": "redis-operator.v1.0.0", "state": "AtLatestKnown"})),
+        )
+        .await;
+    };
+    installed().await;
+    let subs: Api<Subscription> = ns.api();
+    let csvs: Api<ClusterServiceVersion> = ns.api();
+
+    // --delete-crds with a custom resource left: refused, nothing deleted.
+    let refused = olm(
+        &cluster,
+        &["uninstall", "redis-operator", "-n", &n, "--delete-crds"],
+    );
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert_eq!(
+        refused.err,
+        format!(
+            "error: refusing to delete the CRDs of redis-operator: custom resources remain ({crd_name}: {n}/my-widget); \
+             nothing was deleted. Delete them first (kubectl delete {crd_name} --all -A), or uninstall without \
+             --delete-crds to keep the CRDs\n"
+        )
+    );
+    assert!(subs.get_opt("redis-operator").await.unwrap().is_some());
+    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_some());
+
+    // Plain uninstall: Subscription and CSV gone, the CRD kept.
+    let run = olm(&cluster, &["uninstall", "redis-operator", "-n", &n]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.out,
+        "subscription.operators.coreos.com/redis-operator deleted\n\
+         clusterserviceversion.operators.coreos.com/redis-operator.v1.0.0 deleted\n"
+    );
+    assert_eq!(
+        run.err,
+        format!("kept crd {crd_name} (pass --delete-crds to delete it)\n")
+    );
+    assert!(subs.get_opt("redis-operator").await.unwrap().is_none());
+    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_none());
+    assert!(crds.get_opt(&crd_name).await.unwrap().is_some());
+
+    let gone = olm(&cluster, &["uninstall", "redis-operator", "-n", &n]);
+    assert_eq!(gone.code, 1, "{gone:?}");
+    assert!(
+        gone.err
+            .contains("package redis-operator is not installed in namespace"),
+        "{gone:?}"
+    );
+
+    // Installed again, no custom resource left: --delete-crds deletes the CRD too.
+    installed().await;
+    widgets
+        .delete("my-widget", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the widget to be deleted", WAIT, || {
+        let widgets = widgets.clone();
+        async move {
+            widgets
+                .get_opt("my-widget")
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    let all = olm(
+        &cluster,
+        &[
+            "uninstall",
+            "redis-operator",
+            "-n",
+            &n,
+            "--delete-crds",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(all.code, 0, "{all:?}");
+    let v: Value = serde_json::from_str(&all.out).unwrap();
+    let deleted: Vec<&str> = v["deleted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            "subscription.operators.coreos.com",
+            "clusterserviceversion.operators.coreos.com",
+            "customresourcedefinition.apiextensions.k8s.io"
+        ]
+    );
+    assert!(
+        crds.get_opt(&crd_name).await.unwrap().is_none(),
+        "the CRD is still there"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_names_the_server_and_the_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: team\n\
+         current-context: x\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["list", "--kubeconfig"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: cannot reach the cluster at https://127.0.0.1:1/ (kubeconfig {}) to list subscriptions in namespace team:",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_context_is_reported_with_the_kubeconfig() {
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let run = olm(&cluster, &["list", "--context", "no-such-context"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.err.starts_with(&format!(
+            "error: cannot load kubeconfig {}: ",
+            cluster.kubeconfig_path().display()
+        )),
+        "{run:?}"
+    );
+    assert!(run.err.contains("no-such-context"), "{run:?}");
+}
