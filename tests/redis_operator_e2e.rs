@@ -18,7 +18,7 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
@@ -89,17 +89,13 @@ struct Operator {
 
 impl Operator {
     /// Starts the built binary with `WATCH_NAMESPACE=<ns>` and the given kubeconfig, serving HTTP
-    /// on a free loopback port.
+    /// on a loopback port the operator picks itself (`--http-addr 127.0.0.1:0`) and logs, so no
+    /// other process can take the port between choosing and binding it.
     fn start(ns: &str, kubeconfig: &Path) -> Operator {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let http_addr = format!("127.0.0.1:{port}");
         let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-operator-{ns}.log"));
         let file = std::fs::File::create(&log).expect("creating the operator log");
         let child = Command::new(operator_bin())
-            .args(["run", "--http-addr", &http_addr])
+            .args(["run", "--http-addr", "127.0.0.1:0"])
             .env("WATCH_NAMESPACE", ns)
             .env("KUBECONFIG", kubeconfig)
             .env("POD_NAME", format!("redis-operator-e2e-{ns}"))
@@ -109,11 +105,31 @@ impl Operator {
             .stderr(file)
             .spawn()
             .expect("starting redis-operator");
-        Operator {
+        let mut operator = Operator {
             child,
             log,
-            http_addr,
-        }
+            http_addr: String::new(),
+        };
+        let deadline = std::time::Instant::now() + WAIT;
+        operator.http_addr = loop {
+            let bound = operator.log_text().lines().find_map(|line| {
+                let entry: Value = serde_json::from_str(line).ok()?;
+                (entry["fields"]["message"] == "starting redis-operator")
+                    .then(|| entry["fields"]["http_addr"].as_str().map(str::to_owned))?
+            });
+            if let Some(addr) = bound {
+                break addr;
+            }
+            if let Ok(Some(status)) = operator.child.try_wait() {
+                panic!("redis-operator exited with {status} before listening");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-operator did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        operator
     }
 
     /// `GET path` on the operator's HTTP port: (status line, body), or `None` if it is not up.
@@ -609,4 +625,55 @@ async fn metrics_and_health_endpoints_answer_with_the_reconcile_histogram() {
     );
     assert!(body.contains("redis_operator_managed_clusters 1\n"), "{body}");
     assert_eq!(operator.get("/nope").expect("404").0, "HTTP/1.1 404 Not Found");
+}
+
+#[tokio::test]
+async fn cluster_mode_refuses_to_shrink_and_keeps_every_pod() {
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    install_crd(&cluster);
+    let ns = cluster.namespace("redis-shrink").await;
+    let _operator = Operator::start(ns.name(), cluster.kubeconfig_path());
+    let (cluster, ns) = (&cluster, ns.name());
+    let manifest = json!({
+        "apiVersion": "cache.example.com/v1",
+        "kind": "RedisCluster",
+        "metadata": {"name": NAME},
+        "spec": {"size": 6, "mode": "cluster", "replicasPerPrimary": 0},
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("cluster.json");
+    std::fs::write(&file, manifest.to_string()).expect("writing the manifest");
+    cluster.kubectl_ok(["-n", ns, "apply", "-f", file.to_str().expect("utf-8 path")]);
+    // kwok's pods have addresses nothing listens on, so formation itself cannot succeed here;
+    // what matters is that all six pods exist before the shrink is asked for.
+    wait_statefulset(cluster, ns, 6).await;
+
+    cluster.kubectl_ok([
+        "-n",
+        ns,
+        "patch",
+        "rediscluster",
+        NAME,
+        "-p",
+        r#"{"spec":{"size":3}}"#,
+        "--type=merge",
+    ]);
+    let degraded = wait_for("the shrink to be refused", WAIT, || async move {
+        let rc = get_json(cluster, ns, &["rediscluster", NAME])?;
+        let c = condition(&rc, "Degraded")?.clone();
+        (c["reason"] == "ShrinkNotSupported" && c["observedGeneration"] == rc["metadata"]["generation"])
+            .then_some(c)
+    })
+    .await;
+    assert_eq!(degraded["status"], "True");
+    assert!(
+        degraded["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("set spec.size back to 6")),
+        "{degraded}"
+    );
+    let sts = get_json(cluster, ns, &["statefulset", NAME]).expect("sts");
+    assert_eq!(sts["spec"]["replicas"], 6, "no pod is removed");
 }

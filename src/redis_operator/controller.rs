@@ -415,7 +415,14 @@ async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
     let name = rc.name_any();
     let now = Time(Timestamp::now());
     let pods = observe_pods(ctx, &ns, &name).await?;
-    let outcome = match desired::build(rc) {
+    let pod_names: Vec<String> = pods
+        .iter()
+        .filter(|(p, _)| !p.terminating)
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    let checked =
+        desired::build(rc).and_then(|d| desired::check_cluster_shrink(&rc.spec, &pod_names).map(|()| d));
+    let outcome = match checked {
         Err(e) => {
             publish(ctx, rc, EventType::Warning, e.reason(), e.to_string()).await;
             Outcome::InvalidSpec(e.reason().to_owned(), e.to_string())
