@@ -30,7 +30,7 @@ enum Command {
         /// Namespaces to watch, as OLM passes them from `olm.targetNamespaces`.
         #[arg(long, env = "WATCH_NAMESPACE", default_value = "")]
         watch_namespace: String,
-        /// Address of the /metrics, /healthz and /readyz server.
+        /// Address of the /metrics, /healthz and /readyz server (port 0: any free port, logged).
         #[arg(long, default_value = "0.0.0.0:8080")]
         http_addr: String,
         /// Name of this pod, reported on events.
@@ -81,6 +81,10 @@ async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -
     let listener = tokio::net::TcpListener::bind(http_addr)
         .await
         .with_context(|| format!("binding {http_addr}"))?;
+    // Logged as bound, so `--http-addr 127.0.0.1:0` (any free port) tells where it listens.
+    let http_addr = listener
+        .local_addr()
+        .map_or_else(|_| http_addr.to_owned(), |a| a.to_string());
     tracing::info!(%http_addr, ?namespaces, "starting redis-operator");
     let server = tokio::spawn(http::serve(listener, metrics.clone(), ready.clone()));
     ready.store(true, Ordering::Relaxed);

@@ -30,7 +30,6 @@ use kube::{
         Controller, WatchStreamExt,
         controller::Action,
         events::{Event, EventType, Recorder, Reporter},
-        finalizer::{self, Event as Finalizer},
         predicates, reflector,
         reflector::ObjectRef,
         watcher,
@@ -95,9 +94,17 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// Adding or removing the finalizer failed.
-    #[error("finalizer step failed: {0}")]
-    Finalizer(String),
+    /// Adding or removing the cleanup finalizer failed.
+    #[error("failed to {action} the finalizer {FINALIZER} on {name}")]
+    Finalizer {
+        /// `add` or `remove`.
+        action: &'static str,
+        /// namespace/name.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl Error {
@@ -109,7 +116,7 @@ impl Error {
             Self::Apply { .. } => "apply",
             Self::UpdateStatus { .. } => "update_status",
             Self::Cleanup { .. } => "cleanup",
-            Self::Finalizer(_) => "finalizer",
+            Self::Finalizer { .. } => "finalizer",
         }
     }
 }
@@ -181,6 +188,18 @@ async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>) {
     let stream = watcher(clusters, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
+        .inspect({
+            let metrics = ctx.metrics.clone();
+            move |event| {
+                // A RedisCluster without the finalizer is gone before any reconcile sees it deleted.
+                if let Ok(watcher::Event::Delete(rc)) = event {
+                    metrics.set_managed(
+                        &format!("{}/{}", rc.namespace().unwrap_or_default(), rc.name_any()),
+                        false,
+                    );
+                }
+            }
+        })
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
     let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=redis-operator");
@@ -203,33 +222,117 @@ async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>) {
         .await;
 }
 
+/// What to do about the cleanup finalizer this round (pure; see [`finalizer_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinalizerStep {
+    /// Nothing: the finalizer is where it should be.
+    Keep,
+    /// Add it before creating anything that would need cleanup.
+    Add,
+    /// Remove it: the spec no longer asks for cleanup.
+    Remove,
+    /// The object is being deleted and carries the finalizer: clean up, then remove it.
+    Cleanup,
+    /// The object is being deleted without the finalizer: garbage collection does the rest.
+    Gone,
+}
+
+/// The finalizer rule: it is present exactly while `storage.deleteClaimOnDelete` is set, because
+/// claims are the only thing owner references cannot delete. Without it, a RedisCluster can be
+/// deleted even when the operator is not running (nothing then blocks the namespace's deletion).
+#[must_use]
+pub fn finalizer_step(wants: bool, has: bool, deleting: bool) -> FinalizerStep {
+    match (deleting, has, wants) {
+        (true, true, _) => FinalizerStep::Cleanup,
+        (true, false, _) => FinalizerStep::Gone,
+        (false, false, true) => FinalizerStep::Add,
+        (false, true, false) => FinalizerStep::Remove,
+        (false, _, _) => FinalizerStep::Keep,
+    }
+}
+
+/// Whether the spec asks for the cleanup finalizer.
+#[must_use]
+pub fn wants_finalizer(rc: &RedisCluster) -> bool {
+    rc.spec.storage.as_ref().is_some_and(|s| s.delete_claim_on_delete)
+}
+
+/// Adds or removes [`FINALIZER`] with a JSON patch guarded by a `test` op, so a concurrent change
+/// to the list makes the patch fail (and the reconcile retry) instead of clobbering it.
+async fn set_finalizer(api: &Api<RedisCluster>, rc: &RedisCluster, present: bool) -> Result<(), Error> {
+    let list = rc.finalizers();
+    let ops = if present {
+        if list.is_empty() {
+            serde_json::json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": null},
+                {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
+            ])
+        } else {
+            serde_json::json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": list},
+                {"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER},
+            ])
+        }
+    } else {
+        let Some(i) = list.iter().position(|f| f == FINALIZER) else {
+            return Ok(());
+        };
+        serde_json::json!([
+            {"op": "test", "path": format!("/metadata/finalizers/{i}"), "value": FINALIZER},
+            {"op": "remove", "path": format!("/metadata/finalizers/{i}")},
+        ])
+    };
+    let failed = |source| Error::Finalizer {
+        action: if present { "add" } else { "remove" },
+        name: format!("{}/{}", rc.namespace().unwrap_or_default(), rc.name_any()),
+        source,
+    };
+    let patch =
+        Patch::<()>::Json(serde_json::from_value(ops).map_err(|e| failed(kube::Error::SerdeError(e)))?);
+    api.patch(&rc.name_any(), &PatchParams::default(), &patch)
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
 async fn reconcile(rc: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let ns = rc.namespace().unwrap_or_default();
     let key = format!("{ns}/{}", rc.name_any());
     let api: Api<RedisCluster> = Api::namespaced(ctx.client.clone(), &ns);
-    let result = finalizer::finalizer(&api, FINALIZER, rc.clone(), |event| async {
-        match event {
-            Finalizer::Apply(rc) => apply(&rc, &ctx).await,
-            Finalizer::Cleanup(rc) => cleanup(&rc, &ctx).await,
+    let deleting = rc.metadata.deletion_timestamp.is_some();
+    let step = finalizer_step(
+        wants_finalizer(&rc),
+        rc.finalizers().iter().any(|f| f == FINALIZER),
+        deleting,
+    );
+    let result = match step {
+        FinalizerStep::Gone => Ok(Action::await_change()),
+        FinalizerStep::Cleanup => match cleanup(&rc, &ctx).await {
+            Ok(None) => set_finalizer(&api, &rc, false)
+                .await
+                .map(|()| Action::await_change()),
+            Ok(Some(wait)) => Ok(wait),
+            Err(e) => Err(e),
+        },
+        FinalizerStep::Add | FinalizerStep::Remove => {
+            match set_finalizer(&api, &rc, step == FinalizerStep::Add).await {
+                Ok(()) => apply(&rc, &ctx).await,
+                Err(e) => Err(e),
+            }
         }
-    })
-    .await
-    .map_err(|e| match e {
-        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
-    });
+        FinalizerStep::Keep => apply(&rc, &ctx).await,
+    };
     let seconds = started.elapsed().as_secs_f64();
     ctx.metrics
         .observe_reconcile(if result.is_ok() { "success" } else { "error" }, seconds);
-    ctx.metrics
-        .set_managed(&key, rc.metadata.deletion_timestamp.is_none());
+    ctx.metrics.set_managed(&key, !deleting);
     if result.is_ok()
         && let Ok(mut f) = ctx.failures.lock()
     {
         f.remove(&ObjectRef::from_obj(&*rc));
     }
-    tracing::info!(cluster = %key, seconds, ok = result.is_ok(), "reconciled");
+    tracing::info!(cluster = %key, seconds, ok = result.is_ok(), ?step, "reconciled");
     result
 }
 
@@ -244,16 +347,32 @@ fn error_policy(rc: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>) -> Acti
             *n
         })
         .unwrap_or(1);
-    tracing::warn!(cluster = %rc.name_any(), error = %error, failures = n, "reconcile failed");
+    tracing::warn!(cluster = %rc.name_any(), error = %error_chain(error), failures = n, "reconcile failed");
     Action::requeue(backoff(n - 1))
 }
 
+/// An error and its causes, joined with `: ` (the top-level messages name the step, the causes
+/// carry the apiserver's answer, such as which verb was forbidden).
+#[must_use]
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 async fn publish(ctx: &Context, rc: &RedisCluster, type_: EventType, reason: &str, note: String) {
+    // kube's Recorder folds events with the same type, reason and action into one series and keeps
+    // the first note, so the generation goes into the action: a new spec gets a fresh event.
     let ev = Event {
         type_,
         reason: reason.into(),
         note: Some(note),
-        action: "Reconcile".into(),
+        action: format!("ReconcileGeneration{}", rc.metadata.generation.unwrap_or(0)),
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&ev, &rc.object_ref(&())).await {
@@ -296,7 +415,14 @@ async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
     let name = rc.name_any();
     let now = Time(Timestamp::now());
     let pods = observe_pods(ctx, &ns, &name).await?;
-    let outcome = match desired::build(rc) {
+    let pod_names: Vec<String> = pods
+        .iter()
+        .filter(|(p, _)| !p.terminating)
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    let checked =
+        desired::build(rc).and_then(|d| desired::check_cluster_shrink(&rc.spec, &pod_names).map(|()| d));
+    let outcome = match checked {
         Err(e) => {
             publish(ctx, rc, EventType::Warning, e.reason(), e.to_string()).await;
             Outcome::InvalidSpec(e.reason().to_owned(), e.to_string())
@@ -472,46 +598,66 @@ async fn form_cluster(
     }
 }
 
-async fn cleanup(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
+/// The finalizer's cleanup. Claims are deleted only once the StatefulSet is scaled to zero and its
+/// pods are gone: a StatefulSet recreates the missing claims of its pending pods, so deleting them
+/// earlier could leave new claims behind. Returns `Some(action)` while waiting for the pods.
+async fn cleanup(rc: &RedisCluster, ctx: &Context) -> Result<Option<Action>, Error> {
     let ns = rc.namespace().unwrap_or_default();
     let name = rc.name_any();
-    if rc.spec.storage.as_ref().is_some_and(|s| s.delete_claim_on_delete) {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ns);
-        let selector = selector_labels(&name)
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        let list = claims
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|source| Error::Cleanup {
-                name: format!("{ns}/{name}"),
-                source,
-            })?;
-        let prefix = desired::claim_prefix(rc);
-        let mut deleted = 0;
-        for pvc in list.items.iter().filter(|c| c.name_any().starts_with(&prefix)) {
-            claims
-                .delete(&pvc.name_any(), &DeleteParams::default())
-                .await
-                .map_err(|source| Error::Cleanup {
-                    name: format!("{ns}/{name}"),
-                    source,
-                })?;
-            deleted += 1;
-        }
-        publish(
-            ctx,
-            rc,
-            EventType::Normal,
-            "ClaimsDeleted",
-            format!("deleted {deleted} PersistentVolumeClaims"),
+    let failed = |source| Error::Cleanup {
+        name: format!("{ns}/{name}"),
+        source,
+    };
+    let scale_down = serde_json::json!({"spec": {"replicas": 0}});
+    match Api::<StatefulSet>::namespaced(ctx.client.clone(), &ns)
+        .patch(
+            &name,
+            &PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&scale_down),
         )
-        .await;
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.is_not_found() => {}
+        Err(e) => return Err(failed(e)),
     }
+    let pods = observe_pods(ctx, &ns, &name).await?;
+    if !pods.is_empty() {
+        tracing::info!(cluster = %format!("{ns}/{name}"), pods = pods.len(), "waiting for the pods to stop before deleting claims");
+        return Ok(Some(Action::requeue(Duration::from_secs(2))));
+    }
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ns);
+    let selector = selector_labels(&name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let list = claims
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(failed)?;
+    let prefix = desired::claim_prefix(rc);
+    let mut deleted = 0;
+    for pvc in list.items.iter().filter(|c| c.name_any().starts_with(&prefix)) {
+        match claims.delete(&pvc.name_any(), &DeleteParams::default()).await {
+            Ok(_) => deleted += 1,
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    publish(
+        ctx,
+        rc,
+        EventType::Normal,
+        "ClaimsDeleted",
+        format!("deleted {deleted} PersistentVolumeClaims"),
+    )
+    .await;
     ctx.metrics.set_managed(&format!("{ns}/{name}"), false);
-    Ok(Action::await_change())
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -522,6 +668,55 @@ mod tests {
     fn backoff_doubles_from_five_seconds_and_stops_at_the_resync_interval() {
         let secs: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
         assert_eq!(secs, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+    }
+
+    #[test]
+    fn the_finalizer_is_added_only_when_claims_must_be_deleted_and_cleaned_up_on_deletion() {
+        use FinalizerStep::*;
+        // (wants, has, deleting)
+        assert_eq!(finalizer_step(true, false, false), Add);
+        assert_eq!(finalizer_step(true, true, false), Keep);
+        assert_eq!(finalizer_step(false, false, false), Keep);
+        assert_eq!(finalizer_step(false, true, false), Remove);
+        assert_eq!(finalizer_step(true, true, true), Cleanup);
+        assert_eq!(
+            finalizer_step(false, true, true),
+            Cleanup,
+            "a present finalizer is always honoured"
+        );
+        assert_eq!(
+            finalizer_step(true, false, true),
+            Gone,
+            "never add a finalizer to a deleting object"
+        );
+    }
+
+    #[test]
+    fn only_storage_with_delete_claim_on_delete_wants_the_finalizer() {
+        let rc =
+            |spec: serde_json::Value| RedisCluster::new("r", serde_json::from_value(spec).expect("spec"));
+        assert!(!wants_finalizer(&rc(serde_json::json!({"size": 1}))));
+        assert!(!wants_finalizer(&rc(
+            serde_json::json!({"size": 1, "storage": {"size": "1Gi"}})
+        )));
+        assert!(wants_finalizer(&rc(
+            serde_json::json!({"size": 1, "storage": {"size": "1Gi", "deleteClaimOnDelete": true}})
+        )));
+    }
+
+    #[test]
+    fn an_error_chain_names_the_step_and_the_apiservers_answer() {
+        let e = Error::Apply {
+            kind: "ConfigMap",
+            name: "r-config".into(),
+            source: kube::Error::SerdeError(serde_json::from_str::<u8>("x").expect_err("bad json")),
+        };
+        let text = error_chain(&e);
+        assert!(text.starts_with("failed to apply ConfigMap r-config: "), "{text}");
+        assert!(
+            text.len() > "failed to apply ConfigMap r-config: ".len(),
+            "{text}"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ use kube::{Resource, ResourceExt};
 
 use super::{
     config::{self, CLUSTER_BUS_PORT, DATA_DIR, REDIS_PORT},
-    crd::{MAX_SIZE, Mode, RedisCluster, selector_labels},
+    crd::{MAX_SIZE, Mode, RedisCluster, RedisClusterSpec, selector_labels},
 };
 
 /// Why no objects can be built from a spec.
@@ -56,6 +56,17 @@ pub enum SpecError {
         /// replicasPerPrimary.
         rpp: i32,
     },
+    /// Cluster mode asked to remove pods: their primaries' hash slots would be lost.
+    #[error(
+        "spec.size {size} is smaller than the {pods} pods of this Redis Cluster: cluster mode cannot shrink yet \
+         (the hash slots served by the removed pods would be lost); set spec.size back to {pods}"
+    )]
+    ClusterShrink {
+        /// The size asked for.
+        size: i32,
+        /// The pods that exist.
+        pods: usize,
+    },
     /// The object has no name or namespace (it was not read from the API).
     #[error("the RedisCluster has no {0}; it must be read from the API server")]
     Metadata(&'static str),
@@ -68,6 +79,7 @@ impl SpecError {
         match self {
             Self::RedisConfig(_) => "InvalidRedisConfig",
             Self::Size { .. } | Self::ClusterSize { .. } => "InvalidSize",
+            Self::ClusterShrink { .. } => "ShrinkNotSupported",
             Self::Metadata(_) => "InvalidObject",
         }
     }
@@ -339,6 +351,28 @@ pub fn build(rc: &RedisCluster) -> Result<Desired, SpecError> {
     })
 }
 
+/// Refuses to shrink a cluster-mode RedisCluster: when pods with an ordinal at or above `spec.size`
+/// exist, applying the smaller StatefulSet would delete them, and with them the hash slots their
+/// primaries serve. Standalone mode shrinks freely (replicas hold no unique data).
+///
+/// # Errors
+/// [`SpecError::ClusterShrink`] with the pod count to go back to.
+pub fn check_cluster_shrink(spec: &RedisClusterSpec, pod_names: &[String]) -> Result<(), SpecError> {
+    if spec.mode != Mode::Cluster {
+        return Ok(());
+    }
+    let ordinals = pod_names
+        .iter()
+        .filter_map(|n| n.rsplit('-').next().and_then(|o| o.parse::<i64>().ok()));
+    match ordinals.max() {
+        Some(highest) if highest >= i64::from(spec.size) => Err(SpecError::ClusterShrink {
+            size: spec.size,
+            pods: usize::try_from(highest + 1).unwrap_or(usize::MAX),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The owner reference every built object carries, for tests and the e2e checks.
 #[must_use]
 pub fn owner_of(rc: &RedisCluster) -> Option<OwnerReference> {
@@ -362,6 +396,23 @@ mod tests {
         rc.metadata.namespace = Some("redis".into());
         rc.metadata.uid = Some("uid-1".into());
         rc
+    }
+
+    #[test]
+    fn cluster_mode_refuses_to_drop_pods_but_standalone_mode_may() {
+        let pods: Vec<String> = (0..6).map(|i| format!("example-rediscluster-{i}")).collect();
+        let mut r = rc(serde_json::json!({"size": 3, "mode": "cluster", "replicasPerPrimary": 0}));
+        let err = check_cluster_shrink(&r.spec, &pods).expect_err("shrink refused");
+        assert_eq!(err, SpecError::ClusterShrink { size: 3, pods: 6 });
+        assert_eq!(err.reason(), "ShrinkNotSupported");
+        assert!(err.to_string().contains("set spec.size back to 6"), "{err}");
+        r.spec.size = 6;
+        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()));
+        r.spec.size = 9;
+        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()), "growing is fine");
+        r.spec.size = 3;
+        r.spec.mode = Mode::Standalone;
+        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()));
     }
 
     #[test]

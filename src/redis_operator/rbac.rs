@@ -6,9 +6,12 @@
 //! OLM copies them into each target namespace (OwnNamespace, SingleNamespace, MultiNamespace) or lifts
 //! them to a ClusterRole (AllNamespaces), so the operator needs no `clusterPermissions`.
 //!
-//! Writes are server-side apply, which is an HTTP PATCH, so `patch` is the only write verb for owned
-//! objects: the apiserver authorizes an apply that creates an object as `patch`. Owned objects are
-//! removed by garbage collection through their owner references, so there is no `delete` on them.
+//! Writes are server-side apply, an HTTP PATCH, but an apply that creates its object is authorized
+//! as `create` as well (the apiserver checks `create` when the patch target does not exist; checked
+//! against a real apiserver by `tests/redis_operator_e2e.rs`, which runs the operator as a
+//! ServiceAccount bound to exactly the CSV's rules). So owned objects need `create` and `patch`, and
+//! no `update`. Owned objects are removed by garbage collection through their owner references, so
+//! there is no `delete` on them; the finalizer scales the StatefulSet to zero with a merge patch.
 
 use super::release::Feature;
 
@@ -32,14 +35,14 @@ pub const RULES: &[Rule] = &[
     Rule {
         api_group: "cache.example.com",
         resources: &["redisclusters"],
-        verbs: &["get", "list", "watch", "patch"],
+        verbs: &["list", "watch", "patch"],
         needed_by: None,
         why: "controller watch of RedisCluster; finalizer add/remove is a JSON patch",
     },
     Rule {
         api_group: "cache.example.com",
         resources: &["redisclusters/status"],
-        verbs: &["get", "patch"],
+        verbs: &["patch"],
         needed_by: None,
         why: "status is server-side applied to the status subresource",
     },
@@ -53,14 +56,14 @@ pub const RULES: &[Rule] = &[
     Rule {
         api_group: "apps",
         resources: &["statefulsets"],
-        verbs: &["list", "watch", "patch"],
+        verbs: &["list", "watch", "create", "patch"],
         needed_by: None,
-        why: "the StatefulSet is applied and watched (Controller::owns)",
+        why: "the StatefulSet is applied and watched (Controller::owns); the finalizer scales it to zero",
     },
     Rule {
         api_group: "",
         resources: &["services", "configmaps"],
-        verbs: &["list", "watch", "patch"],
+        verbs: &["list", "watch", "create", "patch"],
         needed_by: None,
         why: "the headless and client Services and the redis.conf ConfigMap are applied and watched",
     },
@@ -74,7 +77,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         api_group: "policy",
         resources: &["poddisruptionbudgets"],
-        verbs: &["list", "watch", "patch"],
+        verbs: &["list", "watch", "create", "patch"],
         needed_by: Some(Feature::ResourcesAndStorage),
         why: "the PodDisruptionBudget is applied and watched",
     },
@@ -124,6 +127,20 @@ mod tests {
                     "{r:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn every_applied_kind_can_be_created_and_patched_but_not_updated() {
+        for r in RULES
+            .iter()
+            .filter(|r| r.verbs.contains(&"watch") && r.verbs.contains(&"patch"))
+        {
+            if r.resources == ["redisclusters"] {
+                continue;
+            }
+            assert!(r.verbs.contains(&"create"), "apply-create needs create: {r:?}");
+            assert!(!r.verbs.contains(&"update"), "{r:?}");
         }
     }
 

@@ -22,8 +22,9 @@
 //!    group's primary (or whoever replaced it after a failover). Existing replicas are left alone.
 //! 4. **Wait** until every node reports `cluster_state:ok`.
 //!
-//! Shrinking is not done: removing primaries would need their slots drained first, and the operator
-//! refuses a smaller `size` in cluster mode before pods are removed (see the reconcile docs).
+//! Shrinking is not done: removing primaries would need their slots drained first, so the reconcile
+//! refuses a smaller `size` in cluster mode while the pods above it exist
+//! ([`super::desired::check_cluster_shrink`]: `Degraded` with reason `ShrinkNotSupported`, nothing applied).
 
 pub mod plan;
 pub mod resp;
