@@ -1,0 +1,967 @@
+//! End-to-end tests of `olm-controller run` on the local control plane.
+//!
+//! Each test starts the built controller as a child process (killed by a guard when the test
+//! ends), works in its own namespace, serves a file-based catalog from a ConfigMap built from
+//! the plain YAML bundles in `tests/fixtures/e2e/`, and drives the OLM flow through the API
+//! and the built `kubectl`, as a cluster admin would. Tests run one at a time (the controller
+//! watches every namespace, so two controllers must not run at once); the CRDs of
+//! `manifests/crds` are applied once per run with server-side apply.
+//!
+//! Without a configured cluster the tests skip (and fail under `CI=true`), see
+//! `tests/support/cluster.rs`. Controller logs go to `target/tmp/olm-e2e-*.log`; a failing test
+//! prints the tail of its controller's log.
+
+mod support;
+
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::OnceLock,
+    time::Duration,
+};
+
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Event},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
+};
+use olm_rs::api::{
+    v1::OperatorGroup,
+    v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
+};
+use serde_json::{Value, json};
+use support::cluster::{TestCluster, TestNamespace, repo_root, wait_for};
+
+/// How long one e2e wait may take (installs need several reconciles and a kwok rollout).
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Tests run one at a time: each has its own controller, which watches every namespace.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+// ---------------------------------------------------------------------------------------------
+// The controller as a child process.
+
+struct Controller {
+    child: Option<Child>,
+    log: PathBuf,
+    metrics: SocketAddr,
+    kubeconfig: PathBuf,
+}
+
+fn free_port() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    listener.local_addr().expect("local address")
+}
+
+impl Controller {
+    fn start(cluster: &TestCluster, tag: &str) -> Self {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("olm-e2e-{tag}.log"));
+        let mut controller = Self {
+            child: None,
+            log,
+            metrics: free_port(),
+            kubeconfig: cluster.kubeconfig_path().to_owned(),
+        };
+        let _ = std::fs::remove_file(&controller.log);
+        controller.spawn();
+        controller
+    }
+
+    fn spawn(&mut self) {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("opening the controller log");
+        let err = out.try_clone().expect("cloning the log handle");
+        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--metrics-bind")
+            .arg(self.metrics.to_string())
+            .arg("--install-plan-retry-timeout")
+            .arg("60s")
+            .env("RUST_LOG", "info,olm_rs=debug")
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("starting olm-controller");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL (no graceful shutdown), as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The body of `GET /metrics`.
+    fn metrics(&self) -> String {
+        let mut stream = TcpStream::connect(self.metrics).expect("connecting to /metrics");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .expect("writing the request");
+        let mut text = String::new();
+        let _ = stream.read_to_string(&mut text);
+        text
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- controller log {} (tail) ---\n{}",
+                self.log.display(),
+                self.log_tail()
+            );
+        }
+    }
+}
+
+/// Applies `manifests/crds` once per test run (server-side apply) and waits until established.
+fn ensure_crds(cluster: &TestCluster) {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let dir = repo_root().join("manifests/crds");
+        cluster.kubectl_ok([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=olm-rs-e2e",
+            "-f",
+            dir.to_str().expect("utf-8 path"),
+        ]);
+        cluster.kubectl_ok([
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/subscriptions.operators.coreos.com",
+            "crd/installplans.operators.coreos.com",
+            "crd/clusterserviceversions.operators.coreos.com",
+            "crd/catalogsources.operators.coreos.com",
+            "crd/operatorgroups.operators.coreos.com",
+        ]);
+    });
+}
+
+/// Everything a test needs: the cluster, its namespace and its controller (dropped first).
+struct Env {
+    controller: Controller,
+    ns: TestNamespace,
+    cluster: TestCluster,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+async fn env(tag: &str) -> Option<Env> {
+    let cluster = TestCluster::connect().await?;
+    let serial = SERIAL.lock().await;
+    ensure_crds(&cluster);
+    let ns = cluster.namespace(tag).await;
+    let controller = Controller::start(&cluster, &format!("{tag}-{}", ns.name()));
+    Some(Env {
+        controller,
+        ns,
+        cluster,
+        _serial: serial,
+    })
+}
+
+impl Env {
+    fn client(&self) -> Client {
+        self.cluster.client()
+    }
+
+    fn ns(&self) -> &str {
+        self.ns.name()
+    }
+
+    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client(), self.ns(), &ApiResource::erase::<K>(&()))
+    }
+
+    async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
+        let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
+        let name = obj.name_any();
+        self.dynamic::<K>()
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("creating {} {name}: {e}", K::kind(&())));
+    }
+
+    async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
+        self.dynamic::<K>()
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+    }
+
+    async fn list<K: kube::Resource<DynamicType = ()>>(&self) -> Vec<Value> {
+        self.dynamic::<K>()
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .map(|o| serde_json::to_value(o).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `check` returns `Some` for the object `name` of kind `K`.
+    async fn wait_obj<K, T>(&self, what: &str, name: &str, check: impl Fn(&Value) -> Option<T>) -> T
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let label = format!("{what} ({} {}/{name})", K::kind(&()), self.ns());
+        let last = std::sync::Mutex::new(Value::Null);
+        let (this, check, last_ref) = (self, &check, &last);
+        let found = tokio::time::timeout(
+            WAIT,
+            wait_for(&label, WAIT + Duration::from_secs(5), move || async move {
+                let obj = this.get::<K>(name).await?;
+                let out = check(&obj);
+                if let Ok(mut l) = last_ref.lock() {
+                    *l = obj;
+                }
+                out
+            }),
+        )
+        .await;
+        match found {
+            Ok(value) => value,
+            Err(_) => panic!(
+                "timed out waiting for {label}; last seen:\n{}",
+                serde_json::to_string_pretty(&*last.lock().expect("lock")).unwrap_or_default()
+            ),
+        }
+    }
+
+    async fn apply_catalog(&self, name: &str, blobs: &[Value]) {
+        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "data": {"catalog.json": text.join("\n")},
+        });
+        let api: Api<ConfigMap> = self.ns.api();
+        api.patch(
+            name,
+            &PatchParams::apply("olm-rs-e2e").force(),
+            &Patch::Apply(&cm),
+        )
+        .await
+        .expect("applying the catalog ConfigMap");
+    }
+
+    async fn catalog_source(&self, name: &str, config_map: &str) {
+        self.create::<CatalogSource>(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "spec": {"sourceType": "configmap", "configMap": config_map, "displayName": "e2e"},
+        }))
+        .await;
+    }
+
+    async fn wait_catalog_ready(&self, name: &str) {
+        self.wait_obj::<CatalogSource, _>("catalog READY", name, |cs| {
+            (cs.pointer("/status/connectionState/lastObservedState") == Some(&json!("READY"))).then_some(())
+        })
+        .await;
+    }
+
+    async fn operator_group(&self, name: &str, targets: Option<Vec<String>>) {
+        let mut spec = json!({});
+        if let Some(t) = targets {
+            spec["targetNamespaces"] = json!(t);
+        }
+        self.create::<OperatorGroup>(json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "spec": spec,
+        }))
+        .await;
+    }
+
+    async fn own_namespace_group(&self) {
+        self.operator_group("og", Some(vec![self.ns().to_owned()])).await;
+    }
+
+    async fn subscription(&self, name: &str, package: &str, catalog: &str, extra: Value) {
+        let mut spec = json!({
+            "name": package, "source": catalog, "sourceNamespace": self.ns(),
+        });
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        self.create::<Subscription>(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "spec": spec,
+        }))
+        .await;
+    }
+
+    /// Waits for the Subscription's InstallPlan for `csv` and returns its name.
+    async fn install_plan_for(&self, sub: &str, csv: &str) -> String {
+        self.wait_obj::<Subscription, _>(&format!("an InstallPlan for {csv}"), sub, |s| {
+            (s.pointer("/status/currentCSV") == Some(&json!(csv)))
+                .then(|| s.pointer("/status/installPlanRef/name")?.as_str().map(str::to_owned))
+                .flatten()
+        })
+        .await
+    }
+
+    async fn wait_csv_phase(&self, csv: &str, phase: &str) -> Value {
+        self.wait_obj::<ClusterServiceVersion, _>(&format!("phase {phase}"), csv, |c| {
+            (c.pointer("/status/phase") == Some(&json!(phase))).then(|| c.clone())
+        })
+        .await
+    }
+
+    async fn wait_csv_gone(&self, csv: &str) {
+        let api = self.dynamic::<ClusterServiceVersion>();
+        let what = format!("CSV {}/{csv} to be deleted", self.ns());
+        wait_for(&what, WAIT, || {
+            let api = api.clone();
+            async move { matches!(api.get_opt(csv).await, Ok(None)).then_some(()) }
+        })
+        .await;
+    }
+
+    async fn wait_at_latest(&self, sub: &str, csv: &str) -> Value {
+        self.wait_obj::<Subscription, _>(&format!("AtLatestKnown at {csv}"), sub, |s| {
+            (s.pointer("/status/state") == Some(&json!("AtLatestKnown"))
+                && s.pointer("/status/installedCSV") == Some(&json!(csv)))
+            .then(|| s.clone())
+        })
+        .await
+    }
+
+    async fn wait_condition(&self, sub: &str, type_: &str) -> Value {
+        self.wait_obj::<Subscription, _>(&format!("condition {type_}"), sub, |s| {
+            s.pointer("/status/conditions")?
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == type_ && c["status"] == "True")
+                .cloned()
+        })
+        .await
+    }
+
+    async fn wait_deployment_available(&self, name: &str) -> Deployment {
+        let api: Api<Deployment> = self.ns.api();
+        let what = format!("Deployment {}/{name} Available", self.ns());
+        wait_for(&what, WAIT, || {
+            let api = api.clone();
+            async move {
+                let d = api.get_opt(name).await.ok().flatten()?;
+                let ok = d
+                    .status
+                    .as_ref()?
+                    .conditions
+                    .as_ref()?
+                    .iter()
+                    .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True"));
+                ok.then_some(d)
+            }
+        })
+        .await
+    }
+
+    fn approve(&self, plan: &str) {
+        self.cluster.kubectl_ok([
+            "patch",
+            "installplans.operators.coreos.com",
+            plan,
+            "-n",
+            self.ns(),
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"approved":true}}"#,
+        ]);
+    }
+
+    async fn events_for(&self, kind: &str, name: &str) -> Vec<(String, String)> {
+        let api: Api<Event> = self.ns.api();
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| {
+                e.involved_object.kind.as_deref() == Some(kind) && e.involved_object.name.as_deref() == Some(name)
+            })
+            .map(|e| {
+                (
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Catalogs from the YAML fixtures.
+
+fn fixture(path: &str) -> Value {
+    let full = repo_root().join("tests/fixtures/e2e").join(path);
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()));
+    let decoded = olm_rs::codec::decode_documents(path, &text);
+    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
+    decoded
+        .documents
+        .into_iter()
+        .next()
+        .map(|d| d.value)
+        .unwrap_or_else(|| panic!("{path} is empty"))
+}
+
+/// One bundle of a channel: version and upgrade edges.
+#[derive(Clone, Copy)]
+struct B<'a> {
+    version: &'a str,
+    replaces: Option<&'a str>,
+    skips: &'a [&'a str],
+    skip_range: Option<&'a str>,
+}
+
+const fn b(version: &str) -> B<'_> {
+    B {
+        version,
+        replaces: None,
+        skips: &[],
+        skip_range: None,
+    }
+}
+
+impl<'a> B<'a> {
+    const fn replaces(mut self, v: &'a str) -> Self {
+        self.replaces = Some(v);
+        self
+    }
+    const fn skips(mut self, v: &'a [&'a str]) -> Self {
+        self.skips = v;
+        self
+    }
+    const fn skip_range(mut self, r: &'a str) -> Self {
+        self.skip_range = Some(r);
+        self
+    }
+}
+
+/// `widget` → package `widget-operator`, CSVs `widget-operator.v<version>`.
+fn csv_name(dir: &str, version: &str) -> String {
+    format!("{dir}-operator.v{version}")
+}
+
+/// A file-based catalog for the package of fixture directory `dir`: one channel per entry of
+/// `channels` (the first is the default), each bundle built from the CSV template.
+fn package_catalog(dir: &str, channels: &[(&str, &[B<'_>])]) -> Vec<Value> {
+    let package = format!("{dir}-operator");
+    let crd = fixture(&format!("{dir}/crd.yaml"));
+    let template = fixture(&format!("{dir}/csv.yaml"));
+    let mut blobs = vec![json!({
+        "schema": "olm.package", "name": package, "defaultChannel": channels[0].0,
+    })];
+    let mut seen = std::collections::BTreeSet::new();
+    for (channel, bundles) in channels {
+        let entries: Vec<Value> = bundles
+            .iter()
+            .map(|bundle| {
+                let mut e = json!({"name": csv_name(dir, bundle.version)});
+                if let Some(r) = bundle.replaces {
+                    e["replaces"] = json!(csv_name(dir, r));
+                }
+                if !bundle.skips.is_empty() {
+                    e["skips"] = json!(bundle.skips.iter().map(|s| csv_name(dir, s)).collect::<Vec<_>>());
+                }
+                if let Some(r) = bundle.skip_range {
+                    e["skipRange"] = json!(r);
+                }
+                e
+            })
+            .collect();
+        blobs.push(json!({"schema": "olm.channel", "package": package, "name": channel, "entries": entries}));
+        for bundle in bundles.iter() {
+            if !seen.insert(bundle.version) {
+                continue;
+            }
+            let name = csv_name(dir, bundle.version);
+            let mut csv = template.clone();
+            csv["metadata"]["name"] = json!(name);
+            csv["spec"]["version"] = json!(bundle.version);
+            if let Some(r) = bundle.replaces {
+                csv["spec"]["replaces"] = json!(csv_name(dir, r));
+            }
+            if !bundle.skips.is_empty() {
+                csv["spec"]["skips"] = json!(bundle.skips.iter().map(|s| csv_name(dir, s)).collect::<Vec<_>>());
+            }
+            if let Some(r) = bundle.skip_range {
+                csv["metadata"]["annotations"]["olm.skipRange"] = json!(r);
+            }
+            let crd_spec = &crd["spec"];
+            let object = |v: &Value| {
+                json!({"type": "olm.bundle.object", "value": {"data": olm_rs::configmap_catalog::base64_encode(v.to_string().as_bytes())}})
+            };
+            blobs.push(json!({
+                "schema": "olm.bundle", "name": name, "package": package,
+                "image": format!("registry.example.com/{package}-bundle:v{}", bundle.version),
+                "properties": [
+                    {"type": "olm.package", "value": {"packageName": package, "version": bundle.version}},
+                    {"type": "olm.gvk", "value": {"group": crd_spec["group"], "kind": crd_spec["names"]["kind"], "version": "v1"}},
+                    object(&csv),
+                    object(&crd),
+                ],
+            }));
+        }
+    }
+    blobs
+}
+
+fn widget_catalog(channels: &[(&str, &[B<'_>])]) -> Vec<Value> {
+    package_catalog("widget", channels)
+}
+
+fn kinds_of_plan(plan: &Value) -> Vec<String> {
+    plan.pointer("/status/plan")
+        .and_then(Value::as_array)
+        .map(|steps| {
+            steps
+                .iter()
+                .filter_map(|s| s.pointer("/resource/kind").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests.
+
+/// The OLM tutorial: OperatorGroup + Manual Subscription → RequiresApproval with the steps
+/// listed → approved with `kubectl patch` → installed, with RBAC, events and metrics.
+#[tokio::test]
+async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_approval() {
+    let Some(env) = env("e2e-tutorial").await else { return };
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[(
+        "stable",
+        &[b("1.0.0"), b("1.1.0").replaces("1.0.0")],
+    )]))
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({"channel": "stable", "installPlanApproval": "Manual"}))
+        .await;
+
+    let head = csv_name("widget", "1.1.0");
+    let plan_name = env.install_plan_for("widget", &head).await;
+    let plan = env
+        .wait_obj::<InstallPlan, _>("RequiresApproval", &plan_name, |p| {
+            (str_at(p, "/status/phase") == "RequiresApproval").then(|| p.clone())
+        })
+        .await;
+    let kinds = kinds_of_plan(&plan);
+    for kind in [
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterServiceVersion",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "plan lacks a {kind} step: {kinds:?}");
+    }
+    assert!(
+        plan.pointer("/status/plan")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().all(|s| s["status"] == "Unknown")),
+        "nothing runs before approval: {plan:#}"
+    );
+    assert_eq!(str_at(&plan, "/spec/approval"), "Manual");
+    // Nothing was installed yet.
+    assert!(env.get::<ClusterServiceVersion>(&head).await.is_none());
+    let sub = env.wait_condition("widget", "InstallPlanPending").await;
+    assert_eq!(str_at(&sub, "/reason"), "RequiresApproval", "{sub:#}");
+
+    env.approve(&plan_name);
+    env.wait_obj::<InstallPlan, _>("Complete", &plan_name, |p| {
+        (str_at(p, "/status/phase") == "Complete").then_some(())
+    })
+    .await;
+    let csv = env.wait_csv_phase(&head, "Succeeded").await;
+    assert_eq!(str_at(&csv, "/metadata/annotations/olm.operatorGroup"), "og");
+    assert_eq!(str_at(&csv, "/metadata/annotations/olm.targetNamespaces"), env.ns());
+    let deployment = env.wait_deployment_available("widget-operator").await;
+    assert!(
+        deployment
+            .owner_references()
+            .iter()
+            .any(|o| o.kind == "ClusterServiceVersion" && o.name == head),
+        "the Deployment is owned by the CSV"
+    );
+    let template_annotations = deployment
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default();
+    assert_eq!(template_annotations.get("olm.targetNamespaces").map(String::as_str), Some(env.ns()));
+
+    // RBAC: Role + RoleBinding owned by the CSV, ClusterRole + binding labelled with it.
+    let roles: Api<Role> = env.ns.api();
+    let role = roles
+        .list(&ListParams::default().labels(&format!("olm.owner={head}")))
+        .await
+        .expect("listing roles")
+        .items;
+    assert_eq!(role.len(), 1, "one generated Role");
+    assert!(role[0].owner_references().iter().any(|o| o.name == head));
+    let bindings: Api<RoleBinding> = env.ns.api();
+    assert_eq!(
+        bindings
+            .list(&ListParams::default().labels(&format!("olm.owner={head}")))
+            .await
+            .expect("listing rolebindings")
+            .items
+            .len(),
+        1
+    );
+    let selector = format!("olm.owner={head},olm.owner.namespace={}", env.ns());
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    assert_eq!(crs.list(&ListParams::default().labels(&selector)).await.expect("crs").items.len(), 1);
+    let crbs: Api<ClusterRoleBinding> = Api::all(env.client());
+    assert_eq!(crbs.list(&ListParams::default().labels(&selector)).await.expect("crbs").items.len(), 1);
+
+    let sub = env.wait_at_latest("widget", &head).await;
+    assert_eq!(str_at(&sub, "/status/installPlanRef/name"), plan_name);
+
+    // Events on the transitions, and the metrics.
+    let events = env.events_for("ClusterServiceVersion", &head).await;
+    assert!(
+        events.iter().any(|(reason, _)| reason == "InstallSucceeded"),
+        "CSV events: {events:?}"
+    );
+    let sub_events = env.events_for("Subscription", "widget").await;
+    assert!(
+        sub_events.iter().any(|(reason, m)| reason == "InstallPlanCreated" && m.contains(&plan_name)),
+        "Subscription events: {sub_events:?}"
+    );
+    let metrics = env.controller.metrics();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("csv_succeeded{") && l.contains(&format!("name=\"{head}\"")))
+        .unwrap_or_else(|| panic!("no csv_succeeded series for {head}:\n{metrics}"));
+    assert!(line.ends_with(" 1"), "{line}");
+    assert!(metrics.contains("subscription_sync_total{"), "{metrics}");
+    assert!(metrics.contains("install_plan_count"), "{metrics}");
+    assert!(metrics.contains("catalogsource_ready{"), "{metrics}");
+}
+
+/// Automatic approval from `startingCSV`, then upgrades through `replaces`, `skips` and
+/// `skipRange` as the catalog ConfigMap grows, each old CSV replaced and removed.
+#[tokio::test]
+async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_to_the_head() {
+    let Some(env) = env("e2e-upgrade").await else { return };
+    let v1 = b("1.0.0");
+    let v11 = b("1.1.0").replaces("1.0.0");
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e",
+        json!({"channel": "stable", "startingCSV": csv_name("widget", "1.0.0")}),
+    )
+    .await;
+
+    // startingCSV installs 1.0.0, then replaces → 1.1.0 (Automatic: no approval needed).
+    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded").await;
+    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded").await;
+    env.wait_csv_gone(&csv_name("widget", "1.0.0")).await;
+
+    // skips: 1.3.0 skips 1.1.0 (1.2.0 is never installed).
+    let v12 = b("1.2.0").replaces("1.1.0");
+    let v13 = b("1.3.0").replaces("1.2.0").skips(&["1.1.0"]);
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v13])]))
+        .await;
+    env.wait_at_latest("widget", &csv_name("widget", "1.3.0")).await;
+    env.wait_csv_gone(&csv_name("widget", "1.1.0")).await;
+    assert!(env.get::<ClusterServiceVersion>(&csv_name("widget", "1.2.0")).await.is_none());
+
+    // skipRange: 2.0.0 covers >=1.0.0 <2.0.0 and replaces nothing installed.
+    let v2 = b("2.0.0").skip_range(">=1.0.0 <2.0.0");
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v13, v2])]))
+        .await;
+    env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
+    env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded").await;
+    env.wait_csv_gone(&csv_name("widget", "1.3.0")).await;
+    let csvs = env.list::<ClusterServiceVersion>().await;
+    assert_eq!(csvs.len(), 1, "only the head remains: {:?}", csvs.iter().map(|c| str_at(c, "/metadata/name")).collect::<Vec<_>>());
+    // The Deployment was handed over, not recreated from scratch.
+    let d = env.wait_deployment_available("widget-operator").await;
+    assert!(d.owner_references().iter().any(|o| o.name == csv_name("widget", "2.0.0")));
+    assert_eq!(d.labels().get("olm.owner").map(String::as_str), Some(csv_name("widget", "2.0.0").as_str()));
+    // One InstallPlan per hop.
+    let plans = env.list::<InstallPlan>().await;
+    assert_eq!(plans.len(), 4, "1.0.0, 1.1.0, 1.3.0, 2.0.0");
+}
+
+/// A Manual and an Automatic Subscription in one namespace: the pending approval of one never
+/// holds the other back.
+#[tokio::test]
+async fn a_manual_and_an_automatic_subscription_in_one_namespace_stay_independent() {
+    let Some(env) = env("e2e-indep").await else { return };
+    let mut blobs = widget_catalog(&[("stable", &[b("1.0.0")])]);
+    blobs.extend(package_catalog("gadget", &[("stable", &[b("1.0.0")])]));
+    env.apply_catalog("e2e-catalog", &blobs).await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({"installPlanApproval": "Manual"}))
+        .await;
+    env.subscription("gadget", "gadget-operator", "e2e", json!({"installPlanApproval": "Automatic"}))
+        .await;
+
+    let gadget = csv_name("gadget", "1.0.0");
+    env.wait_csv_phase(&gadget, "Succeeded").await;
+    env.wait_at_latest("gadget", &gadget).await;
+    let widget = csv_name("widget", "1.0.0");
+    let plan = env.install_plan_for("widget", &widget).await;
+    let p = env
+        .wait_obj::<InstallPlan, _>("RequiresApproval", &plan, |p| {
+            (str_at(p, "/status/phase") == "RequiresApproval").then(|| p.clone())
+        })
+        .await;
+    assert_eq!(
+        p.pointer("/spec/clusterServiceVersionNames"),
+        Some(&json!([widget])),
+        "each Subscription has its own plan"
+    );
+    assert!(env.get::<ClusterServiceVersion>(&widget).await.is_none());
+    env.approve(&plan);
+    env.wait_csv_phase(&widget, "Succeeded").await;
+    env.wait_at_latest("widget", &widget).await;
+}
+
+/// Unknown package, channel, catalog and startingCSV each fail resolution with a message that
+/// names the fix; a malformed catalog does not hold back a Subscription of another catalog.
+#[tokio::test]
+async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_else() {
+    let Some(env) = env("e2e-bad").await else { return };
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    let broken = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "broken", "namespace": env.ns()},
+        "data": {"catalog.json": "{\"schema\": \"olm.package\", \"name\": "},
+    });
+    let cms: Api<ConfigMap> = env.ns.api();
+    cms.create(&PostParams::default(), &serde_json::from_value(broken).expect("cm"))
+        .await
+        .expect("creating the broken ConfigMap");
+    env.catalog_source("broken", "broken").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+
+    let cs = env
+        .wait_obj::<CatalogSource, _>("TRANSIENT_FAILURE", "broken", |cs| {
+            (str_at(cs, "/status/connectionState/lastObservedState") == "TRANSIENT_FAILURE").then(|| cs.clone())
+        })
+        .await;
+    assert_eq!(str_at(&cs, "/status/reason"), "ConfigMapError", "{cs:#}");
+    assert!(str_at(&cs, "/status/message").contains("catalog.json"), "{cs:#}");
+
+    env.subscription("no-package", "nope-operator", "e2e", json!({})).await;
+    env.subscription("no-channel", "widget-operator", "e2e", json!({"channel": "stabel"}))
+        .await;
+    env.subscription("no-catalog", "widget-operator", "missing", json!({})).await;
+    env.subscription(
+        "no-start",
+        "widget-operator",
+        "e2e",
+        json!({"startingCSV": "widget-operator.v9.9.9"}),
+    )
+    .await;
+    env.subscription("good", "widget-operator", "e2e", json!({})).await;
+    env.subscription("on-broken", "widget-operator", "broken", json!({})).await;
+
+    let c = env.wait_condition("no-package", "ResolutionFailed").await;
+    let m = str_at(&c, "/message");
+    assert!(m.contains("nope-operator") && m.contains("widget-operator"), "{c:#}");
+    let c = env.wait_condition("no-channel", "ResolutionFailed").await;
+    let m = str_at(&c, "/message");
+    assert!(m.contains("stabel") && m.contains("stable"), "{c:#}");
+    let c = env.wait_condition("no-catalog", "ResolutionFailed").await;
+    assert!(str_at(&c, "/message").contains("missing"), "{c:#}");
+    env.wait_condition("no-catalog", "CatalogSourcesUnhealthy").await;
+    let c = env.wait_condition("no-start", "ResolutionFailed").await;
+    let m = str_at(&c, "/message");
+    assert!(m.contains("widget-operator.v9.9.9") && m.contains("widget-operator.v1.0.0"), "{c:#}");
+    let c = env.wait_condition("on-broken", "ResolutionFailed").await;
+    assert!(str_at(&c, "/message").contains("broken"), "{c:#}");
+    for sub in ["no-package", "no-channel", "no-catalog", "no-start"] {
+        let s = env.get::<Subscription>(sub).await.expect("subscription");
+        assert!(s.pointer("/status/installPlanRef").is_none(), "{sub} got a plan: {s:#}");
+    }
+
+    // The good one installs regardless.
+    env.wait_at_latest("good", &csv_name("widget", "1.0.0")).await;
+    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded").await;
+}
+
+/// An OperatorGroup targeting all namespaces, which the widget's install modes don't support,
+/// fails its CSV `UnsupportedOperatorGroup`; a second OperatorGroup fails it
+/// `TooManyOperatorGroups`.
+#[tokio::test]
+async fn operator_group_problems_fail_the_csv_with_upstream_reasons() {
+    let Some(env) = env("e2e-og").await else { return };
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("all", None).await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({})).await;
+    let csv = env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Failed").await;
+    assert_eq!(str_at(&csv, "/status/reason"), "UnsupportedOperatorGroup", "{csv:#}");
+    assert!(str_at(&csv, "/status/message").contains("AllNamespaces"), "{csv:#}");
+
+    env.operator_group("second", Some(vec![env.ns().to_owned()])).await;
+    let csv = env
+        .wait_obj::<ClusterServiceVersion, _>("TooManyOperatorGroups", &csv_name("widget", "1.0.0"), |c| {
+            (str_at(c, "/status/reason") == "TooManyOperatorGroups").then(|| c.clone())
+        })
+        .await;
+    assert_eq!(str_at(&csv, "/status/phase"), "Failed");
+    assert!(str_at(&csv, "/status/message").contains("delete all but one"), "{csv:#}");
+    let og = env
+        .wait_obj::<OperatorGroup, _>("MultipleOperatorGroup", "second", |o| {
+            o.pointer("/status/conditions")?
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "MultipleOperatorGroup")
+                .cloned()
+        })
+        .await;
+    assert_eq!(str_at(&og, "/reason"), "MultipleOperatorGroupsFound");
+
+    // Fixing the namespace (one OwnNamespace group) lets the CSV install.
+    env.dynamic::<OperatorGroup>()
+        .delete("all", &DeleteParams::default())
+        .await
+        .expect("deleting the AllNamespaces group");
+    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded").await;
+}
+
+/// Deleting the Subscription and the CSV garbage-collects Deployments and RBAC; CRDs stay.
+#[tokio::test]
+async fn deleting_the_subscription_and_csv_removes_deployments_and_rbac_but_keeps_crds() {
+    let Some(env) = env("e2e-gc").await else { return };
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({})).await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    env.wait_deployment_available("widget-operator").await;
+
+    env.dynamic::<Subscription>()
+        .delete("widget", &DeleteParams::default())
+        .await
+        .expect("deleting the Subscription");
+    env.dynamic::<ClusterServiceVersion>()
+        .delete(&csv, &DeleteParams::default())
+        .await
+        .expect("deleting the CSV");
+    env.wait_csv_gone(&csv).await;
+
+    let selector = format!("olm.owner={csv},olm.owner.namespace={}", env.ns());
+    let deployments: Api<Deployment> = env.ns.api();
+    let roles: Api<Role> = env.ns.api();
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    let crbs: Api<ClusterRoleBinding> = Api::all(env.client());
+    wait_for("Deployments and RBAC to be garbage-collected", WAIT, || {
+        let (deployments, roles, crs, crbs, selector) =
+            (deployments.clone(), roles.clone(), crs.clone(), crbs.clone(), selector.clone());
+        async move {
+            let lp = ListParams::default().labels(&selector);
+            let d = deployments.get_opt("widget-operator").await.ok()?;
+            let r = roles.list(&ListParams::default().labels(&format!("olm.owner={}", "widget-operator.v1.0.0"))).await.ok()?;
+            let c = crs.list(&lp).await.ok()?;
+            let b = crbs.list(&lp).await.ok()?;
+            (d.is_none() && r.items.is_empty() && c.items.is_empty() && b.items.is_empty()).then_some(())
+        }
+    })
+    .await;
+    env.cluster
+        .kubectl_ok(["get", "crd", "widgets.e2e.olm-rs.io"]);
+}
+
+/// SIGKILL in the middle of an install, then a restart: the install completes with exactly one
+/// InstallPlan and one CSV.
+#[tokio::test]
+async fn a_controller_killed_mid_install_finishes_after_restart_without_duplicates() {
+    let Some(mut env) = env("e2e-crash").await else { return };
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({})).await;
+    let csv = csv_name("widget", "1.0.0");
+    // Kill as soon as the plan exists (the install is under way).
+    env.install_plan_for("widget", &csv).await;
+    env.controller.kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.controller.restart();
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    env.wait_at_latest("widget", &csv).await;
+    // Give a duplicate the chance to appear, then count.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(env.list::<InstallPlan>().await.len(), 1);
+    assert_eq!(env.list::<ClusterServiceVersion>().await.len(), 1);
+}
