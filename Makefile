@@ -3,7 +3,7 @@
 #   make test   every test: fmt, clippy, unit, fixture, CLI and cluster suites (starts and stops
 #               the local control plane around them; see scripts/test)
 SHELL := /bin/bash
-.PHONY: demo test cluster-up cluster-down
+.PHONY: demo test catalog cluster-up cluster-down
 
 demo:
 	scripts/demo
@@ -17,3 +17,6 @@ cluster-up:
 
 cluster-down:
 	tests/cluster/down
+
+catalog:
+	scripts/render-catalog
