@@ -68,17 +68,12 @@ async fn setup(prefix: &str) -> Option<(TestCluster, TestNamespace)> {
         "-f",
         crds.to_str().expect("utf-8 path"),
     ]);
-    cluster.kubectl_ok([
-        "wait",
-        "--for",
-        "condition=Established",
-        "--timeout",
-        "60s",
-        "crd/subscriptions.operators.coreos.com",
-        "crd/installplans.operators.coreos.com",
-        "crd/clusterserviceversions.operators.coreos.com",
-        "crd/operatorgroups.operators.coreos.com",
-        "crd/catalogsources.operators.coreos.com",
+    cluster.wait_crds_established(&[
+        "subscriptions.operators.coreos.com",
+        "installplans.operators.coreos.com",
+        "clusterserviceversions.operators.coreos.com",
+        "catalogsources.operators.coreos.com",
+        "operatorgroups.operators.coreos.com",
     ]);
     let ns = cluster.namespace(prefix).await;
     Some((cluster, ns))
@@ -609,14 +604,7 @@ async fn uninstall_deletes_subscription_and_csv_keeps_crds_and_refuses_delete_cr
         }),
     )
     .await;
-    cluster.kubectl_ok([
-        "wait",
-        "--for",
-        "condition=Established",
-        "--timeout",
-        "60s",
-        &format!("crd/{crd_name}"),
-    ]);
+    cluster.wait_crds_established(&[&crd_name]);
     let ar = ApiResource {
         group: group.clone(),
         version: "v1".into(),

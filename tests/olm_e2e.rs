@@ -158,15 +158,12 @@ fn ensure_crds(cluster: &TestCluster) {
             "-f",
             dir.to_str().expect("utf-8 path"),
         ]);
-        cluster.kubectl_ok([
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/subscriptions.operators.coreos.com",
-            "crd/installplans.operators.coreos.com",
-            "crd/clusterserviceversions.operators.coreos.com",
-            "crd/catalogsources.operators.coreos.com",
-            "crd/operatorgroups.operators.coreos.com",
+        cluster.wait_crds_established(&[
+            "subscriptions.operators.coreos.com",
+            "installplans.operators.coreos.com",
+            "clusterserviceversions.operators.coreos.com",
+            "catalogsources.operators.coreos.com",
+            "operatorgroups.operators.coreos.com",
         ]);
     });
 }

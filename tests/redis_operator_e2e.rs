@@ -71,12 +71,7 @@ fn install_crd(cluster: &TestCluster) {
             "-f",
             file.to_str().expect("utf-8 path"),
         ]);
-        cluster.kubectl_ok([
-            "wait",
-            "--for=condition=Established",
-            &format!("crd/{CRD_NAME}"),
-            "--timeout=60s",
-        ]);
+        cluster.wait_crds_established(&[CRD_NAME]);
     });
 }
 

@@ -256,6 +256,37 @@ impl TestCluster {
         }
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+
+    /// Waits until every named CRD reports `Established=True`, polling with `kubectl get`.
+    ///
+    /// Not `kubectl wait --for condition=Established`: right after a create, before the apiserver
+    /// has written any status, `kubectl wait` fails at once ("`.status.conditions` accessor
+    /// error: <nil>") instead of waiting, which made CI flaky.
+    pub fn wait_crds_established(&self, crds: &[&str]) {
+        let start = Instant::now();
+        for crd in crds {
+            loop {
+                let out = self.kubectl([
+                    "get",
+                    "crd",
+                    crd,
+                    "-o",
+                    r#"jsonpath={.status.conditions[?(@.type=="Established")].status}"#,
+                ]);
+                if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "True" {
+                    break;
+                }
+                if start.elapsed() >= WAIT {
+                    panic!(
+                        "timed out after {WAIT:?} waiting for CRD {crd} to be Established: {} ({})",
+                        String::from_utf8_lossy(&out.stderr).trim(),
+                        logs_hint()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
 }
 
 /// `<prefix>-<8 hex>`: a valid DNS-1123 label (lowercase alphanumerics and `-`, at most 63).
