@@ -359,6 +359,23 @@ impl Env {
         .await;
     }
 
+    /// The CSV went Succeeded → Replacing → Deleting and is gone.
+    async fn assert_replaced(&self, csv: &str) {
+        self.wait_csv_gone(csv).await;
+        let reasons: Vec<String> = self
+            .events_for("ClusterServiceVersion", csv)
+            .await
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        for reason in ["InstallSucceeded", "BeingReplaced", "Replaced"] {
+            assert!(
+                reasons.iter().any(|r| r == reason),
+                "{csv} has no {reason} event: {reasons:?}"
+            );
+        }
+    }
+
     async fn wait_at_latest(&self, sub: &str, csv: &str) -> Value {
         self.wait_obj::<Subscription, _>(&format!("AtLatestKnown at {csv}"), sub, |s| {
             (s.pointer("/status/state") == Some(&json!("AtLatestKnown"))
@@ -719,7 +736,11 @@ async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_ap
     let metrics = env.controller.metrics();
     let line = metrics
         .lines()
-        .find(|l| l.starts_with("csv_succeeded{") && l.contains(&format!("name=\"{head}\"")))
+        .find(|l| {
+            l.starts_with("csv_succeeded{")
+                && l.contains(&format!("name=\"{head}\""))
+                && l.contains(&format!("namespace=\"{}\"", env.ns()))
+        })
         .unwrap_or_else(|| panic!("no csv_succeeded series for {head}:\n{metrics}"));
     assert!(line.ends_with(" 1"), "{line}");
     assert!(metrics.contains("subscription_sync_total{"), "{metrics}");
@@ -751,12 +772,11 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     .await;
 
     // startingCSV installs 1.0.0, then replaces → 1.1.0 (Automatic: no approval needed).
-    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
-        .await;
+    // 1.0.0 is Succeeded only for a moment before 1.1.0 replaces it: its events tell.
     env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
     env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
         .await;
-    env.wait_csv_gone(&csv_name("widget", "1.0.0")).await;
+    env.assert_replaced(&csv_name("widget", "1.0.0")).await;
 
     // skips: 1.3.0 skips 1.1.0 (1.2.0 is never installed).
     let v12 = b("1.2.0").replaces("1.1.0");
@@ -767,7 +787,7 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     )
     .await;
     env.wait_at_latest("widget", &csv_name("widget", "1.3.0")).await;
-    env.wait_csv_gone(&csv_name("widget", "1.1.0")).await;
+    env.assert_replaced(&csv_name("widget", "1.1.0")).await;
     assert!(
         env.get::<ClusterServiceVersion>(&csv_name("widget", "1.2.0"))
             .await
@@ -784,7 +804,7 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
     env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded")
         .await;
-    env.wait_csv_gone(&csv_name("widget", "1.3.0")).await;
+    env.assert_replaced(&csv_name("widget", "1.3.0")).await;
     let csvs = env.list::<ClusterServiceVersion>().await;
     assert_eq!(
         csvs.len(),

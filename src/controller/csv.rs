@@ -394,9 +394,13 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
             })?;
         return Ok(Action::await_change());
     }
-    Ok(Action::requeue(
-        decision.requeue_after.unwrap_or(Duration::from_secs(300)),
-    ))
+    // Steady states are re-checked now and then; others sooner, in case an event was missed.
+    let fallback = if decision.phase == CsvPhase::Succeeded {
+        Duration::from_secs(300)
+    } else {
+        Duration::from_secs(30)
+    };
+    Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {

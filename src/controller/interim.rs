@@ -1,7 +1,7 @@
 //! interim: a pure stand-in for the resolver (`resolve` branch), used until it lands, and
 //! the unpacking of a bundle's inlined objects. The resolver stand-in implements only the
 //! common path: channel or default channel, `startingCSV` or the channel head, one upgrade hop
-//! along `replaces`/`skips`. No dependency resolution and no skipRange here.
+//! along `replaces`/`skips`/`skipRange` (newest candidate first). No dependency resolution.
 
 use std::collections::BTreeSet;
 
@@ -111,17 +111,43 @@ pub fn head<'a>(entries: &[&'a Value]) -> Option<&'a str> {
         .find(|n| !replaced.contains(n))
 }
 
-/// The entry that upgrades `installed` directly (replaces or skips it).
-pub fn next_hop<'a>(entries: &[&'a Value], installed: &str) -> Option<&'a str> {
+/// The version of a bundle, from its `olm.package` property.
+pub fn bundle_version(blobs: &[Value], package: &str, bundle: &str) -> Option<semver::Version> {
+    schema(blobs, "olm.bundle")
+        .filter(|b| b["package"] == package && b["name"] == bundle)
+        .flat_map(|b| b["properties"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["type"] == "olm.package")
+        .and_then(|p| p["value"]["version"].as_str().map(str::to_owned))
+        .and_then(|v| crate::version_range::parse_version_tolerant(&v).ok())
+}
+
+/// The entry that upgrades `installed` directly: it replaces or skips it, or its `skipRange`
+/// contains the installed version. With several candidates, the newest (by bundle version)
+/// wins, as upstream's "nearest the head".
+pub fn next_hop<'a>(
+    blobs: &[Value],
+    package: &str,
+    entries: &[&'a Value],
+    installed: &str,
+) -> Option<&'a str> {
+    let installed_version = bundle_version(blobs, package, installed);
     entries
         .iter()
-        .find(|e| {
+        .filter(|e| e["name"] != installed)
+        .filter(|e| {
             e["replaces"] == installed
                 || e["skips"]
                     .as_array()
                     .is_some_and(|s| s.iter().any(|x| x == installed))
+                || match (e["skipRange"].as_str(), &installed_version) {
+                    (Some(range), Some(v)) => {
+                        crate::version_range::Range::parse(range).is_ok_and(|r| r.contains(v))
+                    }
+                    _ => false,
+                }
         })
-        .and_then(|e| e["name"].as_str())
+        .filter_map(|e| e["name"].as_str())
+        .max_by_key(|name| bundle_version(blobs, package, name))
 }
 
 /// The objects inlined in a bundle (`olm.bundle.object`, base64 JSON) and all the bundle's
@@ -165,8 +191,33 @@ mod tests {
         let (name, entries) = channel(&blobs, "p", None, "c").unwrap();
         assert_eq!(name, "stable");
         assert_eq!(head(&entries), Some("p.v3"));
-        assert_eq!(next_hop(&entries, "p.v1"), Some("p.v2"));
-        assert_eq!(next_hop(&entries, "p.v3"), None);
+        assert_eq!(next_hop(&blobs, "p", &entries, "p.v3"), None);
+    }
+
+    fn bundle(name: &str, version: &str) -> Value {
+        json!({"schema": "olm.bundle", "package": "p", "name": name,
+            "properties": [{"type": "olm.package", "value": {"packageName": "p", "version": version}}]})
+    }
+
+    #[test]
+    fn the_newest_entry_replacing_skipping_or_skip_ranging_the_installed_one_wins() {
+        let mut blobs = catalog();
+        blobs.extend([
+            bundle("p.v1", "1.0.0"),
+            bundle("p.v2", "2.0.0"),
+            bundle("p.v3", "3.0.0"),
+        ]);
+        let (_, entries) = channel(&blobs, "p", None, "c").unwrap();
+        // p.v2 replaces p.v1, p.v3 skips it: p.v3 is nearer the head.
+        assert_eq!(next_hop(&blobs, "p", &entries, "p.v1"), Some("p.v3"));
+        assert_eq!(next_hop(&blobs, "p", &entries, "p.v2"), Some("p.v3"));
+        let entries = [
+            json!({"name": "p.v1"}),
+            json!({"name": "p.v9", "skipRange": ">=1.0.0 <9.0.0"}),
+        ];
+        blobs.push(bundle("p.v9", "9.0.0"));
+        let refs: Vec<&Value> = entries.iter().collect();
+        assert_eq!(next_hop(&blobs, "p", &refs, "p.v1"), Some("p.v9"));
     }
 
     #[test]

@@ -118,6 +118,18 @@ pub struct Shared {
     backoff: Mutex<HashMap<String, u32>>,
 }
 
+impl Stores {
+    /// Waits until every store has seen its initial list, so a reconcile never mistakes a
+    /// cold cache for "no such object" (e.g. a CSV failing `NoOperatorGroup` at start-up).
+    pub async fn ready(&self) {
+        let _ = self.catalog_sources.wait_until_ready().await;
+        let _ = self.subscriptions.wait_until_ready().await;
+        let _ = self.install_plans.wait_until_ready().await;
+        let _ = self.csvs.wait_until_ready().await;
+        let _ = self.operator_groups.wait_until_ready().await;
+    }
+}
+
 /// The context of one controller: the shared state plus its own Event recorder.
 pub struct Context {
     /// Shared state.

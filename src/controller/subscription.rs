@@ -222,11 +222,20 @@ async fn decide_and_act(
                 .into_iter()
                 .find(|i| i.namespace().as_deref() == Some(ns) && &i.name_any() == n)
         });
-        let csv_exists = stores
+        let installed = stores
             .csvs
             .state()
-            .iter()
-            .any(|c| c.namespace().as_deref() == Some(ns) && c.name_any() == current);
+            .into_iter()
+            .find(|c| c.namespace().as_deref() == Some(ns) && c.name_any() == current);
+        let csv_exists = installed.is_some();
+        // Upgrade only from a CSV that finished installing: its replacement re-owns the shared
+        // ServiceAccounts, which would stop a CSV still in Pending from ever succeeding (and
+        // the replacement waits for it to be Replacing, which needs Succeeded).
+        let installed_succeeded = installed
+            .as_ref()
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.phase.clone())
+            == Some(crate::api::v1alpha1::CsvPhase::Succeeded);
         status.remove_conditions(&[T::InstallPlanPending, T::InstallPlanFailed, T::InstallPlanMissing]);
         match ip
             .as_ref()
@@ -274,6 +283,9 @@ async fn decide_and_act(
         status.installed_csv = Some(current.clone());
         status.state = Some(SubscriptionState::AtLatestKnown);
         // Upgrade: one hop from what is installed.
+        if !installed_succeeded {
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
         let Some(catalog) = catalog else {
             return Ok(Action::requeue(Duration::from_secs(60)));
         };
@@ -284,7 +296,7 @@ async fn decide_and_act(
             &sub.spec.source,
         )
         .map_err(|m| Failure::Resolution(reason::CONSTRAINTS_NOT_SATISFIABLE, m))?;
-        if let Some(next) = interim::next_hop(&entries, &current) {
+        if let Some(next) = interim::next_hop(&catalog.blobs, &sub.spec.name, &entries, &current) {
             let next = next.to_owned();
             install(sub, ctx, ns, status, catalog, &next, Some(&current)).await?;
             status.state = Some(SubscriptionState::UpgradePending);
