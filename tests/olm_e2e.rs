@@ -590,7 +590,6 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 /// The OLM tutorial: OperatorGroup + Manual Subscription → RequiresApproval with the steps
 /// listed → approved with `kubectl patch` → installed, with RBAC, events and metrics.
 #[tokio::test]
-#[ignore = "install reaches Succeeded, but the csv_succeeded metric assertion fails on the integrated tree; open in issue 4"]
 async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_approval() {
     let Some(env) = env("e2e-tutorial").await else {
         return;
@@ -751,7 +750,6 @@ async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_ap
 /// Automatic approval from `startingCSV`, then upgrades through `replaces`, `skips` and
 /// `skipRange` as the catalog ConfigMap grows, each old CSV replaced and removed.
 #[tokio::test]
-#[ignore = "times out on the integrated tree while upgrading through the catalog ConfigMap; open in issue 4"]
 async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_to_the_head() {
     let Some(env) = env("e2e-upgrade").await else {
         return;
