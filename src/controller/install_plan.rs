@@ -274,6 +274,26 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
             owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
         );
         let api = apply::dynamic_api(client.clone(), &resource, namespaced.then_some(ns));
+        // A ServiceAccount is shared by the versions of an operator: keep the CSVs that
+        // already own it (the one being replaced stays satisfied until it is replaced).
+        let object = if r.kind == "ServiceAccount" {
+            match api.get_opt(&r.name).await {
+                Ok(Some(live)) => {
+                    let refs: Vec<Value> = live
+                        .metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .filter_map(|o| serde_json::to_value(o).ok())
+                        .collect();
+                    steps::merge_csv_owner_references(&object, &refs)
+                }
+                Ok(None) => object,
+                Err(err) => return Err(format!("failed to read {what}: {err}")),
+            }
+        } else {
+            object
+        };
         match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
             Ok(applied) if r.kind == steps::CSV_KIND => {
                 if let Some(uid) = applied.metadata.uid {

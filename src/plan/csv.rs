@@ -980,8 +980,12 @@ pub fn requirement_status(
                 "Service account does not exist".to_owned(),
                 None,
             ),
+            // Upstream's rule (`requirements.go`): a ServiceAccount owned by CSVs must be owned
+            // by this one (among others: versions share it); we also accept the CSV this one
+            // replaces, before the executor has added this CSV as an owner.
             ServiceAccountState::Present { owner_csvs, uid } => {
-                match owner_csvs.iter().find(|o| **o != name && **o != replacee) {
+                let mine = owner_csvs.is_empty() || owner_csvs.iter().any(|o| *o == name || *o == replacee);
+                match owner_csvs.first().filter(|_| !mine) {
                     Some(other) => (
                         StatusReason::PresentNotSatisfied,
                         format!("Service account is owned by another ClusterServiceVersion ({other})"),
@@ -1369,6 +1373,10 @@ mod tests {
         // owned by the CSV being replaced is fine.
         let observed = ready().with_service_account("redis-operator", &[OLD]);
         assert!(requirement_status(&Csv::test().replaces(OLD).build(), &observed).0);
+        // shared between this CSV and its replacement (an upgrade in progress) is fine too.
+        let me = Csv::test().build().name_any();
+        let observed = ready().with_service_account("redis-operator", &[&me, "redis-operator.v9.9.9"]);
+        assert!(requirement_status(&Csv::test().build(), &observed).0);
     }
 
     #[test]

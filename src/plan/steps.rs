@@ -533,6 +533,47 @@ pub fn target_namespace_rbac(
     out
 }
 
+/// Keeps the CSV owner references a live ServiceAccount already carries when the plan re-applies
+/// it (upstream `mergedOwnerReferences` in its ServiceAccount step).
+///
+/// An operator's ServiceAccount is shared by every version of it: when the InstallPlan of
+/// `v2` (replacing `v1`) applies it, it must stay owned by `v1` too, or `v1` would lose a
+/// requirement while it is still the installed version (and, with server-side apply, one field
+/// manager applying a shorter `ownerReferences` list removes the entries it applied before).
+/// References to CSVs from `live` that `manifest` does not already carry (same uid) are added
+/// as non-controller references; other kinds of owners are left to whoever set them.
+pub fn merge_csv_owner_references(manifest: &Value, live: &[Value]) -> Value {
+    let mut out = manifest.clone();
+    let Some(metadata) = out
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    else {
+        return out;
+    };
+    let refs = metadata.entry("ownerReferences").or_insert_with(|| json!([]));
+    if !refs.is_array() {
+        *refs = json!([]);
+    }
+    if let Some(list) = refs.as_array_mut() {
+        for old in live {
+            let is_csv = old.get("kind").and_then(Value::as_str) == Some(CSV_KIND);
+            let Some(uid) = old.get("uid").and_then(Value::as_str) else {
+                continue;
+            };
+            let known = list
+                .iter()
+                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid));
+            if is_csv && !known {
+                let mut kept = old.clone();
+                kept["controller"] = json!(false);
+                list.push(kept);
+            }
+        }
+    }
+    out
+}
+
 /// Adds a non-blocking, non-controller owner reference to the CSV `csv_name`/`csv_uid` to a
 /// namespaced manifest (replacing any earlier reference to a CSV of that name or uid). The
 /// executor calls this at apply time, once the CSV exists.
@@ -1178,6 +1219,31 @@ mod tests {
             plan(&[csv_manifest(), service(), service()]),
             Err(StepsError::DuplicateObject { .. })
         ));
+    }
+
+    #[test]
+    fn a_shared_service_account_keeps_the_previous_csv_as_owner_next_to_the_new_one() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}});
+        let applied = with_owner(&sa, "op.v2", "uid-2");
+        let live = vec![
+            json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                   "name": "op.v1", "uid": "uid-1", "controller": true}),
+            json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                   "name": "op.v2", "uid": "uid-2"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "someone", "uid": "uid-x"}),
+        ];
+        let merged = merge_csv_owner_references(&applied, &live);
+        let refs = merged["metadata"]["ownerReferences"].as_array().unwrap();
+        let uids: Vec<&str> = refs.iter().map(|r| r["uid"].as_str().unwrap()).collect();
+        assert_eq!(
+            uids,
+            ["uid-2", "uid-1"],
+            "new owner first, old CSV kept once, non-CSV owner left out"
+        );
+        assert_eq!(refs[1]["controller"], false);
+        assert_eq!(refs[1]["name"], "op.v1");
+        // Nothing live: the manifest is unchanged.
+        assert_eq!(merge_csv_owner_references(&applied, &[]), applied);
     }
 
     #[test]
