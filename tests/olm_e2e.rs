@@ -835,13 +835,12 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
             .is_none()
     );
 
-    // skipRange: 2.0.0 covers >=1.0.0 <2.0.0 and replaces nothing installed.
-    let v2 = b("2.0.0").skip_range(">=1.0.0 <2.0.0");
-    env.apply_catalog(
-        "e2e-catalog",
-        &widget_catalog(&[("stable", &[v1, v11, v12, v13, v2])]),
-    )
-    .await;
+    // skipRange: 2.0.0 covers >=1.0.0 <2.0.0 and replaces nothing installed. The installed
+    // 1.3.0 left the channel (a channel keeps one head, as upstream's resolver and opm validate
+    // require; 2.0.0 replaces the never-installed 1.2.0), so only the skipRange reaches it.
+    let v2 = b("2.0.0").replaces("1.2.0").skip_range(">=1.0.0 <2.0.0");
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
+        .await;
     env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
     env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded")
         .await;

@@ -80,6 +80,8 @@ enum Decision {
     NotRun,
     Failed(&'static str, String),
     UpToDate(Option<String>),
+    /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
+    WaitingForSucceeded(Option<String>),
     NewPlan(String, Box<InstallPlan>),
 }
 
@@ -206,7 +208,9 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Decision::NotRun
     };
     let action = match &decision {
-        Decision::NotRun => Action::requeue(Duration::from_secs(60)),
+        Decision::NotRun => Action::requeue(Duration::from_secs(30)),
+        // The CSV event that woke us may be ahead of the shared CSV store: look again soon.
+        Decision::WaitingForSucceeded(_) => Action::requeue(Duration::from_secs(3)),
         Decision::Failed(..) => Action::requeue(Duration::from_secs(60)),
         Decision::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
         Decision::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
@@ -219,7 +223,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     let resolution = match &decision {
         Decision::NotRun => ResolutionStep::NotRun,
         Decision::Failed(reason, message) => ResolutionStep::Failed { reason, message },
-        Decision::UpToDate(adopted) => ResolutionStep::UpToDate {
+        Decision::UpToDate(adopted) | Decision::WaitingForSucceeded(adopted) => ResolutionStep::UpToDate {
             adopted: adopted.as_deref(),
         },
         Decision::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
@@ -322,8 +326,7 @@ async fn decide(
                 && c.status.as_ref().and_then(|s| s.phase.clone()) == Some(CsvPhase::Succeeded)
         });
         if !succeeded {
-            // The CSV events bring us back once it succeeds.
-            return Ok(Decision::UpToDate(resolution.adopted.clone()));
+            return Ok(Decision::WaitingForSucceeded(resolution.adopted.clone()));
         }
     }
     let Some(bundle) = selected.lookup(catalogs) else {
