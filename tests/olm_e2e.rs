@@ -587,6 +587,15 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 // ---------------------------------------------------------------------------------------------
 // The tests.
 
+/// How the tutorial's InstallPlan is approved.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Approver {
+    /// `kubectl patch installplan ... {"spec":{"approved":true}}`.
+    KubectlPatch,
+    /// `kubectl-olm approve --subscription widget`.
+    Cli,
+}
+
 /// The OLM tutorial: OperatorGroup + Manual Subscription → RequiresApproval with the steps
 /// listed → approved with `kubectl patch` → installed, with RBAC, events and metrics.
 #[tokio::test]
@@ -594,6 +603,19 @@ async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_ap
     let Some(env) = env("e2e-tutorial").await else {
         return;
     };
+    tutorial_flow(&env, Approver::KubectlPatch).await;
+}
+
+/// The same tutorial, approved with the CLI (`kubectl-olm approve --subscription widget`).
+#[tokio::test]
+async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_olm_approve() {
+    let Some(env) = env("e2e-tutorial-cli").await else {
+        return;
+    };
+    tutorial_flow(&env, Approver::Cli).await;
+}
+
+async fn tutorial_flow(env: &Env, approver: Approver) {
     env.apply_catalog(
         "e2e-catalog",
         &widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]),
@@ -644,7 +666,28 @@ async fn the_tutorial_flow_installs_a_manual_subscription_after_kubectl_patch_ap
     let sub = env.wait_condition("widget", "InstallPlanPending").await;
     assert_eq!(str_at(&sub, "/reason"), "RequiresApproval", "{sub:#}");
 
-    env.approve(&plan_name);
+    match approver {
+        Approver::KubectlPatch => env.approve(&plan_name),
+        Approver::Cli => {
+            let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+                .arg("--kubeconfig")
+                .arg(env.cluster.kubeconfig_path())
+                .args(["approve", "--subscription", "widget", "-n", env.ns()])
+                .env_remove("KUBECONFIG")
+                .output()
+                .expect("running kubectl-olm approve");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "kubectl-olm approve failed: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                stdout.contains(&format!("installplan.operators.coreos.com/{plan_name} approved")),
+                "{stdout}"
+            );
+        }
+    }
     env.wait_obj::<InstallPlan, _>("Complete", &plan_name, |p| {
         (str_at(p, "/status/phase") == "Complete").then_some(())
     })
@@ -792,13 +835,12 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
             .is_none()
     );
 
-    // skipRange: 2.0.0 covers >=1.0.0 <2.0.0 and replaces nothing installed.
-    let v2 = b("2.0.0").skip_range(">=1.0.0 <2.0.0");
-    env.apply_catalog(
-        "e2e-catalog",
-        &widget_catalog(&[("stable", &[v1, v11, v12, v13, v2])]),
-    )
-    .await;
+    // skipRange: 2.0.0 covers >=1.0.0 <2.0.0 and replaces nothing installed. The installed
+    // 1.3.0 left the channel (a channel keeps one head, as upstream's resolver and opm validate
+    // require; 2.0.0 replaces the never-installed 1.2.0), so only the skipRange reaches it.
+    let v2 = b("2.0.0").replaces("1.2.0").skip_range(">=1.0.0 <2.0.0");
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
+        .await;
     env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
     env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded")
         .await;
@@ -873,6 +915,106 @@ async fn a_manual_and_an_automatic_subscription_in_one_namespace_stay_independen
     env.approve(&plan);
     env.wait_csv_phase(&widget, "Succeeded").await;
     env.wait_at_latest("widget", &widget).await;
+}
+
+/// A dependency declared with `olm.package.required` is installed through a generated
+/// Subscription: the widget requires the gadget in `>=1.0.0 <2.0.0`, the gadget channel's head
+/// is 2.0.0, so 1.1.0 is chosen. The generated Subscription is created by the widget's (Manual)
+/// InstallPlan once approved, carries upstream's name, annotation and label, installs 1.1.0,
+/// and is not upgraded out of the range the widget needs.
+#[tokio::test]
+async fn a_dependency_declared_with_olm_package_required_is_installed_through_a_generated_subscription() {
+    let Some(env) = env("e2e-dep").await else { return };
+    let mut blobs = widget_catalog(&[("stable", &[b("1.0.0")])]);
+    for blob in blobs.iter_mut().filter(|b| b["schema"] == "olm.bundle") {
+        if let Some(properties) = blob["properties"].as_array_mut() {
+            properties.push(json!({"type": "olm.package.required",
+                "value": {"packageName": "gadget-operator", "versionRange": ">=1.0.0 <2.0.0"}}));
+        }
+    }
+    blobs.extend(package_catalog(
+        "gadget",
+        &[(
+            "stable",
+            &[
+                b("1.0.0"),
+                b("1.1.0").replaces("1.0.0"),
+                b("2.0.0").replaces("1.1.0"),
+            ],
+        )],
+    ));
+    env.apply_catalog("e2e-catalog", &blobs).await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e",
+        json!({"installPlanApproval": "Manual"}),
+    )
+    .await;
+
+    let widget = csv_name("widget", "1.0.0");
+    let gadget = csv_name("gadget", "1.1.0");
+    let generated = format!("gadget-operator-stable-e2e-{}", env.ns());
+    let plan_name = env.install_plan_for("widget", &widget).await;
+    let plan = env
+        .wait_obj::<InstallPlan, _>("RequiresApproval", &plan_name, |p| {
+            (str_at(p, "/status/phase") == "RequiresApproval").then(|| p.clone())
+        })
+        .await;
+    let step = plan
+        .pointer("/status/plan")
+        .and_then(Value::as_array)
+        .and_then(|steps| steps.iter().find(|s| s["resource"]["kind"] == "Subscription"))
+        .cloned()
+        .unwrap_or_else(|| panic!("the plan has no Subscription step: {plan:#}"));
+    assert_eq!(str_at(&step, "/resource/name"), generated);
+    assert_eq!(str_at(&step, "/resolving"), gadget);
+    assert!(
+        env.get::<Subscription>(&generated).await.is_none(),
+        "the dependency waits for the parent's approval"
+    );
+
+    env.approve(&plan_name);
+    env.wait_csv_phase(&widget, "Succeeded").await;
+    env.wait_csv_phase(&gadget, "Succeeded").await;
+    let sub = env.wait_at_latest(&generated, &gadget).await;
+    assert_eq!(str_at(&sub, "/spec/name"), "gadget-operator");
+    assert_eq!(str_at(&sub, "/spec/channel"), "stable");
+    assert_eq!(str_at(&sub, "/spec/startingCSV"), gadget);
+    assert_eq!(str_at(&sub, "/spec/source"), "e2e");
+    assert_eq!(str_at(&sub, "/spec/sourceNamespace"), env.ns());
+    assert_eq!(str_at(&sub, "/spec/installPlanApproval"), "Automatic");
+    assert_eq!(
+        sub.pointer("/metadata/annotations/olm.generated-by"),
+        Some(&json!(plan_name)),
+        "{sub:#}"
+    );
+    let label =
+        olm_rs::api::labels::component_label_key("gadget-operator", env.ns()).expect("a component label key");
+    assert!(
+        sub.pointer("/metadata/labels")
+            .and_then(|l| l.get(&label))
+            .is_some(),
+        "no {label} label: {sub:#}"
+    );
+    assert!(
+        sub.pointer("/metadata/ownerReferences").is_none(),
+        "the generated Subscription outlives the parent's CSV: {sub:#}"
+    );
+    env.wait_at_latest("widget", &widget).await;
+    // 2.0.0 is the gadget's head but outside the widget's range: never installed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        env.get::<ClusterServiceVersion>(&csv_name("gadget", "2.0.0"))
+            .await
+            .is_none()
+    );
+    let sub = env.get::<Subscription>(&generated).await.expect("subscription");
+    assert_eq!(str_at(&sub, "/status/installedCSV"), gadget, "{sub:#}");
+    assert_eq!(env.list::<Subscription>().await.len(), 2);
 }
 
 /// Unknown package, channel, catalog and startingCSV each fail resolution with a message that

@@ -1,8 +1,20 @@
-//! The shared catalog cache: the parsed content of every healthy CatalogSource, keyed by
-//! (namespace, name) and tagged with the ConfigMap `resourceVersion` it was read from, so the
-//! Subscription controller resolves without re-parsing and the CatalogSource controller
-//! re-parses only when the ConfigMap changed. A broken catalog is simply absent from the
-//! cache (its CatalogSource status says why); it never hides another catalog.
+//! The shared catalog cache: the parsed catalog model ([`crate::catalog::Model`]) of every
+//! healthy CatalogSource, keyed by (namespace, name) and tagged with the ConfigMap
+//! `resourceVersion` it was built from.
+//!
+//! A catalog is decoded and linked once per ConfigMap `resourceVersion` (the built-in catalog
+//! once per process) by the CatalogSource controller, and shared by `Arc`: the Subscription
+//! controller borrows the model for resolution ([`crate::resolve`]) and for planning (a bundle's
+//! inlined objects stay base64 inside the model until [`crate::catalog::model::Bundle::objects`]
+//! decodes the ones of the bundle being installed), and never re-parses. A broken catalog is
+//! simply absent from the cache (its CatalogSource status says why); it never hides another
+//! catalog.
+//!
+//! What makes a catalog broken here is deliberately narrow, as before: a document that is not
+//! JSON/YAML, a document that is not a catalog blob (no `schema`, a field of the wrong type), or
+//! a catalog without any `olm.package`. Referential problems the model builder meets (a channel
+//! entry without its bundle, ...) leave that corner out of the model but do not refuse the whole
+//! catalog, so one bad package never blocks the others.
 
 use std::{
     collections::HashMap,
@@ -12,13 +24,15 @@ use std::{
 
 use serde_json::Value;
 
-/// One loaded catalog: its FBC blobs and where they came from.
-#[derive(Debug, Clone, PartialEq)]
+use crate::catalog::{DeclarativeConfig, Model, declcfg::Origin};
+
+/// One loaded catalog: its linked model and the version it was built from.
+#[derive(Debug, Clone)]
 pub struct LoadedCatalog {
-    /// The ConfigMap resourceVersion (or `builtin`) the blobs were read from.
+    /// The ConfigMap resourceVersion (or `builtin`) the catalog was read from.
     pub resource_version: String,
-    /// The FBC blobs (`olm.package`, `olm.channel`, `olm.bundle`, ...).
-    pub blobs: Vec<Value>,
+    /// The linked catalog (packages → channels → bundles).
+    pub model: Model,
 }
 
 /// The key of the built-in catalog in the cache's resource-version field.
@@ -100,44 +114,97 @@ fn read_dir_files(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
     Ok(files)
 }
 
-/// Decodes every file (a stream of YAML or JSON documents) into blobs; returns the problems
-/// when any document fails or the result has no package.
+/// Decodes every file (a stream of YAML or JSON documents) and builds the catalog; returns the
+/// problems when any document fails or the result has no package.
 pub fn load_files(files: &[(String, String)], resource_version: &str) -> Result<LoadedCatalog, Vec<String>> {
-    let mut blobs = Vec::new();
+    let mut documents = Vec::new();
     let mut problems = Vec::new();
     for (path, text) in files {
         match crate::controller::catalog_source::decode_documents(path, text) {
-            Ok(docs) => blobs.extend(docs),
+            Ok(docs) => documents.extend(
+                docs.into_iter()
+                    .enumerate()
+                    .map(|(i, doc)| (Origin::new(path, i + 1), doc)),
+            ),
             Err(err) => problems.push(err),
         }
     }
-    finish(blobs, problems, resource_version)
+    finish(documents, problems, resource_version)
 }
 
-/// Checks the decoded blobs; a catalog without any `olm.package` or with blobs lacking a
-/// `schema` is refused with the problems named.
+/// Builds the catalog model from decoded documents (each with where it came from). A document
+/// that is not a catalog blob (no `schema`, a field of the wrong type) or a catalog without any
+/// `olm.package` is refused with the problems named, as are the `problems` passed in.
 pub fn finish(
-    blobs: Vec<Value>,
+    documents: Vec<(Origin, Value)>,
     mut problems: Vec<String>,
     resource_version: &str,
 ) -> Result<LoadedCatalog, Vec<String>> {
-    for (i, blob) in blobs.iter().enumerate() {
-        if blob.get("schema").and_then(Value::as_str).is_none() {
-            problems.push(format!("document {} has no `schema` field", i + 1));
+    let mut cfg = DeclarativeConfig::default();
+    for (origin, document) in documents {
+        if let Err(err) = cfg.add_value(origin, document) {
+            problems.push(err.to_string());
         }
     }
-    if !blobs
-        .iter()
-        .any(|b| b.get("schema").and_then(Value::as_str) == Some("olm.package"))
-    {
+    if cfg.packages.is_empty() {
         problems.push("the catalog has no olm.package document".into());
     }
-    if problems.is_empty() {
-        Ok(LoadedCatalog {
-            resource_version: resource_version.to_owned(),
-            blobs,
-        })
-    } else {
-        Err(problems)
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let (model, _referential_problems) = Model::build(cfg);
+    Ok(LoadedCatalog {
+        resource_version: resource_version.to_owned(),
+        model,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(i: usize, v: Value) -> (Origin, Value) {
+        (Origin::new("catalog.json", i), v)
+    }
+
+    #[test]
+    fn documents_become_a_linked_model_tagged_with_their_version() {
+        let loaded = finish(
+            vec![
+                doc(1, json!({"schema": "olm.package", "name": "a", "defaultChannel": "s"})),
+                doc(2, json!({"schema": "olm.channel", "package": "a", "name": "s", "entries": [{"name": "a.v1"}]})),
+                doc(3, json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "",
+                    "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]})),
+            ],
+            Vec::new(),
+            "42",
+        )
+        .unwrap();
+        assert_eq!(loaded.resource_version, "42");
+        let package = loaded.model.package("a").unwrap();
+        assert_eq!(package.default_channel().and_then(|c| c.head()), Some("a.v1"));
+    }
+
+    #[test]
+    fn a_blob_without_schema_or_a_catalog_without_package_is_refused_with_the_reason() {
+        let problems = finish(vec![doc(1, json!({"name": "x"}))], Vec::new(), "1").unwrap_err();
+        assert!(problems.iter().any(|p| p.contains("schema")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("no olm.package")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn problems_met_while_decoding_refuse_the_catalog() {
+        let problems = finish(
+            vec![doc(1, json!({"schema": "olm.package", "name": "a"}))],
+            vec!["catalog.json: bad".to_owned()],
+            "1",
+        )
+        .unwrap_err();
+        assert_eq!(problems, ["catalog.json: bad"]);
     }
 }

@@ -2,7 +2,8 @@
 //! catalog), cache it, and report `connectionState` / `reason` / `message` as upstream does.
 //!
 //! Pipeline: validate `sourceType` → read the ConfigMap → decode (FBC keys and the legacy
-//! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys) → cache → status.
+//! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys) → build the catalog
+//! model (once per ConfigMap `resourceVersion`) → cache ([`super::cache`]) → status.
 //! `grpc` sources are not served by olm-rs (no registry pods): they are reported, not ignored.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
@@ -20,6 +21,7 @@ use crate::{
             connection_state,
         },
     },
+    catalog::declcfg::Origin,
     configmap_catalog,
     k8s::apply,
 };
@@ -86,8 +88,8 @@ fn as_list(value: Value) -> Vec<Value> {
     }
 }
 
-/// Turns a ConfigMap's data into a catalog (pure): FBC keys decoded as document streams, the
-/// legacy keys converted through [`configmap_catalog`].
+/// Turns a ConfigMap's data into a catalog model (pure): FBC keys decoded as document streams,
+/// the legacy keys converted through [`configmap_catalog`].
 pub fn catalog_from_data(
     data: &BTreeMap<String, String>,
     resource_version: &str,
@@ -103,7 +105,11 @@ pub fn catalog_from_data(
                     .or_default()
                     .extend(docs.into_iter().flat_map(as_list));
             }
-            Ok(docs) => blobs.extend(docs),
+            Ok(docs) => blobs.extend(
+                docs.into_iter()
+                    .enumerate()
+                    .map(|(i, doc)| (Origin::new(key, i + 1), doc)),
+            ),
             Err(err) => problems.push(err),
         }
     }
@@ -114,7 +120,13 @@ pub fn catalog_from_data(
             &get(configmap_catalog::KEY_CSVS),
             &get(configmap_catalog::KEY_CRDS),
         );
-        blobs.extend(converted.blobs);
+        blobs.extend(
+            converted
+                .blobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, doc)| (Origin::new("packages/clusterServiceVersions", i + 1), doc)),
+        );
         problems.extend(converted.problems);
     }
     super::cache::finish(blobs, problems, resource_version)
@@ -348,8 +360,9 @@ mod tests {
         );
         let catalog = catalog_from_data(&data, "7").unwrap();
         assert_eq!(catalog.resource_version, "7");
-        let names: Vec<&str> = catalog.blobs.iter().filter_map(|b| b["name"].as_str()).collect();
-        assert_eq!(names, ["a", "s", "b"]);
+        let names: Vec<&str> = catalog.model.packages().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(catalog.model.package("a").map(|p| p.channels().len()), Some(1));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - Each step's manifest is server-side applied under `olm-rs/installplan` (re-applying a
 //!   half-done plan after a crash is therefore safe and creates no duplicates). CRDs wait
 //!   for `Established` (`WaitingForApi` → `Created`); namespaced objects get an owner
-//!   reference to the CSV they belong to (`step.resolving`), once that CSV exists;
+//!   reference to the CSV they belong to (`step.resolving`), once that CSV exists (except the
+//!   Subscriptions generated for dependencies, see [`crate::plan::steps::owned_by_csv`]);
 //!   cluster-scoped objects get the `olm.owner*` labels instead.
 //! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
 //!   the plan is `Failed` with `Installed=False/InstallComponentFailed` naming the object.
@@ -70,7 +71,7 @@ pub fn prepare_object(
         object["metadata"]["namespace"] = json!(namespace);
     }
     match owner {
-        Some((csv_name, csv_uid)) if namespaced && kind != steps::CSV_KIND => {
+        Some((csv_name, csv_uid)) if namespaced && steps::owned_by_csv(&kind) => {
             steps::with_owner(&object, csv_name, csv_uid)
         }
         _ => object,
@@ -249,7 +250,9 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
             Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
         };
         let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+        let owned = steps::owned_by_csv(&r.kind);
         let owner = match owners.get(&step.resolving) {
+            _ if !owned => None,
             Some(uid) => Some((step.resolving.clone(), uid.clone())),
             None => match csvs.get_opt(&step.resolving).await {
                 Ok(Some(csv)) => csv.uid().map(|uid| {
@@ -260,7 +263,7 @@ async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Res
                 Err(err) => return Err(format!("failed to read CSV {}: {err}", step.resolving)),
             },
         };
-        if namespaced && r.kind != "ClusterServiceVersion" && owner.is_none() {
+        if namespaced && owned && owner.is_none() {
             // The CSV step comes first; its object may not be visible yet. Try again shortly.
             return Err(format!(
                 "waiting for ClusterServiceVersion {} before {what}",

@@ -51,7 +51,6 @@ pub mod catalog_source;
 pub mod csv;
 pub mod error;
 pub mod install_plan;
-pub mod interim;
 pub mod mappers;
 pub mod operator_group;
 pub mod subscription;

@@ -66,6 +66,15 @@
 //! rejects; we accept what validation accepts. Anything else fails planning with the
 //! supported list, instead of upstream's failed step at execution time.
 //!
+//! # Dependencies: Subscription steps
+//!
+//! A dependency the resolver found is not installed by the parent's plan directly: the plan gets
+//! a `Subscription` step ([`subscription_step`]) creating the generated Subscription, as upstream
+//! (`NewSubscriptionStepResource`); that Subscription then installs the dependency with its own
+//! plan. Its `resolving` names the dependency's bundle. A Subscription is never owned by a CSV
+//! ([`owned_by_csv`]): the parent's upgrade deletes the old CSV, and must not delete the
+//! dependency's Subscription with it.
+//!
 //! # InstallPlan names
 //!
 //! [`install_plan_name`] derives `install-xxxxx` from the Subscription's uid and the CSV
@@ -98,6 +107,8 @@ use crate::api::{
 
 /// The kind name of a ClusterServiceVersion.
 pub const CSV_KIND: &str = "ClusterServiceVersion";
+/// The kind name of a Subscription (steps creating a dependency's generated Subscription).
+pub const SUBSCRIPTION_KIND: &str = "Subscription";
 /// The synthetic step kind of a Secret shipped in a bundle.
 pub const BUNDLE_SECRET_KIND: &str = "BundleSecret";
 /// Prefix of the annotation naming the CSVs a CRD was installed alongside.
@@ -921,6 +932,62 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
         .collect())
 }
 
+/// Whether an object of this step kind gets an owner reference to the CSV it belongs to when it
+/// is namespaced: everything but the CSV itself and generated Subscriptions (see the module
+/// documentation).
+pub fn owned_by_csv(kind: &str) -> bool {
+    kind != CSV_KIND && kind != SUBSCRIPTION_KIND
+}
+
+/// The step creating `subscription`, a Subscription generated for a dependency
+/// ([`crate::resolve::Dependency::subscription`]), which installs `bundle`. The manifest gains the
+/// Operator-API component label of the dependency's package (`operators.coreos.com/<package>.<ns>`),
+/// which upstream's adoption controller puts on every Subscription.
+///
+/// # Errors
+/// [`StepsError::MissingField`] when the Subscription has no name or namespace.
+pub fn subscription_step(subscription: &v1alpha1::Subscription, bundle: &str) -> Result<Step, StepsError> {
+    let missing = |field| StepsError::MissingField {
+        index: 0,
+        kind: SUBSCRIPTION_KIND.to_owned(),
+        field,
+    };
+    let name = subscription
+        .metadata
+        .name
+        .clone()
+        .ok_or(missing("metadata.name"))?;
+    let namespace = subscription
+        .metadata
+        .namespace
+        .clone()
+        .ok_or(missing("metadata.namespace"))?;
+    let mut manifest = serde_json::to_value(subscription).unwrap_or_default();
+    manifest["apiVersion"] = json!(v1alpha1::API_VERSION);
+    manifest["kind"] = json!(SUBSCRIPTION_KIND);
+    if let Some(map) = manifest.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(key) = component_label_key(&subscription.spec.name, &namespace) {
+        merge_metadata(&mut manifest, "labels", &BTreeMap::from([(key, String::new())]));
+    }
+    let (group, version) = split_api_version(v1alpha1::API_VERSION);
+    Ok(Step {
+        resolving: bundle.to_owned(),
+        resource: StepResource {
+            source_name: subscription.spec.source.clone(),
+            source_namespace: subscription.spec.source_namespace.clone(),
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: SUBSCRIPTION_KIND.to_owned(),
+            name,
+            manifest: Some(manifest.to_string()),
+        },
+        optional: false,
+        status: StepStatus::Unknown,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1332,5 +1399,37 @@ mod tests {
                     && r.verbs == ["get", "list", "watch"])
         );
         assert_eq!(rbac.cluster_role_bindings[0].role_ref.kind, "ClusterRole");
+    }
+
+    #[test]
+    fn a_dependency_becomes_a_subscription_step_with_the_component_label_and_no_csv_owner() {
+        let mut sub = v1alpha1::Subscription::new(
+            "b-stable-cat-ns",
+            v1alpha1::SubscriptionSpec {
+                source: "cat".into(),
+                source_namespace: "ns".into(),
+                name: "b".into(),
+                channel: Some("stable".into()),
+                starting_csv: Some("b.v1".into()),
+                install_plan_approval: None,
+                config: None,
+            },
+        );
+        sub.metadata.namespace = Some("ns".into());
+        let step = subscription_step(&sub, "b.v1").unwrap();
+        assert_eq!(step.resolving, "b.v1");
+        assert_eq!(
+            (step.resource.group.as_str(), step.resource.version.as_str()),
+            ("operators.coreos.com", "v1alpha1")
+        );
+        let manifest: Value = serde_json::from_str(step.resource.manifest.as_deref().unwrap()).unwrap();
+        assert_eq!(manifest["kind"], "Subscription");
+        assert_eq!(manifest["spec"]["startingCSV"], "b.v1");
+        assert_eq!(manifest["metadata"]["labels"]["operators.coreos.com/b.ns"], "");
+        assert!(!owned_by_csv(&step.resource.kind));
+        assert!(!owned_by_csv(CSV_KIND));
+        assert!(owned_by_csv("ServiceAccount"));
+        sub.metadata.namespace = None;
+        assert!(subscription_step(&sub, "b.v1").is_err());
     }
 }

@@ -77,7 +77,8 @@
 //! **Conflicts** (upstream invariants): a namespace holds one bundle per package and one provider
 //! per API. A second Subscription to a package that another Subscription already installs fails
 //! with [`ResolutionError::PackageAlreadySubscribed`] (when neither has started, the one whose name
-//! sorts first proceeds). A bundle that would provide an API an operator of another package in
+//! sorts first proceeds), unless its own spec is wrong (an unknown catalog, package, channel or
+//! `startingCSV`), which is reported first. A bundle that would provide an API an operator of another package in
 //! the namespace already provides fails with [`ResolutionError::ApiConflict`].
 //!
 //! # Where we differ from upstream, on purpose
@@ -319,7 +320,17 @@ pub fn resolve(
     let key = &catalog.key;
     let package = find_package(req, key, model)?;
     let channels = channels_to_search(req, key, package)?;
-    let (current, adopted) = current_csv(req, installed)?;
+    let (current, adopted) = match current_csv(req, installed) {
+        Ok(found) => found,
+        Err(conflict) => {
+            // A mistake in the Subscription's own spec (an unknown startingCSV) is reported
+            // before a conflict with another Subscription: fixing the spec is the first step.
+            if req.installed_csv.is_none() {
+                first_install(req, key, package, &channels)?;
+            }
+            return Err(conflict);
+        }
+    };
 
     let outcome = match current {
         None => Outcome::Install(first_install(req, key, package, &channels)?),

@@ -558,6 +558,35 @@ fn two_new_subscriptions_to_one_package_let_the_first_name_proceed() {
 }
 
 #[test]
+fn an_unknown_starting_csv_is_reported_before_a_conflict_with_another_subscription() {
+    let m = etcd();
+    let cats = catalogs(vec![(key("olm", "ops"), 0, &m)]);
+    let inst = Installed {
+        csvs: Vec::new(),
+        subscriptions: vec![ExistingSubscription {
+            name: "a-etcd".to_owned(),
+            package: "etcd".to_owned(),
+            catalog: key("olm", "ops"),
+            current_csv: Some("etcd.v0.9.4".to_owned()),
+            installed_csv: None,
+        }],
+    };
+    let mut req = request("etcd", key("olm", "ops"));
+    req.name = "b-etcd".to_owned();
+    req.starting_csv = Some("etcd.v9.9.9".to_owned());
+    let err = failure(&req, &cats, &inst);
+    assert!(
+        matches!(err, ResolutionError::StartingCsvNotFound { .. }),
+        "{err}"
+    );
+    req.starting_csv = Some("etcd.v0.9.2".to_owned());
+    assert!(matches!(
+        failure(&req, &cats, &inst),
+        ResolutionError::PackageAlreadySubscribed { .. }
+    ));
+}
+
+#[test]
 fn a_bundle_providing_an_api_another_operator_provides_is_refused() {
     let m = model(vec![
         package("a", "stable"),
