@@ -266,6 +266,8 @@ async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_
     let shrunk = shrink(servers.nodes.as_slice(), 6, 1, opts)
         .await
         .expect("shrink to 3 primaries");
+    // Printed for `--nocapture` (the README shows this output).
+    eprintln!("{shrunk:?}");
     assert_eq!(shrunk.removed, ["redis-6", "redis-7"]);
     assert_eq!(shrunk.slots_moved, 4096, "{shrunk:?}");
     assert!(shrunk.forgets >= 12, "each of 6 nodes forgets 2: {shrunk:?}");
@@ -297,7 +299,9 @@ async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_
             n.name
         );
     }
-    let view = parse_cluster_nodes(&text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await);
+    let nodes_text = text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await;
+    eprintln!("CLUSTER NODES after the shrink:\n{nodes_text}");
+    let view = parse_cluster_nodes(&nodes_text);
     let mut covered = vec![0u8; 16384];
     for n in view.iter().filter(|n| n.primary) {
         for s in &n.slots {
