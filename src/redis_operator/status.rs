@@ -110,7 +110,7 @@ pub fn compute(rc: &RedisCluster, pods: &[ObservedPod], outcome: &Outcome, now: 
             let not_ready = (
                 false,
                 "ScalingDown",
-                format!("{ready}/{size} Redis pods are ready; {from} pods exist"),
+                format!("{ready}/{from} Redis pods are ready; {to} remain after the scale-down"),
             );
             let ok = (false, "AsExpected", "the spec is valid and applied".to_owned());
             match drain {
