@@ -2,7 +2,9 @@
 //!
 //! Forms 3 primaries + 3 replicas from 6 processes, checks every slot is covered and the cluster is
 //! ok, writes keys, then adds 2 processes and checks a fourth primary takes a quarter of the slots
-//! with their keys. Without `redis-server` the test is skipped, unless `CI=true`, where it fails.
+//! with their keys, then shrinks back to 3 primaries and checks the fourth primary's slots and keys
+//! moved to the three that stay and the removed nodes are forgotten. Without `redis-server` the test
+//! is skipped, unless `CI=true`, where it fails.
 
 use std::{
     net::TcpListener,
@@ -12,9 +14,10 @@ use std::{
 };
 
 use olm_rs::redis_operator::cluster_mode::{
-    Node, Options, converge,
+    ClusterError, Node, Options, converge,
     plan::{info_field, parse_cluster_nodes},
     resp::{Connection, Reply},
+    shrink,
 };
 
 /// Kills every started server when dropped, so a failing assertion leaves no processes behind.
@@ -116,7 +119,8 @@ async fn text(addr: &str, args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn six_servers_form_three_primaries_with_replicas_and_a_fourth_primary_takes_slots_and_keys() {
+async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_and_shrinking_gives_them_back()
+ {
     if !redis_available() {
         return;
     }
@@ -247,4 +251,104 @@ async fn six_servers_form_three_primaries_with_replicas_and_a_fourth_primary_tak
         );
     }
     assert!(moved_keys > 0, "some keys live in the moved slots");
+
+    // Shrinking below three primaries is refused before anything is sent.
+    let refused = shrink(servers.nodes.as_slice(), 4, 1, opts)
+        .await
+        .expect_err("two primaries are too few");
+    assert!(
+        matches!(refused, ClusterError::BadTopology { nodes: 4, .. }),
+        "{refused}"
+    );
+
+    // Shrink back to 3 primaries: the fourth group (the highest ordinals) leaves.
+    let removed_ids = [new_primary_id.clone(), new_replica_id.clone()];
+    let shrunk = shrink(servers.nodes.as_slice(), 6, 1, opts)
+        .await
+        .expect("shrink to 3 primaries");
+    // Printed for `--nocapture` (the README shows this output).
+    eprintln!("{shrunk:?}");
+    assert_eq!(shrunk.removed, ["redis-6", "redis-7"]);
+    assert_eq!(shrunk.slots_moved, 4096, "{shrunk:?}");
+    assert!(shrunk.forgets >= 12, "each of 6 nodes forgets 2: {shrunk:?}");
+    let kept = &servers.nodes[..6];
+    for n in kept {
+        let info = text(&n.addr, &["CLUSTER", "INFO"]).await;
+        assert_eq!(
+            info_field(&info, "cluster_state"),
+            Some("ok"),
+            "{}: {info}",
+            n.name
+        );
+        assert_eq!(
+            info_field(&info, "cluster_slots_assigned"),
+            Some("16384"),
+            "{}",
+            n.name
+        );
+        assert_eq!(
+            info_field(&info, "cluster_known_nodes"),
+            Some("6"),
+            "{}: {info}",
+            n.name
+        );
+        let view = parse_cluster_nodes(&text(&n.addr, &["CLUSTER", "NODES"]).await);
+        assert!(
+            view.iter().all(|v| !removed_ids.contains(&v.id)),
+            "{} has forgotten the removed nodes: {view:?}",
+            n.name
+        );
+    }
+    let nodes_text = text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await;
+    eprintln!("CLUSTER NODES after the shrink:\n{nodes_text}");
+    let view = parse_cluster_nodes(&nodes_text);
+    let mut covered = vec![0u8; 16384];
+    for n in view.iter().filter(|n| n.primary) {
+        for s in &n.slots {
+            covered[usize::from(*s)] += 1;
+        }
+    }
+    assert!(
+        covered.iter().all(|c| *c == 1),
+        "every slot owned by exactly one primary"
+    );
+    let mut slot_counts: Vec<usize> = view.iter().filter(|n| n.primary).map(|n| n.slots.len()).collect();
+    slot_counts.sort_unstable();
+    assert_eq!(slot_counts, [5461, 5461, 5462]);
+    assert_eq!(view.iter().filter(|n| n.replica_of.is_some()).count(), 3);
+    for n in &servers.nodes[6..] {
+        let info = text(&n.addr, &["CLUSTER", "INFO"]).await;
+        assert_eq!(
+            info_field(&info, "cluster_known_nodes"),
+            Some("1"),
+            "{} left the cluster: {info}",
+            n.name
+        );
+    }
+    for (i, (key, slot)) in keys.iter().enumerate() {
+        let owner = view
+            .iter()
+            .find(|n| n.primary && n.slots.contains(slot))
+            .expect("owner");
+        assert!(!removed_ids.contains(&owner.id));
+        let got = connect_when_up(&owner.addr)
+            .await
+            .cmd(&["GET", key])
+            .await
+            .expect("GET");
+        assert_eq!(
+            got,
+            Reply::Bulk(Some(format!("value-{i}").into_bytes())),
+            "{key} survived the shrink"
+        );
+    }
+
+    // Both steps are idempotent: nothing left to do on the shrunk cluster.
+    let again = shrink(servers.nodes.as_slice(), 6, 1, opts)
+        .await
+        .expect("shrink again");
+    assert!(!again.changed(), "{again:?}");
+    let again = converge(kept, 1, opts).await.expect("converge the kept nodes");
+    assert!(!again.changed(), "{again:?}");
+    assert_eq!(again.primaries, 3);
 }

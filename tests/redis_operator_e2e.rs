@@ -9,6 +9,12 @@
 //! - the permissions in the 1.0.0 CSV are enough: the same flow passes with the operator
 //!   impersonating a ServiceAccount bound to exactly `spec.install.spec.permissions[0].rules`,
 //!   including the finalizer path that deletes PersistentVolumeClaims;
+//! - the same flow passes after the OLM controller installed the operator from the shipped catalog
+//!   through an OperatorGroup and an Automatic Subscription, with the operator impersonating the
+//!   CSV Deployment's ServiceAccount and only the RBAC OLM created for it;
+//! - a cluster-mode shrink drains before it lowers the StatefulSet (here the drain cannot reach
+//!   kwok's fake pods, so the failure is reported and every pod kept) and is refused below three
+//!   primaries;
 //! - `/metrics`, `/healthz` and `/readyz` answer, with the reconcile histogram after a reconcile.
 //!
 //! Pods never really run: kwok marks them Running and Ready. Without a cluster (and without
@@ -449,6 +455,12 @@ async fn csv_service_account(cluster: &TestCluster, ns: &str) -> (tempfile::Temp
         .await
         .expect("creating the RoleBinding");
 
+    impersonating_kubeconfig(cluster, ns, sa_name)
+}
+
+/// A kubeconfig (in the returned temp dir) that acts as `system:serviceaccount:<ns>:<sa>` with the
+/// admin's credentials; checks that it really is refused what a ServiceAccount is not granted.
+fn impersonating_kubeconfig(cluster: &TestCluster, ns: &str, sa_name: &str) -> (tempfile::TempDir, PathBuf) {
     let mut kubeconfig = Kubeconfig::read_from(cluster.kubeconfig_path()).expect("reading the kubeconfig");
     for named in &mut kubeconfig.auth_infos {
         if let Some(user) = named.auth_info.as_mut() {
@@ -619,11 +631,13 @@ async fn metrics_and_health_endpoints_answer_with_the_reconcile_histogram() {
         body.contains("redis_operator_reconcile_duration_seconds_bucket{result=\"success\",le=\"+Inf\"}")
     );
     assert!(body.contains("redis_operator_managed_clusters 1\n"), "{body}");
-    assert_eq!(operator.get("/nope").expect("404").0, "HTTP/1.1 404 Not Found");
+    // Retried like /healthz above: on a loaded machine one request can time out.
+    let missing = wait_for("/nope to answer", WAIT, || async move { operator.get("/nope") }).await;
+    assert_eq!(missing.0, "HTTP/1.1 404 Not Found");
 }
 
 #[tokio::test]
-async fn cluster_mode_refuses_to_shrink_and_keeps_every_pod() {
+async fn cluster_mode_shrink_drains_before_lowering_the_statefulset_and_refuses_below_three_primaries() {
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
@@ -641,34 +655,297 @@ async fn cluster_mode_refuses_to_shrink_and_keeps_every_pod() {
     let file = dir.path().join("cluster.json");
     std::fs::write(&file, manifest.to_string()).expect("writing the manifest");
     cluster.kubectl_ok(["-n", ns, "apply", "-f", file.to_str().expect("utf-8 path")]);
-    // kwok's pods have addresses nothing listens on, so formation itself cannot succeed here;
-    // what matters is that all six pods exist before the shrink is asked for.
+    // kwok's pods are Ready with addresses nothing listens on, so no Redis protocol step can
+    // succeed here (tests/redis_cluster_mode.rs drains real redis-server processes). What is
+    // observable on a control plane: the drain is attempted with all six pods, its failure is
+    // reported honestly, and the StatefulSet is not lowered before a drain reports done.
     wait_statefulset(cluster, ns, 6).await;
 
-    cluster.kubectl_ok([
-        "-n",
-        ns,
-        "patch",
-        "rediscluster",
-        NAME,
-        "-p",
-        r#"{"spec":{"size":3}}"#,
-        "--type=merge",
-    ]);
-    let degraded = wait_for("the shrink to be refused", WAIT, || async move {
+    let patch = |size: u32| {
+        cluster.kubectl_ok([
+            "-n",
+            ns,
+            "patch",
+            "rediscluster",
+            NAME,
+            "-p",
+            &format!(r#"{{"spec":{{"size":{size}}}}}"#),
+            "--type=merge",
+        ]);
+    };
+    patch(3);
+    let rc = wait_for("the drain of pods 3 to 5 to be reported", WAIT, || async move {
         let rc = get_json(cluster, ns, &["rediscluster", NAME])?;
-        let c = condition(&rc, "Degraded")?.clone();
-        (c["reason"] == "ShrinkNotSupported" && c["observedGeneration"] == rc["metadata"]["generation"])
-            .then_some(c)
+        let d = condition(&rc, "Degraded")?;
+        (d["reason"] == "DrainFailed" && d["observedGeneration"] == rc["metadata"]["generation"])
+            .then_some(rc)
     })
     .await;
+    let degraded = condition(&rc, "Degraded").expect("Degraded");
     assert_eq!(degraded["status"], "True");
+    let message = degraded["message"].as_str().unwrap_or_default();
     assert!(
-        degraded["message"]
+        message.contains(&format!("pods {NAME}-3 to {NAME}-5"))
+            && message.contains("the StatefulSet keeps 6 pods")
+            && message.contains("failed to talk to node"),
+        "{message}"
+    );
+    let progressing = condition(&rc, "Progressing").expect("Progressing");
+    assert_eq!(
+        (&progressing["status"], &progressing["reason"]),
+        (&json!("True"), &json!("Draining")),
+        "{progressing}"
+    );
+    assert!(
+        progressing["message"]
             .as_str()
-            .is_some_and(|m| m.contains("set spec.size back to 6")),
-        "{degraded}"
+            .is_some_and(|m| m.contains("scaling from 6 to 3")),
+        "{progressing}"
+    );
+    assert_eq!(rc["status"]["phase"], "Degraded");
+    assert_eq!(rc["status"]["nodes"], json!(names(6)), "every pod is kept");
+    let sts = get_json(cluster, ns, &["statefulset", NAME]).expect("sts");
+    assert_eq!(
+        sts["spec"]["replicas"], 6,
+        "the StatefulSet keeps the undrained pods"
+    );
+    wait_for("a DrainFailed Warning event", WAIT, || async move {
+        let events = get_json(
+            cluster,
+            ns,
+            &[
+                "events",
+                "--field-selector",
+                &format!("type=Warning,reason=DrainFailed,involvedObject.name={NAME}"),
+            ],
+        )?;
+        (!events["items"].as_array()?.is_empty()).then_some(())
+    })
+    .await;
+
+    // Below three primaries the shrink is refused outright, and still no pod is removed.
+    patch(2);
+    let rc = wait_for(
+        "the shrink below the minimum to be refused",
+        WAIT,
+        || async move {
+            let rc = get_json(cluster, ns, &["rediscluster", NAME])?;
+            let d = condition(&rc, "Degraded")?;
+            (d["reason"] == "ShrinkBelowMinimum" && d["observedGeneration"] == rc["metadata"]["generation"])
+                .then_some(rc)
+        },
+    )
+    .await;
+    let message = condition(&rc, "Degraded").expect("Degraded")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("minimum of 3") && message.contains("majority of primaries"),
+        "{message}"
     );
     let sts = get_json(cluster, ns, &["statefulset", NAME]).expect("sts");
     assert_eq!(sts["spec"]["replicas"], 6, "no pod is removed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Installed by OLM: the olm-controller installs the shipped catalog's redis-operator package
+// through a Subscription, and the operator runs with the RBAC OLM created for its Deployment.
+
+/// A running `olm-controller run` against the test cluster, killed when dropped.
+struct OlmController {
+    child: Child,
+    log: PathBuf,
+}
+
+impl OlmController {
+    fn start(cluster: &TestCluster, ns: &str) -> OlmController {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("olm-controller-{ns}.log"));
+        let file = std::fs::File::create(&log).expect("creating the controller log");
+        let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--metrics-bind")
+            .arg(metrics.to_string())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log handle"))
+            .stderr(file)
+            .spawn()
+            .expect("starting olm-controller");
+        OlmController { child, log }
+    }
+}
+
+impl Drop for OlmController {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            eprintln!(
+                "--- last lines of the olm-controller log {} ---\n{}",
+                self.log.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+    }
+}
+
+/// `kubectl apply --server-side` of a JSON object.
+fn apply_json(cluster: &TestCluster, ns: &str, obj: &Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("object.json");
+    std::fs::write(&file, obj.to_string()).expect("writing the object");
+    cluster.kubectl_ok([
+        "-n",
+        ns,
+        "apply",
+        "--server-side",
+        "--field-manager=redis-operator-e2e",
+        "-f",
+        file.to_str().expect("utf-8 path"),
+    ]);
+}
+
+#[tokio::test]
+async fn after_olm_installs_the_operator_through_a_subscription_its_service_account_is_enough() {
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let crds = format!("{}/manifests/crds", env!("CARGO_MANIFEST_DIR"));
+    cluster.kubectl_ok([
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=redis-operator-e2e",
+        "-f",
+        &crds,
+    ]);
+    cluster.wait_crds_established(&[
+        "subscriptions.operators.coreos.com",
+        "installplans.operators.coreos.com",
+        "clusterserviceversions.operators.coreos.com",
+        "catalogsources.operators.coreos.com",
+        "operatorgroups.operators.coreos.com",
+    ]);
+    let ns = cluster.namespace("redis-olm").await;
+    let _olm = OlmController::start(&cluster, ns.name());
+    let (c, n) = (&cluster, ns.name());
+
+    // The shipped catalog, served from a ConfigMap CatalogSource.
+    let path = format!(
+        "{}/catalog/redis-operator/catalog.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect("reading the shipped catalog");
+    let decoded = olm_rs::codec::decode_documents(&path, &text);
+    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
+    let lines: Vec<String> = decoded.documents.iter().map(|d| d.value.to_string()).collect();
+    apply_json(
+        c,
+        n,
+        &json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "redis-catalog"},
+            "data": {"catalog.json": lines.join("\n")},
+        }),
+    );
+    apply_json(
+        c,
+        n,
+        &json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": "redis-catalog"},
+            "spec": {"sourceType": "configmap", "configMap": "redis-catalog", "displayName": "shipped"},
+        }),
+    );
+    apply_json(
+        c,
+        n,
+        &json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": "redis"},
+            "spec": {"targetNamespaces": [n]},
+        }),
+    );
+    apply_json(
+        c,
+        n,
+        &json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "redis-operator"},
+            "spec": {
+                "name": "redis-operator", "channel": "stable", "source": "redis-catalog",
+                "sourceNamespace": n, "installPlanApproval": "Automatic",
+            },
+        }),
+    );
+    let olm_wait = Duration::from_secs(180);
+    let csv_name = wait_for("the Subscription to install a CSV", olm_wait, || async move {
+        let sub = get_json(c, n, &["subscriptions.operators.coreos.com", "redis-operator"])?;
+        sub["status"]["installedCSV"].as_str().map(str::to_owned)
+    })
+    .await;
+    assert_eq!(
+        csv_name, "redis-operator.v1.0.0",
+        "the head of the stable channel"
+    );
+    let csv = wait_for("the CSV to succeed", olm_wait, || {
+        let csv_name = csv_name.clone();
+        async move {
+            let csv = get_json(c, n, &["clusterserviceversions.operators.coreos.com", &csv_name])?;
+            (csv["status"]["phase"] == "Succeeded").then_some(csv)
+        }
+    })
+    .await;
+    let deployment = &csv["spec"]["install"]["spec"]["deployments"][0];
+    let sa = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .expect("the CSV Deployment's serviceAccountName")
+        .to_owned();
+    let deployed = get_json(
+        c,
+        n,
+        &[
+            "deployment",
+            deployment["name"].as_str().expect("deployment name"),
+        ],
+    )
+    .expect("OLM created the Deployment");
+    assert_eq!(
+        deployed["spec"]["template"]["spec"]["serviceAccountName"],
+        sa.as_str()
+    );
+    assert!(
+        get_json(c, n, &["serviceaccount", &sa]).is_some(),
+        "OLM created the ServiceAccount {sa}"
+    );
+    // The RBAC is OLM's: the test creates no Role or RoleBinding.
+    let bindings = get_json(c, n, &["rolebindings"]).expect("rolebindings");
+    assert!(
+        bindings["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|b| {
+                b["subjects"].as_array().is_some_and(|s| {
+                    s.iter()
+                        .any(|s| s["kind"] == "ServiceAccount" && s["name"] == sa.as_str())
+                })
+            })),
+        "OLM bound the CSV's permissions to {sa}: {bindings}"
+    );
+
+    let (_dir, kubeconfig) = impersonating_kubeconfig(c, n, &sa);
+    let operator = Operator::start(n, &kubeconfig);
+    tutorial_flow(c, &ns).await;
+    let log = operator.log_text();
+    assert!(
+        !log.contains("forbidden"),
+        "the operator was refused something:\n{log}"
+    );
 }

@@ -43,7 +43,7 @@ use super::{
     crd::{Mode, RedisCluster, selector_labels},
     desired,
     metrics::Metrics,
-    status::{self, ObservedPod, Outcome},
+    status::{self, Drain, ObservedPod, Outcome},
 };
 
 /// Field manager of every server-side apply.
@@ -52,12 +52,14 @@ pub const FIELD_MANAGER: &str = "redis-operator";
 pub const FINALIZER: &str = "cache.example.com/cleanup";
 /// Requeue interval of a healthy object.
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// Requeue interval while a cluster-mode shrink waits for, or retries, its drain.
+pub const DRAIN_RETRY: Duration = Duration::from_secs(15);
 
 /// Errors of one reconcile, one variant per pipeline stage.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Reading pods failed.
-    #[error("failed to observe the pods of {name}")]
+    /// Reading pods or the StatefulSet failed.
+    #[error("failed to observe the pods or the StatefulSet of {name}")]
     Observe {
         /// namespace/name.
         name: String,
@@ -420,14 +422,20 @@ async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
         .filter(|(p, _)| !p.terminating)
         .map(|(p, _)| p.name.clone())
         .collect();
-    let checked =
-        desired::build(rc).and_then(|d| desired::check_cluster_shrink(&rc.spec, &pod_names).map(|()| d));
+    // The shrink check comes first, so a shrink below the minimum names itself rather than the size.
+    let sts_replicas = observe_statefulset_replicas(ctx, &ns, &name).await?;
+    let checked = desired::cluster_shrink(&rc.spec, &pod_names, sts_replicas)
+        .and_then(|s| desired::build(rc).map(|d| (d, s)));
     let outcome = match checked {
         Err(e) => {
             publish(ctx, rc, EventType::Warning, e.reason(), e.to_string()).await;
             Outcome::InvalidSpec(e.reason().to_owned(), e.to_string())
         }
-        Ok(d) => {
+        Ok((mut d, shrink)) => {
+            // While the leaving pods still hold hash slots, the StatefulSet keeps them.
+            if let Some(s) = shrink {
+                d.stateful_set.spec.replicas = Some(i32::try_from(s.from).unwrap_or(i32::MAX));
+            }
             ssa(&ctx.client, &ns, &d.config_map).await?;
             ssa(&ctx.client, &ns, &d.headless_service).await?;
             ssa(&ctx.client, &ns, &d.client_service).await?;
@@ -448,8 +456,23 @@ async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
                 )
                 .await;
             }
-            let cluster = form_cluster(rc, ctx, &pods).await;
-            Outcome::Applied { cluster }
+            match shrink {
+                None => Outcome::Applied {
+                    cluster: form_cluster(rc, ctx, &pods).await,
+                },
+                Some(s) => {
+                    let drain = drain(rc, ctx, &pods, s).await;
+                    if drain == Drain::Done {
+                        d.stateful_set.spec.replicas = Some(rc.spec.size);
+                        ssa(&ctx.client, &ns, &d.stateful_set).await?;
+                    }
+                    Outcome::Shrinking {
+                        from: s.from,
+                        to: s.to,
+                        drain,
+                    }
+                }
+            }
         }
     };
     let observed: Vec<ObservedPod> = pods.iter().map(|(p, _)| p.clone()).collect();
@@ -479,7 +502,22 @@ async fn apply(rc: &RedisCluster, ctx: &Context) -> Result<Action, Error> {
     Ok(match outcome {
         Outcome::InvalidSpec(..) => Action::await_change(),
         Outcome::Applied { .. } => Action::requeue(RESYNC),
+        // Pod events wake a waiting drain too; the timer retries a failed one.
+        Outcome::Shrinking { .. } => Action::requeue(DRAIN_RETRY),
     })
+}
+
+/// The replicas the StatefulSet currently asks for (`None` before it exists). Read with a list by
+/// name: the CSV grants `list`, not `get`, on StatefulSets.
+async fn observe_statefulset_replicas(ctx: &Context, ns: &str, name: &str) -> Result<Option<i32>, Error> {
+    let list = Api::<StatefulSet>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().fields(&format!("metadata.name={name}")))
+        .await
+        .map_err(|source| Error::Observe {
+            name: format!("{ns}/{name}"),
+            source,
+        })?;
+    Ok(list.items.first().and_then(|s| s.spec.replicas))
 }
 
 async fn observe_pods(
@@ -529,24 +567,11 @@ impl cluster_mode::NodeSource for PodNodes {
     }
 }
 
-async fn form_cluster(
-    rc: &RedisCluster,
-    ctx: &Context,
-    pods: &[(ObservedPod, Option<String>)],
-) -> Option<Result<(), String>> {
-    if rc.spec.mode != Mode::Cluster {
-        return None;
-    }
-    let size = usize::try_from(rc.spec.size).unwrap_or(0);
-    let ready: Vec<_> = pods
+/// The ready, running pods with an address, as cluster nodes ordered by ordinal.
+fn ready_nodes(pods: &[(ObservedPod, Option<String>)]) -> Vec<Node> {
+    let mut nodes: Vec<(u32, Node)> = pods
         .iter()
         .filter(|(p, ip)| p.ready && !p.terminating && ip.is_some())
-        .collect();
-    if ready.len() != size {
-        return None;
-    }
-    let mut nodes: Vec<(u32, Node)> = ready
-        .iter()
         .map(|(p, ip)| {
             let ordinal = p
                 .name
@@ -565,7 +590,23 @@ async fn form_cluster(
         })
         .collect();
     nodes.sort_by_key(|(o, _)| *o);
-    let source = PodNodes(nodes.into_iter().map(|(_, n)| n).collect());
+    nodes.into_iter().map(|(_, n)| n).collect()
+}
+
+async fn form_cluster(
+    rc: &RedisCluster,
+    ctx: &Context,
+    pods: &[(ObservedPod, Option<String>)],
+) -> Option<Result<(), String>> {
+    if rc.spec.mode != Mode::Cluster {
+        return None;
+    }
+    let size = usize::try_from(rc.spec.size).unwrap_or(0);
+    let nodes = ready_nodes(pods);
+    if nodes.len() != size {
+        return None;
+    }
+    let source = PodNodes(nodes);
     let rpp = usize::try_from(rc.spec.replicas_per_primary_or_default()).unwrap_or(1);
     match cluster_mode::converge(&source, rpp, cluster_mode::Options::default()).await {
         Ok(o) => {
@@ -594,6 +635,52 @@ async fn form_cluster(
             )
             .await;
             Some(Err(e.to_string()))
+        }
+    }
+}
+
+/// Drains the pods from ordinal `s.to` on ([`cluster_mode::shrink`]) once every pod is ready.
+async fn drain(
+    rc: &RedisCluster,
+    ctx: &Context,
+    pods: &[(ObservedPod, Option<String>)],
+    s: desired::Shrink,
+) -> Drain {
+    let nodes = ready_nodes(pods);
+    let expected: Vec<String> = (0..s.from).map(|i| format!("{}-{i}", rc.name_any())).collect();
+    if nodes.iter().map(|n| &n.name).ne(expected.iter()) {
+        return Drain::Waiting(format!(
+            "waiting for all {} pods to be ready with an address ({} are)",
+            s.from,
+            nodes.len()
+        ));
+    }
+    let rpp = usize::try_from(rc.spec.replicas_per_primary_or_default()).unwrap_or(1);
+    match cluster_mode::shrink(&PodNodes(nodes), s.to, rpp, cluster_mode::Options::default()).await {
+        Ok(o) => {
+            publish(
+                ctx,
+                rc,
+                EventType::Normal,
+                "Drained",
+                format!(
+                    "moved {} slots off {}, reattached {} replicas, sent {} CLUSTER FORGET and {} CLUSTER RESET; scaling the StatefulSet from {} to {}",
+                    o.slots_moved,
+                    o.removed.join(", "),
+                    o.replicas_reattached,
+                    o.forgets,
+                    o.resets,
+                    s.from,
+                    s.to
+                ),
+            )
+            .await;
+            Drain::Done
+        }
+        Err(e) => {
+            let message = error_chain(&e);
+            publish(ctx, rc, EventType::Warning, "DrainFailed", message.clone()).await;
+            Drain::Failed(message)
         }
     }
 }

@@ -47,7 +47,8 @@ pub enum SpecError {
     },
     /// Cluster mode with a size that does not form whole groups of at least three primaries.
     #[error(
-        "spec.size {size} does not fit cluster mode with replicasPerPrimary {rpp}: size must be a multiple of {} and at least {}",
+        "spec.size {size} does not fit cluster mode with replicasPerPrimary {rpp}: size must be a multiple of {} and at least {} \
+         (a Redis Cluster needs 3 primaries, because a failover must be agreed by a majority of primaries)",
         rpp + 1, 3 * (rpp + 1)
     )]
     ClusterSize {
@@ -56,16 +57,21 @@ pub enum SpecError {
         /// replicasPerPrimary.
         rpp: i32,
     },
-    /// Cluster mode asked to remove pods: their primaries' hash slots would be lost.
+    /// Cluster mode asked to shrink below the fewest pods a Redis Cluster can run on.
     #[error(
-        "spec.size {size} is smaller than the {pods} pods of this Redis Cluster: cluster mode cannot shrink yet \
-         (the hash slots served by the removed pods would be lost); set spec.size back to {pods}"
+        "spec.size {size} would shrink this Redis Cluster from {pods} pods below the minimum of {minimum} for cluster mode \
+         with replicasPerPrimary {rpp} (3 primaries: a failover must be agreed by a majority of primaries, which \
+         fewer than 3 cannot keep after losing one); the {pods} pods are kept; set spec.size to {minimum} or more"
     )]
-    ClusterShrink {
+    ShrinkBelowMinimum {
         /// The size asked for.
         size: i32,
         /// The pods that exist.
         pods: usize,
+        /// The fewest pods cluster mode allows.
+        minimum: i32,
+        /// replicasPerPrimary.
+        rpp: i32,
     },
     /// The object has no name or namespace (it was not read from the API).
     #[error("the RedisCluster has no {0}; it must be read from the API server")]
@@ -79,7 +85,7 @@ impl SpecError {
         match self {
             Self::RedisConfig(_) => "InvalidRedisConfig",
             Self::Size { .. } | Self::ClusterSize { .. } => "InvalidSize",
-            Self::ClusterShrink { .. } => "ShrinkNotSupported",
+            Self::ShrinkBelowMinimum { .. } => "ShrinkBelowMinimum",
             Self::Metadata(_) => "InvalidObject",
         }
     }
@@ -351,26 +357,55 @@ pub fn build(rc: &RedisCluster) -> Result<Desired, SpecError> {
     })
 }
 
-/// Refuses to shrink a cluster-mode RedisCluster: when pods with an ordinal at or above `spec.size`
-/// exist, applying the smaller StatefulSet would delete them, and with them the hash slots their
-/// primaries serve. Standalone mode shrinks freely (replicas hold no unique data).
+/// A cluster-mode shrink in progress: the pods from ordinal `to` up to `from - 1` must leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shrink {
+    /// Pods that exist (highest ordinal + 1); the StatefulSet keeps this many until drained.
+    pub from: usize,
+    /// Pods wanted (`spec.size`).
+    pub to: usize,
+}
+
+/// Whether a cluster-mode RedisCluster is shrinking: pods with an ordinal at or above `spec.size`
+/// exist. Their primaries serve hash slots, so the StatefulSet may only lose them after the slots
+/// are drained (see `cluster_mode::shrink`); until then it keeps `from` replicas. Standalone mode
+/// shrinks at once (replicas hold no unique data) and gives `None`. A StatefulSet that already
+/// wants at most `spec.size` replicas (`statefulset_replicas`) was lowered after its drain: the
+/// pods above are on their way out and nothing is left to drain.
 ///
 /// # Errors
-/// [`SpecError::ClusterShrink`] with the pod count to go back to.
-pub fn check_cluster_shrink(spec: &RedisClusterSpec, pod_names: &[String]) -> Result<(), SpecError> {
+/// [`SpecError::ShrinkBelowMinimum`] when `spec.size` is below three groups of
+/// `replicasPerPrimary + 1`: nothing is applied and no pod is removed.
+pub fn cluster_shrink(
+    spec: &RedisClusterSpec,
+    pod_names: &[String],
+    statefulset_replicas: Option<i32>,
+) -> Result<Option<Shrink>, SpecError> {
     if spec.mode != Mode::Cluster {
-        return Ok(());
+        return Ok(None);
     }
-    let ordinals = pod_names
+    let highest = pod_names
         .iter()
-        .filter_map(|n| n.rsplit('-').next().and_then(|o| o.parse::<i64>().ok()));
-    match ordinals.max() {
-        Some(highest) if highest >= i64::from(spec.size) => Err(SpecError::ClusterShrink {
+        .filter_map(|n| n.rsplit('-').next().and_then(|o| o.parse::<usize>().ok()))
+        .max();
+    let to = usize::try_from(spec.size.max(0)).unwrap_or(0);
+    let Some(from) = highest.map(|h| h.saturating_add(1)).filter(|from| *from > to) else {
+        return Ok(None);
+    };
+    let rpp = spec.replicas_per_primary_or_default().max(0);
+    let minimum = 3 * (rpp + 1);
+    if spec.size < minimum {
+        return Err(SpecError::ShrinkBelowMinimum {
             size: spec.size,
-            pods: usize::try_from(highest + 1).unwrap_or(usize::MAX),
-        }),
-        _ => Ok(()),
+            pods: from,
+            minimum,
+            rpp,
+        });
     }
+    if statefulset_replicas.is_some_and(|r| r <= spec.size) {
+        return Ok(None);
+    }
+    Ok(Some(Shrink { from, to }))
 }
 
 /// The owner reference every built object carries, for tests and the e2e checks.
@@ -399,20 +434,58 @@ mod tests {
     }
 
     #[test]
-    fn cluster_mode_refuses_to_drop_pods_but_standalone_mode_may() {
-        let pods: Vec<String> = (0..6).map(|i| format!("example-rediscluster-{i}")).collect();
-        let mut r = rc(serde_json::json!({"size": 3, "mode": "cluster", "replicasPerPrimary": 0}));
-        let err = check_cluster_shrink(&r.spec, &pods).expect_err("shrink refused");
-        assert_eq!(err, SpecError::ClusterShrink { size: 3, pods: 6 });
-        assert_eq!(err.reason(), "ShrinkNotSupported");
-        assert!(err.to_string().contains("set spec.size back to 6"), "{err}");
+    fn a_cluster_mode_shrink_is_planned_from_the_highest_pod_and_refused_only_below_three_primaries() {
+        let pods: Vec<String> = (0..8).map(|i| format!("example-rediscluster-{i}")).collect();
+        let mut r = rc(serde_json::json!({"size": 6, "mode": "cluster", "replicasPerPrimary": 1}));
+        assert_eq!(
+            cluster_shrink(&r.spec, &pods, Some(8)),
+            Ok(Some(Shrink { from: 8, to: 6 }))
+        );
+        r.spec.size = 8;
+        assert_eq!(
+            cluster_shrink(&r.spec, &pods, Some(8)),
+            Ok(None),
+            "nothing to drain"
+        );
+        r.spec.size = 10;
+        assert_eq!(
+            cluster_shrink(&r.spec, &pods, Some(8)),
+            Ok(None),
+            "growing is fine"
+        );
+
         r.spec.size = 6;
-        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()));
-        r.spec.size = 9;
-        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()), "growing is fine");
-        r.spec.size = 3;
+        assert_eq!(
+            cluster_shrink(&r.spec, &pods, Some(6)),
+            Ok(None),
+            "a StatefulSet already lowered was drained before"
+        );
+        r.spec.size = 4;
+        let err = cluster_shrink(&r.spec, &pods, Some(8)).expect_err("two primaries are too few");
+        assert_eq!(
+            err,
+            SpecError::ShrinkBelowMinimum {
+                size: 4,
+                pods: 8,
+                minimum: 6,
+                rpp: 1
+            }
+        );
+        assert_eq!(err.reason(), "ShrinkBelowMinimum");
+        let text = err.to_string();
+        assert!(
+            text.contains("minimum of 6")
+                && text.contains("majority of primaries")
+                && text.contains("set spec.size to 6"),
+            "{text}"
+        );
+
         r.spec.mode = Mode::Standalone;
-        assert_eq!(check_cluster_shrink(&r.spec, &pods), Ok(()));
+        assert_eq!(
+            cluster_shrink(&r.spec, &pods, Some(8)),
+            Ok(None),
+            "standalone shrinks at once"
+        );
     }
 
     #[test]

@@ -145,7 +145,10 @@ pub const RELEASES: &[Release] = &[
         maturity: "stable",
         features: &[ResourcesAndStorage, RedisConfig, ClusterMode],
         created_at: "2025-09-01T10:00:00Z",
-        notes: "Cluster mode is stable. Any 0.2.x, 0.3.x or 1.0.0 prerelease upgrades straight to 1.0.0 \
+        notes: "Cluster mode is stable and scales both ways: lowering `size` moves the hash slots (and \
+                keys) of the leaving primaries to the staying ones and makes the cluster forget the \
+                leaving nodes before the StatefulSet removes them; below 3 primaries a shrink is \
+                refused. Any 0.2.x, 0.3.x or 1.0.0 prerelease upgrades straight to 1.0.0 \
                 (`olm.skipRange: '>=0.2.0 <1.0.0'`).",
     },
 ];

@@ -10,6 +10,11 @@
 //! - Otherwise `Ready=True` once `size` pods are ready (and, in cluster mode, formation succeeded);
 //!   `Progressing=True` while fewer are; a cluster formation error is `Degraded=True` with reason
 //!   `ClusterFormationFailed`.
+//! - A cluster-mode shrink is `Progressing=True` with reason `Draining` while the leaving pods' hash
+//!   slots move (the message names the pods and says what it waits for) and `ScalingDown` once they
+//!   are drained and the StatefulSet is lowered; `Ready=False` until only `size` pods remain. A drain
+//!   that fails is `Degraded=True` with reason `DrainFailed` (the StatefulSet keeps every pod) and
+//!   stays `Progressing`, since the next reconcile retries it.
 //! - Phase: `Degraded` > `Ready` > `Progressing` (some pods exist) > `Pending`.
 //! - `lastTransitionTime` only changes when a condition's status flips, and `observedGeneration` is
 //!   the generation that was reconciled.
@@ -40,6 +45,26 @@ pub enum Outcome {
         /// Cluster formation result.
         cluster: Option<Result<(), String>>,
     },
+    /// Objects applied while a cluster-mode shrink drains the pods from ordinal `to` on.
+    Shrinking {
+        /// Pods that exist.
+        from: usize,
+        /// Pods wanted.
+        to: usize,
+        /// Where the drain stands.
+        drain: Drain,
+    },
+}
+
+/// Where a cluster-mode drain stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drain {
+    /// Not started: the message says what it waits for.
+    Waiting(String),
+    /// The protocol failed (message); the StatefulSet keeps every pod.
+    Failed(String),
+    /// Every slot left the leaving pods and they were forgotten; the StatefulSet was lowered.
+    Done,
 }
 
 fn ordinal(name: &str) -> u32 {
@@ -75,6 +100,62 @@ pub fn compute(rc: &RedisCluster, pods: &[ObservedPod], outcome: &Outcome, now: 
             (true, reason.as_str(), message.clone()),
             "Degraded",
         ),
+        Outcome::Shrinking { from, to, drain } => {
+            let name = rc.metadata.name.as_deref().unwrap_or("redis");
+            let leaving = if from.saturating_sub(*to) == 1 {
+                format!("pod {name}-{to}")
+            } else {
+                format!("pods {name}-{to} to {name}-{}", from.saturating_sub(1))
+            };
+            let not_ready = (
+                false,
+                "ScalingDown",
+                format!("{ready}/{from} Redis pods are ready; {to} remain after the scale-down"),
+            );
+            let ok = (false, "AsExpected", "the spec is valid and applied".to_owned());
+            match drain {
+                Drain::Waiting(why) => (
+                    not_ready,
+                    (
+                        true,
+                        "Draining",
+                        format!(
+                            "scaling from {from} to {to}: moving the hash slots off {leaving} before removing them; {why}"
+                        ),
+                    ),
+                    ok,
+                    "Progressing",
+                ),
+                Drain::Failed(err) => (
+                    not_ready,
+                    (
+                        true,
+                        "Draining",
+                        format!("scaling from {from} to {to}: draining {leaving} failed and will be retried"),
+                    ),
+                    (
+                        true,
+                        "DrainFailed",
+                        format!(
+                            "cannot move the hash slots off {leaving}, so the StatefulSet keeps {from} pods: {err}"
+                        ),
+                    ),
+                    "Degraded",
+                ),
+                Drain::Done => (
+                    not_ready,
+                    (
+                        true,
+                        "ScalingDown",
+                        format!(
+                            "scaling from {from} to {to}: {leaving} hold no hash slots and were forgotten by the cluster; the StatefulSet now has {to} replicas"
+                        ),
+                    ),
+                    ok,
+                    "Progressing",
+                ),
+            }
+        }
         Outcome::Applied { cluster } => {
             let all_ready = ready == size && pods.len() == usize::try_from(size).unwrap_or(0);
             let cluster_err = match cluster {
@@ -243,6 +324,56 @@ mod tests {
         let s = compute(&rc(1), &[pod("r-0", true)], &out, &t(1));
         assert_eq!(cond(&s, "Degraded").reason, "ClusterFormationFailed");
         assert_eq!(s.phase.as_deref(), Some("Degraded"));
+    }
+
+    #[test]
+    fn a_draining_shrink_is_progressing_with_the_leaving_pods_named_and_a_failed_drain_is_degraded() {
+        let mut r = rc(3);
+        r.metadata.name = Some("r".into());
+        let pods: Vec<ObservedPod> = (0..4).map(|i| pod(&format!("r-{i}"), true)).collect();
+        let waiting = Outcome::Shrinking {
+            from: 4,
+            to: 3,
+            drain: Drain::Waiting("3/4 pods are ready".into()),
+        };
+        let s = compute(&r, &pods, &waiting, &t(1));
+        assert_eq!(s.phase.as_deref(), Some("Progressing"));
+        let p = cond(&s, "Progressing");
+        assert_eq!((p.status.as_str(), p.reason.as_str()), ("True", "Draining"));
+        assert!(
+            p.message.contains("off pod r-3") && p.message.contains("3/4 pods are ready"),
+            "{}",
+            p.message
+        );
+        assert_eq!(cond(&s, "Ready").status, "False");
+        assert_eq!(cond(&s, "Degraded").status, "False");
+
+        let failed = Outcome::Shrinking {
+            from: 6,
+            to: 3,
+            drain: Drain::Failed("connection refused".into()),
+        };
+        let s = compute(&r, &pods, &failed, &t(1));
+        assert_eq!(s.phase.as_deref(), Some("Degraded"));
+        let d = cond(&s, "Degraded");
+        assert_eq!((d.status.as_str(), d.reason.as_str()), ("True", "DrainFailed"));
+        assert!(
+            d.message.contains("pods r-3 to r-5")
+                && d.message.contains("keeps 6 pods")
+                && d.message.contains("connection refused"),
+            "{}",
+            d.message
+        );
+        assert_eq!(cond(&s, "Progressing").status, "True", "the drain is retried");
+
+        let done = Outcome::Shrinking {
+            from: 4,
+            to: 3,
+            drain: Drain::Done,
+        };
+        let s = compute(&r, &pods, &done, &t(1));
+        assert_eq!(cond(&s, "Progressing").reason, "ScalingDown");
+        assert_eq!(s.phase.as_deref(), Some("Progressing"));
     }
 
     #[test]

@@ -22,9 +22,25 @@
 //!    group's primary (or whoever replaced it after a failover). Existing replicas are left alone.
 //! 4. **Wait** until every node reports `cluster_state:ok`.
 //!
-//! Shrinking is not done: removing primaries would need their slots drained first, so the reconcile
-//! refuses a smaller `size` in cluster mode while the pods above it exist
-//! ([`super::desired::check_cluster_shrink`]: `Degraded` with reason `ShrinkNotSupported`, nothing applied).
+//! Shrinking is [`shrink`], run by the reconcile *before* the StatefulSet loses its highest
+//! ordinals (a StatefulSet always scales down from the top, so the leaving nodes are the last ones
+//! of the [`NodeSource`]):
+//!
+//! 1. **Drain.** Wait until the staying nodes report `cluster_state:ok`, then move every slot of the
+//!    leaving primaries onto the staying ones along [`plan::drain`], with the same live re-sharding
+//!    protocol as above (keys move with their slots), and wait until every staying node sees the
+//!    leaving nodes own nothing.
+//! 2. **Reattach.** A staying replica whose primary is leaving (possible after a failover across
+//!    groups) replicates its planned primary instead; the leaving replicas are dropped with their
+//!    primaries.
+//! 3. **Forget.** Every staying node runs `CLUSTER FORGET` for every leaving node it still lists
+//!    (the forgotten id is banned from gossip for a minute, so the order between nodes does not
+//!    matter), then each leaving node that still knows other nodes runs `CLUSTER RESET SOFT` so it
+//!    stops claiming membership, and we wait until the staying nodes know only each other and
+//!    report `cluster_state:ok`.
+//!
+//! Only then may the StatefulSet be lowered. Like [`converge`], a second call finds nothing to do.
+//! Fewer than [`plan::MIN_PRIMARIES`] primaries is refused before any write.
 
 pub mod plan;
 pub mod resp;
@@ -200,23 +216,7 @@ pub async fn converge(
             replicas_per_primary,
         });
     }
-    let mut peers = Vec::with_capacity(nodes.len());
-    for node in nodes {
-        let mut conn = Connection::connect(&node.addr, opts.command_timeout)
-            .await
-            .map_err(|source| ClusterError::Node {
-                node: node.name.clone(),
-                source,
-            })?;
-        let id = conn
-            .text(&["CLUSTER", "MYID"])
-            .await
-            .map_err(|source| ClusterError::Node {
-                node: node.name.clone(),
-                source,
-            })?;
-        peers.push(Peer { node, id, conn });
-    }
+    let mut peers = connect(nodes, opts).await?;
     let met = meet(&mut peers, opts).await?;
     // A node that just joined answers CLUSTERDOWN (and refuses MIGRATE) until gossip has taught it
     // the slot map; when the cluster already serves slots, wait for every node to say so first.
@@ -241,6 +241,252 @@ pub async fn converge(
         replicas_attached,
         primaries,
     })
+}
+
+async fn connect(nodes: Vec<Node>, opts: Options) -> Result<Vec<Peer>, ClusterError> {
+    let mut peers = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let mut conn = Connection::connect(&node.addr, opts.command_timeout)
+            .await
+            .map_err(|source| ClusterError::Node {
+                node: node.name.clone(),
+                source,
+            })?;
+        let id = conn
+            .text(&["CLUSTER", "MYID"])
+            .await
+            .map_err(|source| ClusterError::Node {
+                node: node.name.clone(),
+                source,
+            })?;
+        peers.push(Peer { node, id, conn });
+    }
+    Ok(peers)
+}
+
+/// What [`shrink`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShrinkOutcome {
+    /// Names of the leaving nodes (the ones after `keep`).
+    pub removed: Vec<String>,
+    /// Slots moved off the leaving primaries.
+    pub slots_moved: usize,
+    /// Staying replicas moved off a leaving primary with `CLUSTER REPLICATE`.
+    pub replicas_reattached: usize,
+    /// `CLUSTER FORGET` commands sent to staying nodes.
+    pub forgets: usize,
+    /// Leaving nodes told to leave with `CLUSTER RESET SOFT`.
+    pub resets: usize,
+}
+
+impl ShrinkOutcome {
+    /// Whether the run changed anything.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        self.slots_moved + self.replicas_reattached + self.forgets + self.resets > 0
+    }
+}
+
+/// Removes the nodes of `source` after the first `keep` from the cluster without losing a slot or a
+/// key: their slots move to the first `keep` nodes, staying replicas of leaving primaries are
+/// reattached, the staying nodes forget the leaving ones and the leaving ones reset. The leaving
+/// nodes must still be reachable; stop them only after this returns `Ok`.
+///
+/// # Errors
+/// `keep` below the minimum or not whole groups, an unreachable node, a refused command, slots a
+/// leaving primary still owns after the moves, or a cluster that does not settle.
+pub async fn shrink(
+    source: &(impl NodeSource + ?Sized),
+    keep: usize,
+    replicas_per_primary: usize,
+    opts: Options,
+) -> Result<ShrinkOutcome, ClusterError> {
+    let nodes = source.nodes();
+    let group = replicas_per_primary + 1;
+    if !keep.is_multiple_of(group) || keep / group < plan::MIN_PRIMARIES || keep > nodes.len() {
+        return Err(ClusterError::BadTopology {
+            nodes: keep,
+            replicas_per_primary,
+        });
+    }
+    let mut peers = connect(nodes, opts).await?;
+    let removed: Vec<String> = peers[keep..].iter().map(|p| p.node.name.clone()).collect();
+    let leaving: BTreeSet<String> = peers[keep..].iter().map(|p| p.id.clone()).collect();
+    let view = peers[0].view().await?;
+    if view.iter().any(|n| !n.slots.is_empty()) {
+        wait_state_ok(&mut peers[..keep], opts).await?;
+    }
+    let slots_moved = drain_slots(&mut peers, keep, replicas_per_primary, &leaving, opts).await?;
+    let replicas_reattached = reattach(&mut peers, keep, replicas_per_primary, &leaving).await?;
+
+    let mut forgets = 0;
+    for p in &mut peers[..keep] {
+        let known: Vec<String> = p
+            .view()
+            .await?
+            .into_iter()
+            .filter(|n| leaving.contains(&n.id))
+            .map(|n| n.id)
+            .collect();
+        for id in known {
+            p.cmd(&["CLUSTER", "FORGET", &id]).await?;
+            forgets += 1;
+        }
+    }
+    let mut resets = 0;
+    for p in &mut peers[keep..] {
+        if p.view().await?.len() > 1 {
+            p.cmd(&["CLUSTER", "RESET", "SOFT"]).await?;
+            resets += 1;
+        }
+    }
+    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    for p in &mut peers[..keep] {
+        loop {
+            let still = p.view().await?.iter().filter(|n| leaving.contains(&n.id)).count();
+            if still == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ClusterError::NotConverged {
+                    what: format!("{} to forget {still} leaving nodes", p.node.name),
+                    timeout: opts.settle_timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    if peers[0].view().await?.iter().any(|n| !n.slots.is_empty()) {
+        wait_state_ok(&mut peers[..keep], opts).await?;
+    }
+    Ok(ShrinkOutcome {
+        removed,
+        slots_moved,
+        replicas_reattached,
+        forgets,
+        resets,
+    })
+}
+
+/// Moves every slot of the leaving primaries onto the staying ones and waits until every staying
+/// node sees the leaving ones own nothing.
+async fn drain_slots(
+    peers: &mut [Peer],
+    keep: usize,
+    replicas_per_primary: usize,
+    leaving: &BTreeSet<String>,
+    opts: Options,
+) -> Result<usize, ClusterError> {
+    let view = peers[0].view().await?;
+    let index_of = |id: &str| peers.iter().position(|p| p.id == id);
+    let mut staying: Vec<(usize, Vec<u16>)> = view
+        .iter()
+        .filter(|n| n.primary && !n.slots.is_empty() && !leaving.contains(&n.id))
+        .filter_map(|n| Some((index_of(&n.id)?, n.slots.clone())))
+        .collect();
+    staying.sort_by_key(|(_, slots)| slots.iter().min().copied());
+    let mut going: Vec<(usize, Vec<u16>)> = view
+        .iter()
+        .filter(|n| n.primary && !n.slots.is_empty() && leaving.contains(&n.id))
+        .filter_map(|n| Some((index_of(&n.id)?, n.slots.clone())))
+        .collect();
+    going.sort_by_key(|(_, slots)| slots.iter().min().copied());
+    if going.is_empty() {
+        return Ok(0);
+    }
+    // Planned primaries among the staying nodes that are still empty masters receive slots too.
+    let wanted = keep / (replicas_per_primary + 1);
+    for (i, role) in plan::roles(keep, replicas_per_primary).iter().enumerate() {
+        if staying.len() >= wanted {
+            break;
+        }
+        let empty_master = view
+            .iter()
+            .any(|n| n.id == peers[i].id && n.primary && n.slots.is_empty());
+        if matches!(role, plan::Role::Primary { .. }) && empty_master && !staying.iter().any(|(o, _)| *o == i)
+        {
+            staying.push((i, Vec::new()));
+        }
+    }
+    let keep_primaries = staying.len();
+    let owners: Vec<(usize, Vec<u16>)> = staying.into_iter().chain(going).collect();
+    let owned: Vec<Vec<u16>> = owners.iter().map(|(_, s)| s.clone()).collect();
+    let moves = plan::drain(&owned, keep_primaries);
+    // A drained primary may turn itself into a replica (Redis 7's replica migration), and SETSLOT
+    // is refused on replicas: only the staying primaries hear about moves besides source and target.
+    let staying_peers: Vec<usize> = owners[..keep_primaries].iter().map(|(i, _)| *i).collect();
+    for m in &moves {
+        move_slot(peers, &staying_peers, owners[m.from].0, owners[m.to].0, m.slot).await?;
+    }
+    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    for p in &mut peers[..keep] {
+        loop {
+            let left: usize = p
+                .view()
+                .await?
+                .iter()
+                .filter(|n| n.primary && leaving.contains(&n.id))
+                .map(|n| n.slots.len())
+                .sum();
+            if left == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ClusterError::NotConverged {
+                    what: format!("{} to see {left} slots leave the removed primaries", p.node.name),
+                    timeout: opts.settle_timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(moves.len())
+}
+
+/// Staying replicas of leaving primaries replicate their planned primary (or whoever replaced it).
+async fn reattach(
+    peers: &mut [Peer],
+    keep: usize,
+    replicas_per_primary: usize,
+    leaving: &BTreeSet<String>,
+) -> Result<usize, ClusterError> {
+    let roles = plan::roles(keep, replicas_per_primary);
+    let view = peers[0].view().await?;
+    let by_id: BTreeMap<String, plan::ObservedNode> = view.into_iter().map(|n| (n.id.clone(), n)).collect();
+    let mut reattached = 0;
+    for (i, role) in roles.iter().enumerate() {
+        let follows_leaver = by_id
+            .get(&peers[i].id)
+            .and_then(|n| n.replica_of.as_ref())
+            .is_some_and(|primary| leaving.contains(primary));
+        if !follows_leaver {
+            continue;
+        }
+        let planned = match role {
+            plan::Role::Replica { primary } => peers[*primary].id.clone(),
+            // A planned primary that ended up replicating a leaver (a failover moved it): any
+            // staying primary that serves slots will do; take the lowest ordinal.
+            plan::Role::Primary { .. } => {
+                let serving = peers[..keep]
+                    .iter()
+                    .find(|p| by_id.get(&p.id).is_some_and(|n| n.primary && !n.slots.is_empty()));
+                match serving {
+                    Some(p) => p.id.clone(),
+                    None => continue,
+                }
+            }
+        };
+        let target = match by_id.get(&planned) {
+            Some(n) if !n.primary => n.replica_of.clone().unwrap_or_else(|| planned.clone()),
+            _ => planned,
+        };
+        if target == peers[i].id || leaving.contains(&target) {
+            continue;
+        }
+        peers[i].cmd(&["CLUSTER", "REPLICATE", &target]).await?;
+        reattached += 1;
+    }
+    Ok(reattached)
 }
 
 async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> {
@@ -393,9 +639,17 @@ async fn move_slot(
     }
     // Target first, then source, then the rest (the order the cluster specification recommends).
     peers[to].cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &to_id]).await?;
-    peers[from]
-        .cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &to_id])
-        .await?;
+    match peers[from].cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &to_id]).await {
+        Ok(_) => {}
+        // A source that gave away its last slot may already have learnt so from the target's gossip
+        // and turned itself into a replica (Redis 7's replica migration), which refuses SETSLOT: it
+        // knows the new owner already.
+        Err(ClusterError::Node {
+            source: RespError::Command { message, .. },
+            ..
+        }) if message.contains("only with masters") => {}
+        Err(e) => return Err(e),
+    }
     for &p in primaries {
         if p != from && p != to {
             peers[p].cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &to_id]).await?;

@@ -1,5 +1,5 @@
 //! plan: the pure decisions of cluster mode: which node leads which group, which slots each primary
-//! should own, and which slots must move when primaries are added.
+//! should own, and which slots must move when primaries are added or removed.
 //!
 //! Redis Cluster splits the key space into 16384 hash slots; every slot must be owned by exactly one
 //! primary for the cluster to report `cluster_state:ok`. The operator's rule:
@@ -12,11 +12,23 @@
 //! - **Minimal moves.** When primaries are added, each existing primary keeps its lowest slots up to
 //!   its new quota and gives the rest (from its highest slots down) to primaries under quota, in order.
 //!   No slot moves between two primaries that are both at or under quota.
+//! - **Draining.** When `size` shrinks, whole groups leave from the top (a StatefulSet removes its
+//!   highest ordinals first). The primaries that stay get the even split of their own count as
+//!   quota, the leaving primaries a quota of zero, and the same minimal-moves rule applies
+//!   ([`drain`]): every slot of a leaving primary goes to a staying primary under quota, and staying
+//!   primaries only give slots away if they were above their new quota already.
+//! - **Minimum.** A Redis Cluster needs at least [`MIN_PRIMARIES`] primaries: a failover is
+//!   authorised by a majority of primaries, and with fewer than three, losing one primary loses the
+//!   majority, so the cluster could never promote a replica on its own.
 
 use std::collections::BTreeMap;
 
 /// Number of hash slots in a Redis Cluster.
 pub const SLOTS: u16 = 16384;
+
+/// The fewest primaries a cluster may have (failover needs a majority of primaries that survives
+/// the loss of one).
+pub const MIN_PRIMARIES: usize = 3;
 
 /// An inclusive range of slots.
 pub type SlotRange = (u16, u16);
@@ -101,12 +113,34 @@ pub struct Move {
 /// Slots owned by nobody are not moved (see [`unassigned`]); they are given out by `ADDSLOTS`.
 #[must_use]
 pub fn rebalance(owned: &[Vec<u16>]) -> Vec<Move> {
-    let quota = quotas(owned.len());
+    rebalance_to(owned, &quotas(owned.len()))
+}
+
+/// Moves that empty the primaries from index `keep` on (the groups leaving with a shrink) and bring
+/// the first `keep` primaries to the even split of `keep`.
+///
+/// With `keep` at or above `owned.len()` this is [`rebalance`]; with `keep == 0` nothing can receive
+/// the slots and no move is planned.
+#[must_use]
+pub fn drain(owned: &[Vec<u16>], keep: usize) -> Vec<Move> {
+    if keep >= owned.len() {
+        return rebalance(owned);
+    }
+    let mut quota = quotas(keep);
+    quota.resize(owned.len(), 0);
+    rebalance_to(owned, &quota)
+}
+
+/// Moves that bring each primary of `owned` to its `quota`: each primary keeps its lowest slots up
+/// to its quota, and the rest, in primary order and from the highest slot down, fill the primaries
+/// under quota in order. Missing quotas count as zero.
+fn rebalance_to(owned: &[Vec<u16>], quota: &[usize]) -> Vec<Move> {
+    let quota_of = |i: usize| quota.get(i).copied().unwrap_or(0);
     let mut surplus: Vec<Move> = Vec::new();
     for (from, slots) in owned.iter().enumerate() {
         let mut sorted = slots.clone();
         sorted.sort_unstable();
-        let keep = quota[from].min(sorted.len());
+        let keep = quota_of(from).min(sorted.len());
         surplus.extend(
             sorted[keep..]
                 .iter()
@@ -117,7 +151,7 @@ pub fn rebalance(owned: &[Vec<u16>]) -> Vec<Move> {
     let mut moves = Vec::new();
     let mut donors = surplus.into_iter();
     for (to, slots) in owned.iter().enumerate() {
-        for _ in slots.len()..quota[to] {
+        for _ in slots.len()..quota_of(to) {
             match donors.next() {
                 Some(mut m) => {
                     m.to = to;
@@ -286,6 +320,49 @@ mod tests {
         let counts: Vec<usize> = owned.iter().map(Vec::len).collect();
         assert_eq!(counts, quotas(4));
         assert!(rebalance(&owned).is_empty(), "a balanced cluster needs no moves");
+    }
+
+    fn apply(owned: &mut [Vec<u16>], moves: &[Move]) {
+        for m in moves {
+            owned[m.from].retain(|s| *s != m.slot);
+            owned[m.to].push(m.slot);
+        }
+    }
+
+    #[test]
+    fn draining_the_fourth_primary_gives_its_slots_to_the_three_that_stay_and_moves_nothing_else() {
+        let mut owned: Vec<Vec<u16>> = slot_plan(4).into_iter().map(|(a, b)| (a..=b).collect()).collect();
+        let moves = drain(&owned, 3);
+        assert_eq!(moves.len(), 4096, "exactly the leaving primary's slots move");
+        assert!(moves.iter().all(|m| m.from == 3 && m.to < 3));
+        apply(&mut owned, &moves);
+        let counts: Vec<usize> = owned.iter().map(Vec::len).collect();
+        assert_eq!(counts, [5462, 5461, 5461, 0]);
+        assert!(unassigned(&owned).is_empty(), "every slot still has an owner");
+        assert!(drain(&owned, 3).is_empty(), "a drained cluster needs no moves");
+    }
+
+    #[test]
+    fn draining_two_groups_at_once_empties_both_and_keeps_every_slot_owned() {
+        let mut owned: Vec<Vec<u16>> = slot_plan(5).into_iter().map(|(a, b)| (a..=b).collect()).collect();
+        let moves = drain(&owned, 3);
+        assert!(moves.iter().all(|m| m.from >= 3 && m.to < 3));
+        apply(&mut owned, &moves);
+        assert!(owned[3].is_empty() && owned[4].is_empty());
+        let counts: Vec<usize> = owned[..3].iter().map(Vec::len).collect();
+        assert_eq!(counts, quotas(3));
+        assert!(unassigned(&owned).is_empty());
+    }
+
+    #[test]
+    fn draining_with_nothing_to_keep_or_nothing_to_remove_degrades_gracefully() {
+        let owned: Vec<Vec<u16>> = slot_plan(3).into_iter().map(|(a, b)| (a..=b).collect()).collect();
+        assert!(drain(&owned, 0).is_empty(), "nobody can receive slots");
+        assert!(
+            drain(&owned, 3).is_empty(),
+            "keeping everyone is a plain rebalance"
+        );
+        assert!(drain(&[], 3).is_empty());
     }
 
     #[test]
