@@ -24,7 +24,7 @@ use std::{
 
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{ConfigMap, Event},
+    core::v1::{ConfigMap, Event, ServiceAccount},
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
@@ -111,13 +111,20 @@ impl Controller {
 
     /// The body of `GET /metrics`.
     fn metrics(&self) -> String {
-        let mut stream = TcpStream::connect(self.metrics).expect("connecting to /metrics");
+        self.get("/metrics")
+    }
+
+    /// The whole response (status line, headers, body) of `GET path`; empty if unreachable.
+    fn get(&self, path: &str) -> String {
+        let Ok(mut stream) = TcpStream::connect(self.metrics) else {
+            return String::new();
+        };
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("read timeout");
         write!(
             stream,
-            "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
         )
         .expect("writing the request");
         let mut text = String::new();
@@ -759,8 +766,56 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
         1
     );
 
+    // Upstream's Operator-API component label on everything the install created.
+    let component =
+        olm_rs::api::labels::component_label_key("widget-operator", env.ns()).expect("a component label key");
+    let labelled = |what: &str, labels: &std::collections::BTreeMap<String, String>| {
+        assert_eq!(
+            labels.get(&component).map(String::as_str),
+            Some(""),
+            "{what} lacks {component}: {labels:?}"
+        );
+    };
+    let csv_obj = env.get::<ClusterServiceVersion>(&head).await.expect("the CSV");
+    let csv_labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(csv_obj["metadata"]["labels"].clone()).unwrap_or_default();
+    labelled("the CSV", &csv_labels);
+    labelled("the Deployment", deployment.labels());
+    labelled("the Role", role[0].labels());
+    let sas: Api<ServiceAccount> = env.ns.api();
+    let sa = sas
+        .list(&ListParams::default().labels(&component))
+        .await
+        .expect("listing service accounts")
+        .items;
+    assert!(!sa.is_empty(), "no ServiceAccount carries {component}");
+    let by_component = ListParams::default().labels(&format!("{component},olm.owner={head}"));
+    assert_eq!(
+        bindings
+            .list(&by_component)
+            .await
+            .expect("rolebindings")
+            .items
+            .len(),
+        1,
+        "the RoleBinding carries {component}"
+    );
+    assert_eq!(crs.list(&by_component).await.expect("crs").items.len(), 1);
+    assert_eq!(crbs.list(&by_component).await.expect("crbs").items.len(), 1);
+
     let sub = env.wait_at_latest("widget", &head).await;
     assert_eq!(str_at(&sub, "/status/installPlanRef/name"), plan_name);
+
+    // Ready: the leader's caches synced (the readiness task used to wait forever).
+    let mut readyz = String::new();
+    for _ in 0..100 {
+        readyz = env.controller.get("/readyz");
+        if readyz.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(readyz.starts_with("HTTP/1.1 200"), "/readyz: {readyz}");
 
     // Events on the transitions, and the metrics.
     let events = env.events_for("ClusterServiceVersion", &head).await;

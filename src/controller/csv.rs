@@ -5,8 +5,16 @@
 //! `operators.coreos.com/csv-cleanup` finalizer removes the cluster-scoped RBAC labelled
 //! with the CSV as owner.
 //!
-//! The phase decision is [`crate::plan::csv::decide`]; this module observes (stores plus a
-//! few reads of CRDs, ServiceAccounts and Deployments) and acts on the decision.
+//! The phase decision is [`crate::plan::csv::decide`]; this module observes (reflector stores
+//! of OperatorGroups, CSVs, Deployments and ServiceAccounts, plus a read per owned or required
+//! CRD) and acts on the decision.
+//!
+//! Efficiency rules: transitions that need no outside event are chained within one reconcile
+//! (Pending → InstallReady → Installing, one status write); a Deployment is applied only when
+//! the store's copy differs from the desired one (spec hash, labels, owner); a status write is
+//! skipped when it changes nothing or repeats this controller's previous write that the store
+//! has not caught up with. The controller is triggered by its Deployments and ServiceAccounts
+//! (owner references), so a missing requirement is re-checked when it appears, not by polling.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -23,18 +31,20 @@ use k8s_openapi::{
 use kube::{
     Api, Resource, ResourceExt,
     api::{DeleteParams, ListParams},
+    core::PartialObjectMeta,
     runtime::{
         controller::Action,
         finalizer::{Event as FinalizerEvent, finalizer},
+        reflector::ObjectRef,
     },
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented};
+use super::{Context, Error, Result, instrumented, object_key};
 use crate::{
     api::{
         labels,
-        v1alpha1::{ClusterServiceVersion, CsvPhase},
+        v1alpha1::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase},
     },
     k8s::apply,
     plan::{
@@ -115,6 +125,8 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
             .map_err(cleanup_err(format!("RoleBinding {}", binding.name_any())))?;
     }
     ctx.shared.metrics.forget_csv(&ns, &name);
+    ctx.shared
+        .forget_status_write(&object_key(ctx.name, csv.as_ref()));
     Ok(Action::await_change())
 }
 
@@ -205,7 +217,9 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             observed.crds.insert(desc.name.clone(), state);
         }
     }
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    // ServiceAccounts and Deployments come from the reflector stores (metadata-only for
+    // ServiceAccounts); the CSV controller is triggered by both, so a stale read is corrected
+    // by the event that follows.
     let strategy = &csv.spec.install.spec;
     for permission in strategy
         .permissions
@@ -216,11 +230,8 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         if observed.service_accounts.contains_key(sa) {
             continue;
         }
-        let state = match sas
-            .get_opt(sa)
-            .await
-            .map_err(Error::observe(format!("ServiceAccount {ns}/{sa}")))?
-        {
+        let key = ObjectRef::<PartialObjectMeta<ServiceAccount>>::new(sa).within(&ns);
+        let state = match stores.service_accounts.get(&key) {
             None => ServiceAccountState::Absent,
             Some(found) => ServiceAccountState::Present {
                 owner_csvs: found
@@ -234,28 +245,17 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         };
         observed.service_accounts.insert(sa.clone(), state);
     }
-    let dapi: Api<Deployment> = Api::namespaced(client, &ns);
-    let owned = dapi
-        .list(&ListParams::default().labels(&format!("{}={name}", labels::OWNER)))
-        .await
-        .map_err(Error::observe(format!("Deployments of CSV {ns}/{name}")))?;
-    for d in &owned.items {
-        observed
-            .deployments
-            .insert(d.name_any(), ObservedDeployment::from_deployment(d));
-    }
-    for d in &strategy.deployments {
-        if observed.deployments.contains_key(&d.name) {
+    let wanted: Vec<&str> = strategy.deployments.iter().map(|d| d.name.as_str()).collect();
+    for d in stores.deployments.state() {
+        if d.namespace().as_deref() != Some(ns.as_str()) {
             continue;
         }
-        if let Some(found) = dapi
-            .get_opt(&d.name)
-            .await
-            .map_err(Error::observe(format!("Deployment {ns}/{}", d.name)))?
-        {
+        let dname = d.name_any();
+        let owned = d.labels().get(labels::OWNER) == Some(&name);
+        if owned || wanted.contains(&dname.as_str()) {
             observed
                 .deployments
-                .insert(d.name.clone(), ObservedDeployment::from_deployment(&found));
+                .insert(dname, ObservedDeployment::from_deployment(&d));
         }
     }
     Ok(observed)
@@ -299,80 +299,75 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
     Ok(())
 }
 
+/// How many phase transitions one reconcile may chain (Pending → InstallReady → Installing
+/// → Succeeded is the longest useful run; the bound only guards against a cycle).
+const MAX_CHAINED_TRANSITIONS: usize = 6;
+
 async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
-    let client = ctx.client();
-    let capi: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), &ns);
-    let observed = observe(&csv, &ctx).await?;
+    let capi: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
+    let mut observed = observe(&csv, &ctx).await?;
     let now = Time(Timestamp::now());
-    let decision = plan_csv::decide(&csv, &observed, &now);
-
-    if let Some(annotations) = &decision.annotations {
-        let member: BTreeMap<&str, &String> = [
-            labels::OPERATOR_GROUP,
-            labels::OPERATOR_NAMESPACE,
-            labels::TARGET_NAMESPACES,
-        ]
-        .into_iter()
-        .filter_map(|k| annotations.get(k).map(|v| (k, v)))
-        .collect();
-        let stamp = json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "ClusterServiceVersion",
-            "metadata": {"name": name, "namespace": ns, "annotations": member},
-        });
-        apply::apply(&capi, &name, &stamp, &ctx.manager)
-            .await
-            .map_err(Error::apply(format!("annotations of CSV {ns}/{name}")))?;
-    }
-
-    if !decision.desired_deployments.is_empty() {
-        let targets = observed
-            .operator_groups
-            .first()
-            .and_then(|g| g.namespaces.clone())
-            .unwrap_or_default();
-        apply_target_rbac(&csv, &ctx, &targets).await?;
-    }
-    let dapi: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    for d in &decision.desired_deployments {
-        apply::apply(&dapi, &d.name_any(), d, &ctx.manager)
-            .await
-            .map_err(Error::apply(format!("Deployment {ns}/{}", d.name_any())))?;
-    }
-    for stale in &decision.stale_deployments {
-        dapi.delete(stale, &DeleteParams::default())
-            .await
-            .map(drop)
-            .or_else(ignore_not_found)
-            .map_err(|source| Error::Delete {
-                what: format!("Deployment {ns}/{stale}"),
-                source,
-            })?;
-    }
-
     let old = csv.status.clone().unwrap_or_default();
+    // The CSV as this reconcile has made it so far: each transition is decided on the
+    // previous one's result, so a CSV whose requirements are met goes Pending →
+    // InstallReady → Installing (Deployments applied) in one reconcile and one status write,
+    // instead of one round trip through the API server and the watch per phase.
+    let mut current = csv.as_ref().clone();
     let mut status = old.clone();
-    let changed = decision.apply_to(&mut status, &now);
-    let transition =
-        old.phase.as_ref() != Some(&decision.phase) || old.reason.as_ref() != Some(&decision.reason);
-    if changed && !apply::same_ignoring_time(&apply::to_value(&old), &apply::to_value(&status)) {
-        apply::apply_status(&capi, &name, &status, &ctx.manager)
-            .await
-            .map_err(Error::status(format!("CSV {ns}/{name}")))?;
+    let mut transitions = Vec::new();
+    let mut decision = plan_csv::decide(&current, &observed, &now);
+    for round in 1..=MAX_CHAINED_TRANSITIONS {
+        if let Some(annotations) = &decision.annotations {
+            current = stamp_annotations(&capi, &current, annotations, &ctx).await?;
+        }
+        if !decision.desired_deployments.is_empty() {
+            let targets = observed
+                .operator_groups
+                .first()
+                .and_then(|g| g.namespaces.clone())
+                .unwrap_or_default();
+            apply_target_rbac(&current, &ctx, &targets).await?;
+            apply_deployments(&ctx, &ns, &decision.desired_deployments, &mut observed).await?;
+        }
+        delete_stale_deployments(&ctx, &ns, &decision.stale_deployments).await?;
+        let phase_before = status.phase.clone();
+        let reason_before = status.reason.clone();
+        decision.apply_to(&mut status, &now);
+        if phase_before.as_ref() != Some(&decision.phase) || reason_before.as_ref() != Some(&decision.reason)
+        {
+            transitions.push((
+                decision.phase.clone(),
+                decision.reason.clone(),
+                decision.message.clone(),
+            ));
+        }
+        let moved = phase_before.as_ref() != Some(&decision.phase);
+        if !moved
+            || decision.delete_self
+            || decision.phase == CsvPhase::Failed
+            || round == MAX_CHAINED_TRANSITIONS
+        {
+            break;
+        }
+        current.status = Some(status.clone());
+        let next = plan_csv::decide(&current, &observed, &now);
+        if next.phase == decision.phase && next.reason == decision.reason && next.message == decision.message
+        {
+            // Settled: keep this decision's requeue and actions (already done).
+            break;
+        }
+        decision = next;
     }
-    if transition {
-        let r = csv.object_ref(&());
-        let reason = decision.reason.as_str();
-        if decision.phase == CsvPhase::Failed {
-            ctx.events
-                .warning(&r, reason, "Sync", decision.message.clone())
-                .await;
+
+    write_status(&ctx, &capi, &csv, &old, &status).await?;
+    let r = csv.object_ref(&());
+    for (phase, reason, message) in transitions {
+        if phase == CsvPhase::Failed {
+            ctx.events.warning(&r, reason.as_str(), "Sync", message).await;
         } else {
-            ctx.events
-                .normal(&r, reason, "Sync", decision.message.clone())
-                .await;
+            ctx.events.normal(&r, reason.as_str(), "Sync", message).await;
         }
     }
     ctx.shared.metrics.record_csv(
@@ -392,6 +387,8 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
                 what: format!("CSV {ns}/{name}"),
                 source,
             })?;
+        ctx.shared
+            .forget_status_write(&object_key(ctx.name, csv.as_ref()));
         return Ok(Action::await_change());
     }
     // Steady states are re-checked now and then; others sooner, in case an event was missed.
@@ -401,6 +398,125 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         Duration::from_secs(30)
     };
     Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
+}
+
+/// Writes the OperatorGroup member annotations (server-side apply of just those keys) and
+/// returns the CSV as the API server now has it.
+async fn stamp_annotations(
+    capi: &Api<ClusterServiceVersion>,
+    csv: &ClusterServiceVersion,
+    annotations: &BTreeMap<String, String>,
+    ctx: &Context,
+) -> Result<ClusterServiceVersion> {
+    let ns = csv.namespace().unwrap_or_default();
+    let name = csv.name_any();
+    let member: BTreeMap<&str, &String> = [
+        labels::OPERATOR_GROUP,
+        labels::OPERATOR_NAMESPACE,
+        labels::TARGET_NAMESPACES,
+    ]
+    .into_iter()
+    .filter_map(|k| annotations.get(k).map(|v| (k, v)))
+    .collect();
+    let stamp = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": name, "namespace": ns, "annotations": member},
+    });
+    let mut applied = apply::apply(capi, &name, &stamp, &ctx.manager)
+        .await
+        .map_err(Error::apply(format!("annotations of CSV {ns}/{name}")))?;
+    // Keep deciding on the status this reconcile started from (the apply returns the
+    // server's, which may be newer than the store's but is not ours to reason about here).
+    applied.status = csv.status.clone();
+    Ok(applied)
+}
+
+/// Whether the Deployment the store shows already is what `desired` asks for: same spec hash,
+/// every desired label, and the CSV's owner reference. Applying it again would change nothing.
+pub fn deployment_up_to_date(desired: &Deployment, seen: &Deployment) -> bool {
+    let labels_match = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| seen.labels().get(k) == Some(v));
+    let owners_match = desired
+        .owner_references()
+        .iter()
+        .all(|o| seen.owner_references().iter().any(|s| s.uid == o.uid));
+    labels_match && owners_match
+}
+
+async fn apply_deployments(
+    ctx: &Context,
+    ns: &str,
+    desired: &[Deployment],
+    observed: &mut Observed,
+) -> Result<()> {
+    let dapi: Api<Deployment> = Api::namespaced(ctx.client(), ns);
+    for d in desired {
+        let dname = d.name_any();
+        let key = ObjectRef::<Deployment>::new(&dname).within(ns);
+        if ctx
+            .shared
+            .stores
+            .deployments
+            .get(&key)
+            .is_some_and(|seen| deployment_up_to_date(d, &seen))
+        {
+            continue;
+        }
+        let applied = apply::apply(&dapi, &dname, d, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("Deployment {ns}/{dname}")))?;
+        observed
+            .deployments
+            .insert(dname, ObservedDeployment::from_deployment(&applied));
+    }
+    Ok(())
+}
+
+async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> Result<()> {
+    let dapi: Api<Deployment> = Api::namespaced(ctx.client(), ns);
+    for name in stale {
+        dapi.delete(name, &DeleteParams::default())
+            .await
+            .map(drop)
+            .or_else(ignore_not_found)
+            .map_err(|source| Error::Delete {
+                what: format!("Deployment {ns}/{name}"),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// Writes the CSV's status unless it equals what the object shows (timestamps aside) or
+/// repeats the write this controller just made while the store lags behind it.
+async fn write_status(
+    ctx: &Context,
+    capi: &Api<ClusterServiceVersion>,
+    csv: &ClusterServiceVersion,
+    old: &ClusterServiceVersionStatus,
+    status: &ClusterServiceVersionStatus,
+) -> Result<()> {
+    let new = apply::to_value(status);
+    if apply::same_ignoring_time(&apply::to_value(old), &new) {
+        return Ok(());
+    }
+    let key = object_key(ctx.name, csv);
+    let rv = csv.resource_version();
+    if ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &new) {
+        return Ok(());
+    }
+    let name = csv.name_any();
+    apply::apply_status(capi, &name, status, &ctx.manager)
+        .await
+        .map_err(Error::status(format!(
+            "CSV {}/{name}",
+            csv.namespace().unwrap_or_default()
+        )))?;
+    ctx.shared.record_status_write(&key, rv, new);
+    Ok(())
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
@@ -413,6 +529,44 @@ fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn deployment(labels: Value, owner_uid: &str) -> Deployment {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "op", "namespace": "ns", "labels": labels,
+                "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1",
+                    "kind": "ClusterServiceVersion", "name": "a.v1", "uid": owner_uid}]},
+            "spec": {"selector": {}, "template": {}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_deployment_is_up_to_date_only_with_the_same_hash_labels_and_owner() {
+        let desired = deployment(
+            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
+            "u1",
+        );
+        let mut seen = deployment(
+            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1", "pod-template-hash": "x"}),
+            "u1",
+        );
+        assert!(
+            deployment_up_to_date(&desired, &seen),
+            "extra labels on the live object are fine"
+        );
+        seen.labels_mut()
+            .insert("olm.deployment-spec-hash".into(), "h0".into());
+        assert!(!deployment_up_to_date(&desired, &seen), "a spec drift re-applies");
+        let other_owner = deployment(
+            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
+            "u0",
+        );
+        assert!(
+            !deployment_up_to_date(&desired, &other_owner),
+            "a new owner re-applies"
+        );
+    }
 
     #[test]
     fn the_package_is_read_from_the_properties_annotation() {

@@ -7,25 +7,35 @@
 //!   for `Established` (`WaitingForApi` → `Created`); namespaced objects get an owner
 //!   reference to the CSV they belong to (`step.resolving`), once that CSV exists (except the
 //!   Subscriptions generated for dependencies, see [`crate::plan::steps::owned_by_csv`]);
-//!   cluster-scoped objects get the `olm.owner*` labels instead.
+//!   cluster-scoped objects get the `olm.owner*` labels instead. The CSV is created with its
+//!   `operators.coreos.com/csv-cleanup` finalizer already in place.
+//! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
+//!   bundle objects) are independent of each other and are applied concurrently. The CSV's
+//!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
+//!   costs one request (a re-applied ServiceAccount costs two: it keeps the CSVs that already
+//!   own it, see [`crate::plan::steps::merge_csv_owner_references`]).
 //! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
 //!   the plan is `Failed` with `Installed=False/InstallComponentFailed` naming the object.
 //!   A plan whose steps are all done is `Complete` with `Installed=True`.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use k8s_openapi::{
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
-use kube::{Api, Resource, ResourceExt, core::GroupVersionKind, runtime::controller::Action};
+use kube::{
+    Api, Resource, ResourceExt,
+    core::GroupVersionKind,
+    runtime::{controller::Action, reflector::ObjectRef},
+};
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented};
+use super::{Context, Error, Result, instrumented, object_key};
 use crate::{
     api::{
-        ConditionStatus,
+        ConditionStatus, labels,
         v1alpha1::{
             Approval, ClusterServiceVersion, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
             InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
@@ -69,6 +79,21 @@ pub fn prepare_object(
         .to_owned();
     if namespaced {
         object["metadata"]["namespace"] = json!(namespace);
+    }
+    if kind == steps::CSV_KIND {
+        // The cleanup finalizer goes on with the CSV's creation, so the CSV controller does
+        // not spend its first reconcile (and an API round trip) adding it.
+        let finalizers = object["metadata"]
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let finalizer = json!(labels::CSV_CLEANUP_FINALIZER);
+        if !finalizers.contains(&finalizer) {
+            let mut finalizers = finalizers;
+            finalizers.push(finalizer);
+            object["metadata"]["finalizers"] = Value::Array(finalizers);
+        }
     }
     match owner {
         Some((csv_name, csv_uid)) if namespaced && steps::owned_by_csv(&kind) => {
@@ -124,7 +149,6 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     let ns = ip
         .namespace()
         .ok_or_else(|| Error::InvalidObject("InstallPlan without namespace".into()))?;
-    let name = ip.name_any();
     let Some(old) = ip.status.clone() else {
         return Ok(Action::await_change());
     };
@@ -138,7 +162,7 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         InstallPlanPhase::RequiresApproval => {
             if status.phase != InstallPlanPhase::RequiresApproval {
                 status.phase = InstallPlanPhase::RequiresApproval;
-                write(&api, &name, &old, &status, &ctx).await?;
+                write(&api, &ip, &old, &status, &ctx).await?;
             }
             return Ok(Action::await_change());
         }
@@ -197,125 +221,218 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             }
         }
     };
-    write(&api, &name, &old, &status, &ctx).await?;
+    write(&api, &ip, &old, &status, &ctx).await?;
     Ok(action)
 }
 
+/// Writes the plan's status unless it equals what the object shows (timestamps aside) or
+/// repeats this controller's last write while the store lags behind it.
 async fn write(
     api: &Api<InstallPlan>,
-    name: &str,
+    ip: &InstallPlan,
     old: &InstallPlanStatus,
     new: &InstallPlanStatus,
     ctx: &Context,
 ) -> Result<()> {
-    if apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(new)) {
+    let value = apply::to_value(new);
+    if apply::same_ignoring_time(&apply::to_value(old), &value) {
         return Ok(());
     }
-    apply::apply_status(api, name, new, &ctx.manager)
+    let key = object_key(ctx.name, ip);
+    let rv = ip.resource_version();
+    if ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
+        return Ok(());
+    }
+    let name = ip.name_any();
+    apply::apply_status(api, &name, new, &ctx.manager)
         .await
-        .map(drop)
-        .map_err(Error::status(format!("InstallPlan {name}")))
+        .map_err(Error::status(format!("InstallPlan {name}")))?;
+    ctx.shared.record_status_write(&key, rv, value);
+    Ok(())
 }
 
-/// Applies every step not done yet, in order. Returns the first failure as a message naming
-/// the object.
-async fn execute(ctx: &Context, ns: &str, plan: &mut [Step]) -> std::result::Result<(), String> {
-    let client = ctx.client();
-    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), ns);
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut owners: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for index in execution_order(plan) {
+/// Applies every step not done yet: CRDs and the CSV first, in order, then the other objects
+/// (ServiceAccounts, RBAC, Services, ...) concurrently, since none depends on another once the
+/// CSV's uid is known. Returns the first failure as a message naming the object.
+async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result::Result<(), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
+    let mut owners: HashMap<String, String> = HashMap::new();
+    let order = execution_order(plan);
+    let (first, rest): (Vec<usize>, Vec<usize>) = order.into_iter().partition(|&i| {
+        plan.get(i).is_some_and(|s| {
+            matches!(
+                s.resource.kind.as_str(),
+                "CustomResourceDefinition" | steps::CSV_KIND
+            )
+        })
+    });
+    for index in first {
         let Some(step) = plan.get_mut(index) else { continue };
-        let r = &step.resource;
-        let what = format!("{} {}", r.kind, r.name);
         if matches!(step.status, StepStatus::Created | StepStatus::Present) {
             continue;
         }
-        if step.status == StepStatus::WaitingForApi && r.kind == "CustomResourceDefinition" {
-            match crds.get_opt(&r.name).await {
+        if step.status == StepStatus::WaitingForApi && step.resource.kind == "CustomResourceDefinition" {
+            let what = format!("{} {}", step.resource.kind, step.resource.name);
+            match crds.get_opt(&step.resource.name).await {
                 Ok(Some(crd)) if crd_established(&crd) => step.status = StepStatus::Created,
                 Ok(_) => {}
                 Err(err) => return Err(format!("failed to read {what}: {err}")),
             }
             continue;
         }
-        let manifest: Value = match r.manifest.as_deref().map(serde_json::from_str) {
-            Some(Ok(v)) => v,
-            Some(Err(err)) => return Err(format!("the manifest of {what} is not valid JSON: {err}")),
-            None => return Err(format!("step {what} has no manifest")),
-        };
-        let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
-        let (resource, caps) = match kube::discovery::pinned_kind(&client, &gvk).await {
-            Ok(found) => found,
-            Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
-        };
-        let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
-        let owned = steps::owned_by_csv(&r.kind);
-        let owner = match owners.get(&step.resolving) {
-            _ if !owned => None,
-            Some(uid) => Some((step.resolving.clone(), uid.clone())),
-            None => match csvs.get_opt(&step.resolving).await {
-                Ok(Some(csv)) => csv.uid().map(|uid| {
-                    owners.insert(step.resolving.clone(), uid.clone());
-                    (step.resolving.clone(), uid)
-                }),
-                Ok(None) => None,
-                Err(err) => return Err(format!("failed to read CSV {}: {err}", step.resolving)),
-            },
-        };
-        if namespaced && owned && owner.is_none() {
-            // The CSV step comes first; its object may not be visible yet. Try again shortly.
-            return Err(format!(
-                "waiting for ClusterServiceVersion {} before {what}",
-                step.resolving
-            ));
-        }
-        let object = prepare_object(
-            manifest,
-            ns,
-            namespaced,
-            owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
-        );
-        let api = apply::dynamic_api(client.clone(), &resource, namespaced.then_some(ns));
-        // A ServiceAccount is shared by the versions of an operator: keep the CSVs that
-        // already own it (the one being replaced stays satisfied until it is replaced).
-        let object = if r.kind == "ServiceAccount" {
-            match api.get_opt(&r.name).await {
-                Ok(Some(live)) => {
-                    let refs: Vec<Value> = live
-                        .metadata
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .filter_map(|o| serde_json::to_value(o).ok())
-                        .collect();
-                    steps::merge_csv_owner_references(&object, &refs)
-                }
-                Ok(None) => object,
-                Err(err) => return Err(format!("failed to read {what}: {err}")),
-            }
-        } else {
-            object
-        };
-        match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
-            Ok(applied) if r.kind == steps::CSV_KIND => {
-                if let Some(uid) = applied.metadata.uid {
-                    owners.insert(r.name.clone(), uid);
-                }
-            }
-            Ok(_) => {}
-            Err(err) => return Err(format!("error creating {what}: {err}")),
-        }
-        step.status = if r.kind == "CustomResourceDefinition" {
-            match crds.get_opt(&r.name).await {
-                Ok(Some(crd)) if crd_established(&crd) => StepStatus::Created,
-                _ => StepStatus::WaitingForApi,
-            }
-        } else {
-            StepStatus::Created
-        };
+        step.status = apply_step(ctx, ns, step, None, &mut owners).await?;
     }
-    Ok(())
+    // The CSV's uid for the owner references: from this reconcile's apply, else the store
+    // (a GET only when the store has not seen the CSV yet).
+    let mut wanted: Vec<String> = rest
+        .iter()
+        .filter_map(|&i| plan.get(i))
+        .filter(|s| !matches!(s.status, StepStatus::Created | StepStatus::Present))
+        .map(|s| s.resolving.clone())
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    for csv_name in wanted {
+        if owners.contains_key(&csv_name) {
+            continue;
+        }
+        if let Some(uid) = csv_uid(ctx, ns, &csv_name).await? {
+            owners.insert(csv_name, uid);
+        }
+    }
+    let owners = Arc::new(owners);
+    let pending: Vec<(usize, Step)> = rest
+        .into_iter()
+        .filter_map(|i| plan.get(i).map(|s| (i, s.clone())))
+        .filter(|(_, s)| !matches!(s.status, StepStatus::Created | StepStatus::Present))
+        .collect();
+    let mut results = Vec::with_capacity(pending.len());
+    for chunk in pending.chunks(STEP_CONCURRENCY) {
+        let applies = chunk.iter().cloned().map(|(i, step)| {
+            let ctx = Arc::clone(ctx);
+            let ns = ns.to_owned();
+            let owners = Arc::clone(&owners);
+            async move {
+                let mut scratch = HashMap::new();
+                (
+                    i,
+                    apply_step(&ctx, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
+                )
+            }
+        });
+        results.extend(futures::future::join_all(applies).await);
+    }
+    let mut first_error = None;
+    for (i, result) in results {
+        match result {
+            Ok(status) => {
+                if let Some(step) = plan.get_mut(i) {
+                    step.status = status;
+                }
+            }
+            Err(message) => {
+                first_error.get_or_insert(message);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Steps applied at once after the CSV.
+const STEP_CONCURRENCY: usize = 8;
+
+/// The uid of the CSV `name` in `ns`: from the reflector store, else (not seen yet) the API.
+async fn csv_uid(ctx: &Context, ns: &str, name: &str) -> std::result::Result<Option<String>, String> {
+    let key = ObjectRef::<ClusterServiceVersion>::new(name).within(ns);
+    if let Some(csv) = ctx.shared.stores.csvs.get(&key) {
+        return Ok(csv.uid());
+    }
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), ns);
+    match csvs.get_opt(name).await {
+        Ok(found) => Ok(found.and_then(|c| c.uid())),
+        Err(err) => Err(format!("failed to read CSV {name}: {err}")),
+    }
+}
+
+/// Applies one step; returns its new status. `owners` maps CSV names to uids; `None` while
+/// the CSV itself is being applied (its uid is recorded in `created`).
+async fn apply_step(
+    ctx: &Context,
+    ns: &str,
+    step: &Step,
+    owners: Option<&HashMap<String, String>>,
+    created: &mut HashMap<String, String>,
+) -> std::result::Result<StepStatus, String> {
+    let r = &step.resource;
+    let what = format!("{} {}", r.kind, r.name);
+    let manifest: Value = match r.manifest.as_deref().map(serde_json::from_str) {
+        Some(Ok(v)) => v,
+        Some(Err(err)) => return Err(format!("the manifest of {what} is not valid JSON: {err}")),
+        None => return Err(format!("step {what} has no manifest")),
+    };
+    let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
+    let (resource, caps) = match ctx.shared.discover(&gvk).await {
+        Ok(found) => found,
+        Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
+    };
+    let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+    let owned = steps::owned_by_csv(&r.kind);
+    let owner = owners
+        .filter(|_| owned)
+        .and_then(|o| o.get(&step.resolving))
+        .map(|uid| (step.resolving.clone(), uid.clone()));
+    if namespaced && owned && owner.is_none() {
+        // The CSV step comes first; its object may not be visible yet. Try again shortly.
+        return Err(format!(
+            "waiting for ClusterServiceVersion {} before {what}",
+            step.resolving
+        ));
+    }
+    let object = prepare_object(
+        manifest,
+        ns,
+        namespaced,
+        owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
+    );
+    let api = apply::dynamic_api(ctx.client(), &resource, namespaced.then_some(ns));
+    // A ServiceAccount is shared by the versions of an operator: keep the CSVs that already
+    // own it (the one being replaced stays satisfied until it is replaced).
+    let object = if r.kind == "ServiceAccount" {
+        match api.get_opt(&r.name).await {
+            Ok(Some(live)) => {
+                let refs: Vec<Value> = live
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .filter_map(|o| serde_json::to_value(o).ok())
+                    .collect();
+                steps::merge_csv_owner_references(&object, &refs)
+            }
+            Ok(None) => object,
+            Err(err) => return Err(format!("failed to read {what}: {err}")),
+        }
+    } else {
+        object
+    };
+    match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
+        Ok(applied) => {
+            if r.kind == steps::CSV_KIND
+                && let Some(uid) = applied.metadata.uid
+            {
+                created.insert(r.name.clone(), uid);
+            }
+        }
+        Err(err) => return Err(format!("error creating {what}: {err}")),
+    }
+    if r.kind == "CustomResourceDefinition" {
+        let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
+        return Ok(match crds.get_opt(&r.name).await {
+            Ok(Some(crd)) if crd_established(&crd) => StepStatus::Created,
+            _ => StepStatus::WaitingForApi,
+        });
+    }
+    Ok(StepStatus::Created)
 }
 
 #[cfg(test)]

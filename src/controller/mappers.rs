@@ -1,17 +1,20 @@
 //! Pure mappers for `Controller::watches`: given a changed object of another kind and the
 //! current store contents, which objects must be reconciled again. Pure so they are unit-tested.
+//!
+//! The changed object is often only its metadata (`PartialObjectMeta` from a metadata watch,
+//! which keeps large ConfigMaps and CRDs out of memory), so mappers that need no more than a
+//! name and namespace take any [`Resource`].
 
 use std::sync::Arc;
 
 use kube::{Resource, ResourceExt, runtime::reflector::ObjectRef};
 
 use crate::api::v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription};
-use k8s_openapi::api::core::v1::ConfigMap;
 
 /// CatalogSources in the ConfigMap's namespace that name it in `spec.configMap`.
 pub fn catalog_sources_for_config_map(
     sources: &[Arc<CatalogSource>],
-    cm: &ConfigMap,
+    cm: &impl Resource,
 ) -> Vec<ObjectRef<CatalogSource>> {
     let ns = cm.namespace();
     let name = cm.name_any();
@@ -40,7 +43,7 @@ where
 /// namespaces.
 pub fn subscriptions_for_catalog(
     subs: &[Arc<Subscription>],
-    cs: &CatalogSource,
+    cs: &impl Resource,
     global_namespace: &str,
 ) -> Vec<ObjectRef<Subscription>> {
     let ns = cs.namespace().unwrap_or_default();

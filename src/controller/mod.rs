@@ -10,6 +10,12 @@
 //! Every controller reads the other kinds from shared reflector stores ([`Stores`]) rather than
 //! the API, writes with server-side apply under its own field manager (`olm-rs/<controller>`),
 //! and only writes a status that changed. Only the replica holding the leader Lease runs them.
+//!
+//! Every reflector is built here ([`reflected`]) so that its first complete list can be
+//! observed: `/readyz` turns ready once all stores have synced (a standby replica, waiting for
+//! the lease, counts as ready; see [`crate::k8s::http`]), and reconciles wait for that too.
+//! Watches on other kinds that only need a name and namespace use metadata-only watches, which
+//! keeps ConfigMaps and CRDs out of memory.
 
 use std::{
     collections::HashMap,
@@ -24,14 +30,20 @@ use std::{
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::ConfigMap},
+    api::{
+        apps::v1::Deployment,
+        core::v1::{ConfigMap, ServiceAccount},
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
+    core::{ApiResource, GroupVersionKind, PartialObjectMeta},
+    discovery::ApiCapabilities,
     runtime::{
-        Controller,
+        Controller, WatchStreamExt,
         controller::{Action, Config as ControllerConfig},
+        reflector,
         reflector::Store,
         watcher,
     },
@@ -42,7 +54,10 @@ use crate::{
         v1::OperatorGroup,
         v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
     },
-    k8s::events::Events,
+    k8s::{
+        events::Events,
+        http::{Readiness, ReadyState},
+    },
     metrics::Metrics,
 };
 
@@ -100,6 +115,10 @@ pub struct Stores {
     pub csvs: Store<ClusterServiceVersion>,
     /// OperatorGroups.
     pub operator_groups: Store<OperatorGroup>,
+    /// Deployments labelled `olm.owner.kind=ClusterServiceVersion` (the install strategies').
+    pub deployments: Store<Deployment>,
+    /// ServiceAccounts, metadata only (owners and uids for the CSV requirement check).
+    pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
 /// What every controller shares.
@@ -115,17 +134,75 @@ pub struct Shared {
     /// Reflector stores.
     pub stores: Stores,
     backoff: Mutex<HashMap<String, u32>>,
+    discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
+    status_writes: Mutex<HashMap<String, StatusWrite>>,
+    synced: tokio::sync::watch::Receiver<bool>,
 }
 
-impl Stores {
-    /// Waits until every store has seen its initial list, so a reconcile never mistakes a
-    /// cold cache for "no such object" (e.g. a CSV failing `NoOperatorGroup` at start-up).
-    pub async fn ready(&self) {
-        let _ = self.catalog_sources.wait_until_ready().await;
-        let _ = self.subscriptions.wait_until_ready().await;
-        let _ = self.install_plans.wait_until_ready().await;
-        let _ = self.csvs.wait_until_ready().await;
-        let _ = self.operator_groups.wait_until_ready().await;
+/// How many status writes [`Shared::record_status_write`] remembers before starting over.
+const MAX_REMEMBERED_STATUS_WRITES: usize = 4096;
+
+/// The last status this controller wrote for an object: the object's resourceVersion before
+/// and after the write, and the status (as JSON, timestamps included).
+#[derive(Clone, Debug)]
+struct StatusWrite {
+    before: Option<String>,
+    status: serde_json::Value,
+}
+
+impl Shared {
+    /// The API resource and scope of `gvk`, discovered once and cached (API groups served by
+    /// CRDs a plan installs appear later, so a miss is looked up again).
+    pub async fn discover(&self, gvk: &GroupVersionKind) -> kube::Result<(ApiResource, ApiCapabilities)> {
+        if let Some(found) = lock(&self.discovery).get(gvk) {
+            return Ok(found.clone());
+        }
+        let found = kube::discovery::pinned_kind(&self.client, gvk).await?;
+        lock(&self.discovery).insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// Whether writing `status` for the object `key` (a controller/namespace/name key) at
+    /// `resource_version` would repeat the write this controller just made: the reflector
+    /// store has not caught up with that write yet (the object still shows the version it had
+    /// before), and the new status equals what was written, timestamps aside.
+    pub fn repeats_last_status_write(
+        &self,
+        key: &str,
+        resource_version: Option<&str>,
+        status: &serde_json::Value,
+    ) -> bool {
+        lock(&self.status_writes).get(key).is_some_and(|last| {
+            last.before.as_deref() == resource_version
+                && crate::k8s::apply::same_ignoring_time(&last.status, status)
+        })
+    }
+
+    /// Records a status write made for `key` while the object was at `resource_version`.
+    pub fn record_status_write(
+        &self,
+        key: &str,
+        resource_version: Option<String>,
+        status: serde_json::Value,
+    ) {
+        let mut writes = lock(&self.status_writes);
+        // Entries only save a redundant write; bound the map rather than track deletions of
+        // every kind.
+        if writes.len() >= MAX_REMEMBERED_STATUS_WRITES {
+            writes.clear();
+        }
+        writes.insert(
+            key.to_owned(),
+            StatusWrite {
+                before: resource_version,
+                status,
+            },
+        );
+    }
+
+    /// Forgets the status writes of a deleted object.
+    pub fn forget_status_write(&self, key: &str) {
+        lock(&self.status_writes).remove(key);
     }
 }
 
@@ -207,6 +284,11 @@ where
     K: Resource<DynamicType = ()>,
     F: std::future::Future<Output = Result<Action>>,
 {
+    // Every store must have its initial list before any decision, so a reconcile never
+    // mistakes a cold cache for "no such object" (e.g. a Succeeded CSV whose Deployment store
+    // is still empty). Free once synced.
+    let mut synced = ctx.shared.synced.clone();
+    let _ = synced.wait_for(|s| *s).await;
     let timer = ctx.shared.metrics.start_reconcile(ctx.name);
     let result = body.await;
     timer.finish(result.is_ok());
@@ -219,7 +301,7 @@ where
 /// Runs the controllers until SIGTERM/SIGINT (or until the leader Lease is lost).
 pub async fn run(client: Client, config: Config) -> anyhow_free::Result<()> {
     let metrics = Arc::new(Metrics::new());
-    let ready = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(Readiness::default());
     let listener = crate::k8s::http::bind(config.metrics_bind)
         .await
         .map_err(|e| anyhow_free::RunError(format!("failed to listen on {}: {e}", config.metrics_bind)))?;
@@ -242,6 +324,8 @@ pub async fn run(client: Client, config: Config) -> anyhow_free::Result<()> {
         )
     });
     if let Some(elector) = &elector {
+        // A standby is ready: it is healthy and waiting to take over (see `Readiness`).
+        ready.set(ReadyState::Standby);
         tracing::info!(identity = elector.identity(), "waiting for the leader lease");
         tokio::select! {
             () = elector.acquire() => tracing::info!("acquired the leader lease"),
@@ -264,7 +348,7 @@ pub async fn run(client: Client, config: Config) -> anyhow_free::Result<()> {
             None => controllers.await,
         }
     };
-    ready.store(false, Ordering::Relaxed);
+    ready.set(ReadyState::Stopping);
     if let Some(elector) = &elector {
         elector.release().await;
     }
@@ -310,27 +394,176 @@ async fn log_result<T, E: std::fmt::Display>(controller: &'static str, result: s
     }
 }
 
+/// Tracks which reflector stores have seen their initial list.
+#[derive(Default)]
+pub struct SyncTracker {
+    flags: Mutex<Vec<(&'static str, Arc<AtomicBool>)>>,
+}
+
+impl SyncTracker {
+    /// A new flag for the store `name`, set by [`reflected`] once its first list is in.
+    pub fn flag(&self, name: &'static str) -> Arc<AtomicBool> {
+        let flag = Arc::new(AtomicBool::new(false));
+        lock(&self.flags).push((name, Arc::clone(&flag)));
+        flag
+    }
+
+    /// The stores still waiting for their initial list (empty: all synced).
+    pub fn pending(&self) -> Vec<&'static str> {
+        lock(&self.flags)
+            .iter()
+            .filter(|(_, f)| !f.load(Ordering::Acquire))
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+/// A reflector for `api`: the store, and the stream of applied objects feeding it (and the
+/// controller that owns it). The store's `synced` flag is set on the first `InitDone`.
+///
+/// Readiness is tracked here rather than through `Store::wait_until_ready`: the store's
+/// one-shot readiness channel keeps only one waiter's waker, and kube-runtime's own runner
+/// already waits on it, so a second waiter (the old `/readyz` task) was never woken.
+pub fn reflected<K>(
+    api: Api<K>,
+    wc: watcher::Config,
+    synced: Arc<AtomicBool>,
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, wc)
+        .default_backoff()
+        .reflect(writer)
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                synced.store(true, Ordering::Release);
+            }
+        })
+        .applied_objects();
+    (reader, stream)
+}
+
+/// A metadata-only reflector (for kinds whose spec the controllers never read).
+pub fn reflected_metadata<K>(
+    client: Client,
+    wc: watcher::Config,
+    synced: Arc<AtomicBool>,
+) -> (
+    Store<PartialObjectMeta<K>>,
+    impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(Api::<PartialObjectMeta<K>>::all(client), wc)
+        .default_backoff()
+        .reflect(writer)
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                synced.store(true, Ordering::Release);
+            }
+        })
+        .applied_objects();
+    (reader, stream)
+}
+
+/// A metadata-only trigger stream (no store) for `watches_stream`.
+fn metadata_trigger<K>(
+    client: Client,
+    wc: watcher::Config,
+) -> impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    watcher(Api::<PartialObjectMeta<K>>::all(client), wc)
+        .default_backoff()
+        .touched_objects()
+}
+
+/// Reconciles in flight per controller. The work is mostly waiting on the API server, so
+/// more than a handful pays off when many objects change at once (100 Subscriptions).
+pub const CONCURRENCY: u16 = 16;
+
 async fn run_controllers(
     client: Client,
     config: Config,
     metrics: Arc<Metrics>,
-    ready: Arc<AtomicBool>,
+    ready: Arc<crate::k8s::http::Readiness>,
 ) -> anyhow_free::Result<()> {
     let wc = watcher::Config::default;
-    let cfg = || ControllerConfig::default().concurrency(4);
+    let cfg = || ControllerConfig::default().concurrency(CONCURRENCY);
+    let sync = SyncTracker::default();
+    let (synced_tx, synced_rx) = tokio::sync::watch::channel(false);
 
-    let catsrc_ctl = Controller::new(Api::<CatalogSource>::all(client.clone()), wc()).with_config(cfg());
-    let og_ctl = Controller::new(Api::<OperatorGroup>::all(client.clone()), wc()).with_config(cfg());
-    let sub_ctl = Controller::new(Api::<Subscription>::all(client.clone()), wc()).with_config(cfg());
-    let ip_ctl = Controller::new(Api::<InstallPlan>::all(client.clone()), wc()).with_config(cfg());
-    let csv_ctl = Controller::new(Api::<ClusterServiceVersion>::all(client.clone()), wc()).with_config(cfg());
+    let (catalog_sources, catsrc_stream) = reflected(
+        Api::<CatalogSource>::all(client.clone()),
+        wc(),
+        sync.flag("catalogsources"),
+    );
+    let (subscriptions, sub_stream) = reflected(
+        Api::<Subscription>::all(client.clone()),
+        wc(),
+        sync.flag("subscriptions"),
+    );
+    let (install_plans, ip_stream) = reflected(
+        Api::<InstallPlan>::all(client.clone()),
+        wc(),
+        sync.flag("installplans"),
+    );
+    let (csvs, csv_stream) = reflected(
+        Api::<ClusterServiceVersion>::all(client.clone()),
+        wc(),
+        sync.flag("clusterserviceversions"),
+    );
+    let (operator_groups, og_stream) = reflected(
+        Api::<OperatorGroup>::all(client.clone()),
+        wc(),
+        sync.flag("operatorgroups"),
+    );
+    let (deployments, deployment_stream) = reflected(
+        Api::<Deployment>::all(client.clone()),
+        wc().labels(&format!(
+            "{}={}",
+            crate::api::labels::OWNER_KIND,
+            crate::plan::steps::CSV_KIND
+        )),
+        sync.flag("deployments"),
+    );
+    let (service_accounts, sa_stream) =
+        reflected_metadata::<ServiceAccount>(client.clone(), wc(), sync.flag("serviceaccounts"));
 
     let stores = Stores {
-        catalog_sources: catsrc_ctl.store(),
-        subscriptions: sub_ctl.store(),
-        install_plans: ip_ctl.store(),
-        csvs: csv_ctl.store(),
-        operator_groups: og_ctl.store(),
+        catalog_sources: catalog_sources.clone(),
+        subscriptions: subscriptions.clone(),
+        install_plans: install_plans.clone(),
+        csvs: csvs.clone(),
+        operator_groups: operator_groups.clone(),
+        deployments: deployments.clone(),
+        service_accounts,
     };
     let catalogs = cache::CatalogCache::new(config.builtin_catalog.as_deref())
         .map_err(|e| anyhow_free::RunError(format!("failed to load the built-in catalog: {e}")))?;
@@ -341,22 +574,28 @@ async fn run_controllers(
         catalogs,
         stores: stores.clone(),
         backoff: Mutex::default(),
+        discovery: Mutex::default(),
+        status_writes: Mutex::default(),
+        synced: synced_rx,
     });
 
     // CatalogSources: re-read when the ConfigMap they name changes.
     let catsrc_store = stores.catalog_sources.clone();
-    let catsrc_ctl = catsrc_ctl
-        .watches(Api::<ConfigMap>::all(client.clone()), wc(), move |cm| {
+    let catsrc_ctl = Controller::for_stream(catsrc_stream, catalog_sources)
+        .with_config(cfg())
+        .watches_stream(metadata_trigger::<ConfigMap>(client.clone(), wc()), move |cm| {
             mappers::catalog_sources_for_config_map(&catsrc_store.state(), &cm)
         })
         .shutdown_on_signal();
 
     // OperatorGroups: a sibling group appearing or leaving changes TooManyOperatorGroups.
     let og_store = stores.operator_groups.clone();
-    let og_ctl = og_ctl
-        .watches(Api::<OperatorGroup>::all(client.clone()), wc(), move |og| {
-            mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref())
-        })
+    let og_ctl = Controller::for_stream(og_stream, operator_groups)
+        .with_config(cfg())
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref()),
+        )
         .shutdown_on_signal();
 
     // Subscriptions: their InstallPlans, CSVs, catalogs and OperatorGroups.
@@ -366,41 +605,45 @@ async fn run_controllers(
         stores.subscriptions.clone(),
     );
     let global = shared.config.global_namespace.clone();
-    let sub_ctl = sub_ctl
+    let sub_ctl = Controller::for_stream(sub_stream, subscriptions)
+        .with_config(cfg())
         .owns(Api::<InstallPlan>::all(client.clone()), wc())
-        .watches(Api::<CatalogSource>::all(client.clone()), wc(), move |cs| {
-            mappers::subscriptions_for_catalog(&s1.state(), &cs, &global)
-        })
-        .watches(
-            Api::<ClusterServiceVersion>::all(client.clone()),
-            wc(),
+        .watches_stream(
+            metadata_trigger::<CatalogSource>(client.clone(), wc()),
+            move |cs| mappers::subscriptions_for_catalog(&s1.state(), &cs, &global),
+        )
+        .watches_stream(
+            metadata_trigger::<ClusterServiceVersion>(client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&s2.state(), csv.namespace().as_deref()),
         )
-        .watches(Api::<OperatorGroup>::all(client.clone()), wc(), move |og| {
-            mappers::siblings_in_namespace(&s3.state(), og.namespace().as_deref())
-        })
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&s3.state(), og.namespace().as_deref()),
+        )
         .shutdown_on_signal();
 
-    let ip_ctl = ip_ctl.shutdown_on_signal();
+    let ip_ctl = Controller::for_stream(ip_stream, install_plans)
+        .with_config(cfg())
+        .shutdown_on_signal();
 
-    // CSVs: their Deployments, OperatorGroups, CRDs and the CSVs that replace them.
+    // CSVs: their Deployments and ServiceAccounts, OperatorGroups, CRDs and the CSVs that
+    // replace them.
     let (c1, c2, c3) = (stores.csvs.clone(), stores.csvs.clone(), stores.csvs.clone());
-    let csv_ctl = csv_ctl
-        .owns(
-            Api::<Deployment>::all(client.clone()),
-            wc().labels("olm.owner.kind=ClusterServiceVersion"),
+    let csv_ctl = Controller::for_stream(csv_stream, csvs)
+        .with_config(cfg())
+        .owns_stream(deployment_stream)
+        .owns_stream(sa_stream)
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref()),
         )
-        .watches(Api::<OperatorGroup>::all(client.clone()), wc(), move |og| {
-            mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref())
-        })
         .watches(
             Api::<ClusterServiceVersion>::all(client.clone()),
             wc(),
             move |csv| mappers::csvs_related_to(&c2.state(), &csv),
         )
-        .watches(
-            Api::<CustomResourceDefinition>::all(client.clone()),
-            wc(),
+        .watches_stream(
+            metadata_trigger::<CustomResourceDefinition>(client.clone(), wc()),
             move |crd| mappers::csvs_for_crd(&c3.state(), &crd.name_any()),
         )
         .shutdown_on_signal();
@@ -411,20 +654,25 @@ async fn run_controllers(
     let ip_ctx = Context::new(&shared, "installplan");
     let csv_ctx = Context::new(&shared, "csv");
 
+    ready.set(ReadyState::Syncing);
     let readiness = {
-        let stores = stores.clone();
         let ready = Arc::clone(&ready);
         async move {
-            let _ = stores.catalog_sources.wait_until_ready().await;
-            let _ = stores.subscriptions.wait_until_ready().await;
-            let _ = stores.install_plans.wait_until_ready().await;
-            let _ = stores.csvs.wait_until_ready().await;
-            let _ = stores.operator_groups.wait_until_ready().await;
-            ready.store(true, Ordering::Relaxed);
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                tick.tick().await;
+                let pending = sync.pending();
+                if pending.is_empty() {
+                    break;
+                }
+                tracing::trace!(?pending, "waiting for the caches");
+            }
+            let _ = synced_tx.send(true);
+            ready.set(ReadyState::Ready);
             tracing::info!("caches synced; ready");
         }
     };
-    tokio::spawn(readiness);
+    let readiness = tokio::spawn(readiness);
 
     tokio::join!(
         catsrc_ctl
@@ -443,6 +691,7 @@ async fn run_controllers(
             .run(csv::reconcile, error_policy, csv_ctx)
             .for_each(|r| log_result("csv", r)),
     );
+    readiness.abort();
     tracing::info!("controllers stopped");
     Ok(())
 }

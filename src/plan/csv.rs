@@ -1803,6 +1803,39 @@ mod tests {
     }
 
     #[test]
+    fn desired_deployments_carry_the_operator_component_label_of_their_csv_and_nothing_else_of_it() {
+        // The InstallPlan labels the CSV `operators.coreos.com/<package>.<namespace>` (empty
+        // value, upstream's Operator-API component label); its Deployments inherit exactly that.
+        let mut csv = Csv::test().build();
+        csv.metadata.labels = Some(BTreeMap::from([
+            (
+                "operators.coreos.com/redis-operator.operators".to_owned(),
+                String::new(),
+            ),
+            ("team".to_owned(), "a".to_owned()),
+        ]));
+        let labels = desired_deployments(&csv, &annotations_for(&csv))[0]
+            .labels()
+            .clone();
+        assert_eq!(
+            labels
+                .get("operators.coreos.com/redis-operator.operators")
+                .map(String::as_str),
+            Some("")
+        );
+        assert!(!labels.contains_key("team"), "{labels:?}");
+        // Without the label on the CSV, none is invented.
+        let bare = Csv::test().build();
+        let labels = desired_deployments(&bare, &annotations_for(&bare))[0]
+            .labels()
+            .clone();
+        assert!(
+            !labels.keys().any(|k| k.starts_with(COMPONENT_LABEL_PREFIX)),
+            "{labels:?}"
+        );
+    }
+
+    #[test]
     fn the_spec_hash_changes_when_the_target_namespaces_change() {
         let csv = Csv::test().build();
         let hash = |targets: &str| {

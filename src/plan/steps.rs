@@ -1370,6 +1370,22 @@ mod tests {
         let labels = binding.metadata.labels.as_ref().unwrap();
         assert_eq!(labels[OWNER_NAMESPACE], "operators");
         assert!(rbac.cluster_roles.is_empty());
+        for meta in rbac
+            .roles
+            .iter()
+            .map(|r| &r.metadata)
+            .chain(rbac.role_bindings.iter().map(|b| &b.metadata))
+        {
+            let labels = meta.labels.as_ref().unwrap();
+            assert_eq!(
+                labels
+                    .get("operators.coreos.com/redis-operator.operators")
+                    .map(String::as_str),
+                Some(""),
+                "{:?} lacks the component label",
+                meta.name
+            );
+        }
         // same name as the Role in the operator namespace.
         let generated = generated_rbac(
             "redis-operator.v1.1.0",
