@@ -291,8 +291,16 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             // Every seventh bundle has a broken gvk, every eleventh a CSV metadata with a field of
             // the wrong type: their problems must be reported for the right bundle.
-            let gvk = if i % 7 == 3 { "\"oops\"" } else { "{\"group\":\"g\",\"kind\":\"K\",\"version\":\"v1\"}" };
-            let meta = if i % 11 == 5 { "{\"keywords\":\"x\"}" } else { "{\"displayName\":\"P\",\"keywords\":[\"a\"]}" };
+            let gvk = if i % 7 == 3 {
+                "\"oops\""
+            } else {
+                "{\"group\":\"g\",\"kind\":\"K\",\"version\":\"v1\"}"
+            };
+            let meta = if i % 11 == 5 {
+                "{\"keywords\":\"x\"}"
+            } else {
+                "{\"displayName\":\"P\",\"keywords\":[\"a\"]}"
+            };
             text.push_str(&format!(
                 "{{\"schema\":\"olm.bundle\",\"package\":\"p\",\"name\":\"{n}\",\"image\":\"quay.io/p/b:{i}\",\
                  \"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"p\",\"version\":\"1.{i}.0\"}}}},\
@@ -300,7 +308,8 @@ mod tests {
             ));
         }
         let loaded = load_str("c.json", &text);
-        let (serial_model, serial_report) = validate::validate_with(loaded.config.clone(), loaded.problems.clone());
+        let (serial_model, serial_report) =
+            validate::validate_with(loaded.config.clone(), loaded.problems.clone());
         let (model, report) = loaded.validate();
         assert_eq!(report.to_string(), serial_report.to_string());
         let broken = (0..150).filter(|i| i % 7 == 3).count() + (0..150).filter(|i| i % 11 == 5).count();
