@@ -55,6 +55,9 @@ use crate::{
     version_range::{self, Range},
 };
 
+/// The typed properties of one bundle and the errors met typing them ([`property::parse`]).
+pub type ParsedProperties = (Properties, Vec<property::PropertyError>);
+
 /// The whole catalog: packages by name.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
@@ -168,7 +171,17 @@ impl Model {
     /// See the module docs for what is left out.
     #[must_use]
     pub fn build(cfg: DeclarativeConfig) -> (Model, Vec<Problem>) {
-        Builder::default().build(cfg)
+        Builder::default().build(cfg, Vec::new())
+    }
+
+    /// Like [`Model::build`], with the properties of the bundles already typed: `parsed[i]` is
+    /// [`property::parse`] of the properties of `cfg.bundles[i]` (whose own list is then ignored).
+    /// Typing bundle properties is the costliest step of the build and each bundle's is independent,
+    /// so a caller with several cores (the loader in [`crate::source`]) can do it in parallel.
+    /// Bundles beyond `parsed.len()` are typed here, so any prefix (or none) may be given.
+    #[must_use]
+    pub fn build_parsed(cfg: DeclarativeConfig, parsed: Vec<ParsedProperties>) -> (Model, Vec<Problem>) {
+        Builder::default().build(cfg, parsed)
     }
 
     /// Builds the model and drops the problems (for callers that validated already).
@@ -433,7 +446,7 @@ impl Builder {
         self.problems.push(problem);
     }
 
-    fn build(mut self, cfg: DeclarativeConfig) -> (Model, Vec<Problem>) {
+    fn build(mut self, cfg: DeclarativeConfig, parsed: Vec<ParsedProperties>) -> (Model, Vec<Problem>) {
         let DeclarativeConfig {
             packages,
             channels,
@@ -541,7 +554,11 @@ impl Builder {
         }
 
         // Bundles: attach to their package; names unique per package; typed properties.
-        for b in bundles {
+        let mut parsed = parsed.into_iter();
+        for mut b in bundles {
+            let typed = parsed
+                .next()
+                .unwrap_or_else(|| property::parse(std::mem::take(&mut b.properties)));
             let origin = b.origin;
             let Some(pkg) = model.packages.get_mut(&b.package) else {
                 let violation = if b.package.is_empty() {
@@ -553,8 +570,8 @@ impl Builder {
                         package: b.package.clone(),
                     }
                 };
-                // Still parse the properties so their problems are reported too.
-                let (_, errors) = property::parse(b.properties);
+                // The properties were still parsed so that their problems are reported too.
+                let (_, errors) = typed;
                 let mut problem = Problem::root(violation, Some(origin.clone()));
                 problem.package = (!b.package.is_empty()).then(|| b.package.clone());
                 problem.bundle = Some(b.name.clone());
@@ -587,7 +604,7 @@ impl Builder {
                 ));
                 continue;
             }
-            let (properties, errors) = property::parse(b.properties);
+            let (properties, errors) = typed;
             for err in errors {
                 self.push(Problem::bundle(
                     &b.package,

@@ -53,7 +53,7 @@ use serde::{Serialize, Serializer, ser::SerializeStruct};
 use crate::{
     catalog::{
         declcfg::{DeclarativeConfig, DecodeError, Origin},
-        model::{Bundle, Channel, Model, Package},
+        model::{Bundle, Channel, Model, Package, ParsedProperties},
         property::PropertyError,
     },
     graph::GraphError,
@@ -617,6 +617,16 @@ pub fn validate(cfg: DeclarativeConfig) -> (Model, ValidationReport) {
 /// [`crate::source`]), so one report covers everything.
 #[must_use]
 pub fn validate_with(cfg: DeclarativeConfig, decode_problems: Vec<DecodeError>) -> (Model, ValidationReport) {
+    validate_parsed(cfg, decode_problems, Vec::new())
+}
+
+/// Like [`validate_with`], with bundle properties already typed (see [`Model::build_parsed`]).
+#[must_use]
+pub fn validate_parsed(
+    cfg: DeclarativeConfig,
+    decode_problems: Vec<DecodeError>,
+    parsed: Vec<ParsedProperties>,
+) -> (Model, ValidationReport) {
     let mut problems: Vec<Problem> = decode_problems
         .into_iter()
         .map(|err| {
@@ -624,7 +634,7 @@ pub fn validate_with(cfg: DeclarativeConfig, decode_problems: Vec<DecodeError>) 
             Problem::root(Violation::Decode(err), Some(origin))
         })
         .collect();
-    let (model, build_problems) = Model::build(cfg);
+    let (model, build_problems) = Model::build_parsed(cfg, parsed);
     problems.extend(build_problems);
     problems.extend(check(&model));
     (model, ValidationReport::new(problems))
