@@ -111,7 +111,15 @@ impl Controller {
 
     /// The body of `GET /metrics`.
     fn metrics(&self) -> String {
-        self.get("/metrics")
+        let mut text = String::new();
+        for _ in 0..50 {
+            text = self.get("/metrics");
+            if text.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        text
     }
 
     /// The whole response (status line, headers, body) of `GET path`; empty if unreachable.
@@ -119,14 +127,17 @@ impl Controller {
         let Ok(mut stream) = TcpStream::connect(self.metrics) else {
             return String::new();
         };
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("read timeout");
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .expect("writing the request");
+        // A connection the server drops (it is still starting, or busy) reads as unreachable:
+        // callers poll until the answer they expect.
+        if stream.set_read_timeout(Some(Duration::from_secs(10))).is_err()
+            || write!(
+                stream,
+                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            )
+            .is_err()
+        {
+            return String::new();
+        }
         let mut text = String::new();
         let _ = stream.read_to_string(&mut text);
         text

@@ -70,8 +70,10 @@ impl Servers {
                     "no",
                     "--daemonize",
                     "no",
+                    // Generous: on a loaded 2-core CI machine a 5 s timeout can mark a starved
+                    // node failed and trigger a failover this test does not ask for.
                     "--cluster-node-timeout",
-                    "5000",
+                    "15000",
                 ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
