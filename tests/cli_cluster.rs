@@ -20,7 +20,7 @@ use olm_rs::api::{
     v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
 };
 use serde_json::{Value, json};
-use support::cluster::{TestCluster, TestNamespace, WAIT, repo_root, wait_for};
+use support::cluster::{TestCluster, TestNamespace, WAIT, wait_for};
 
 /// Exit code, stdout and stderr of one run.
 struct Run {
@@ -58,23 +58,7 @@ fn olm(cluster: &TestCluster, args: &[&str]) -> Run {
 /// Connects and makes sure OLM's CRDs are installed (server-side apply, like the manifests).
 async fn setup(prefix: &str) -> Option<(TestCluster, TestNamespace)> {
     let cluster = TestCluster::connect().await?;
-    let crds = repo_root().join("manifests/crds");
-    cluster.kubectl_ok([
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager",
-        "olm-rs-tests",
-        "-f",
-        crds.to_str().expect("utf-8 path"),
-    ]);
-    cluster.wait_crds_established(&[
-        "subscriptions.operators.coreos.com",
-        "installplans.operators.coreos.com",
-        "clusterserviceversions.operators.coreos.com",
-        "catalogsources.operators.coreos.com",
-        "operatorgroups.operators.coreos.com",
-    ]);
+    cluster.install_olm_crds("olm-rs-tests");
     let ns = cluster.namespace(prefix).await;
     Some((cluster, ns))
 }

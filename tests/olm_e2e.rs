@@ -166,24 +166,7 @@ impl Drop for Controller {
 /// Applies `manifests/crds` once per test run (server-side apply) and waits until established.
 fn ensure_crds(cluster: &TestCluster) {
     static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let dir = repo_root().join("manifests/crds");
-        cluster.kubectl_ok([
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=olm-rs-e2e",
-            "-f",
-            dir.to_str().expect("utf-8 path"),
-        ]);
-        cluster.wait_crds_established(&[
-            "subscriptions.operators.coreos.com",
-            "installplans.operators.coreos.com",
-            "clusterserviceversions.operators.coreos.com",
-            "catalogsources.operators.coreos.com",
-            "operatorgroups.operators.coreos.com",
-        ]);
-    });
+    DONE.get_or_init(|| cluster.install_olm_crds("olm-rs-e2e"));
 }
 
 /// Everything a test needs: the cluster, its namespace and its controller (dropped first).

@@ -818,22 +818,7 @@ async fn after_olm_installs_the_operator_through_a_subscription_its_service_acco
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
-    let crds = format!("{}/manifests/crds", env!("CARGO_MANIFEST_DIR"));
-    cluster.kubectl_ok([
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=redis-operator-e2e",
-        "-f",
-        &crds,
-    ]);
-    cluster.wait_crds_established(&[
-        "subscriptions.operators.coreos.com",
-        "installplans.operators.coreos.com",
-        "clusterserviceversions.operators.coreos.com",
-        "catalogsources.operators.coreos.com",
-        "operatorgroups.operators.coreos.com",
-    ]);
+    cluster.install_olm_crds("redis-operator-e2e");
     let ns = cluster.namespace("redis-olm").await;
     let _olm = OlmController::start(&cluster, ns.name());
     let (c, n) = (&cluster, ns.name());

@@ -544,6 +544,21 @@ pub fn target_namespace_rbac(
     out
 }
 
+/// The manifest's `metadata.ownerReferences` list, created (or reset, when it is not a list) as
+/// needed; `None` when the manifest is not an object.
+fn owner_references_mut(manifest: &mut Value) -> Option<&mut Vec<Value>> {
+    let metadata = manifest
+        .as_object_mut()?
+        .entry("metadata")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()?;
+    let refs = metadata.entry("ownerReferences").or_insert_with(|| json!([]));
+    if !refs.is_array() {
+        *refs = json!([]);
+    }
+    refs.as_array_mut()
+}
+
 /// Keeps the CSV owner references a live ServiceAccount already carries when the plan re-applies
 /// it (upstream `mergedOwnerReferences` in its ServiceAccount step).
 ///
@@ -555,18 +570,7 @@ pub fn target_namespace_rbac(
 /// as non-controller references; other kinds of owners are left to whoever set them.
 pub fn merge_csv_owner_references(manifest: &Value, live: &[Value]) -> Value {
     let mut out = manifest.clone();
-    let Some(metadata) = out
-        .as_object_mut()
-        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
-        .and_then(Value::as_object_mut)
-    else {
-        return out;
-    };
-    let refs = metadata.entry("ownerReferences").or_insert_with(|| json!([]));
-    if !refs.is_array() {
-        *refs = json!([]);
-    }
-    if let Some(list) = refs.as_array_mut() {
+    if let Some(list) = owner_references_mut(&mut out) {
         for old in live {
             let is_csv = old.get("kind").and_then(Value::as_str) == Some(CSV_KIND);
             let Some(uid) = old.get("uid").and_then(Value::as_str) else {
@@ -590,18 +594,7 @@ pub fn merge_csv_owner_references(manifest: &Value, live: &[Value]) -> Value {
 /// executor calls this at apply time, once the CSV exists.
 pub fn with_owner(manifest: &Value, csv_name: &str, csv_uid: &str) -> Value {
     let mut out = manifest.clone();
-    let Some(metadata) = out
-        .as_object_mut()
-        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
-        .and_then(Value::as_object_mut)
-    else {
-        return out;
-    };
-    let refs = metadata.entry("ownerReferences").or_insert_with(|| json!([]));
-    if !refs.is_array() {
-        *refs = json!([]);
-    }
-    if let Some(list) = refs.as_array_mut() {
+    if let Some(list) = owner_references_mut(&mut out) {
         list.retain(|r| {
             let same_uid = r.get("uid").and_then(Value::as_str) == Some(csv_uid);
             let same_csv = r.get("kind").and_then(Value::as_str) == Some(CSV_KIND)

@@ -257,6 +257,27 @@ impl TestCluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Applies OLM's CRDs (`manifests/crds`, server-side, as `field_manager`) and waits until all
+    /// five are Established.
+    pub fn install_olm_crds(&self, field_manager: &str) {
+        let dir = repo_root().join("manifests/crds");
+        self.kubectl_ok([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            &format!("--field-manager={field_manager}"),
+            "-f",
+            dir.to_str().expect("utf-8 path"),
+        ]);
+        self.wait_crds_established(&[
+            "subscriptions.operators.coreos.com",
+            "installplans.operators.coreos.com",
+            "clusterserviceversions.operators.coreos.com",
+            "catalogsources.operators.coreos.com",
+            "operatorgroups.operators.coreos.com",
+        ]);
+    }
+
     /// Waits until every named CRD reports `Established=True`, polling with `kubectl get`.
     ///
     /// Not `kubectl wait --for condition=Established`: right after a create, before the apiserver
