@@ -361,7 +361,7 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         decision = next;
     }
 
-    write_status(&ctx, &capi, &csv, &old, &status).await?;
+    write_status(&ctx, &csv, &old, &status).await?;
     let r = csv.object_ref(&());
     for (phase, reason, message) in transitions {
         if phase == CsvPhase::Failed {
@@ -494,29 +494,12 @@ async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> 
 /// repeats the write this controller just made while the store lags behind it.
 async fn write_status(
     ctx: &Context,
-    capi: &Api<ClusterServiceVersion>,
     csv: &ClusterServiceVersion,
     old: &ClusterServiceVersionStatus,
     status: &ClusterServiceVersionStatus,
 ) -> Result<()> {
-    let new = apply::to_value(status);
-    if apply::same_ignoring_time(&apply::to_value(old), &new) {
-        return Ok(());
-    }
-    let key = object_key(ctx.name, csv);
-    let rv = csv.resource_version();
-    if ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &new) {
-        return Ok(());
-    }
-    let name = csv.name_any();
-    apply::apply_status(capi, &name, status, &ctx.manager)
-        .await
-        .map_err(Error::status(format!(
-            "CSV {}/{name}",
-            csv.namespace().unwrap_or_default()
-        )))?;
-    ctx.shared.record_status_write(&key, rv, new);
-    Ok(())
+    let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
+    ctx.write_status(csv, changed, status).await.map(drop)
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {

@@ -32,7 +32,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented, object_key};
+use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
         ConditionStatus, labels,
@@ -155,14 +155,13 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     if old.phase.is_terminal() || old.plan.is_empty() {
         return Ok(Action::await_change());
     }
-    let api: Api<InstallPlan> = Api::namespaced(ctx.client(), &ns);
     let mut status = old.clone();
     let reference = ip.object_ref(&());
     match gate(&ip) {
         InstallPlanPhase::RequiresApproval => {
             if status.phase != InstallPlanPhase::RequiresApproval {
                 status.phase = InstallPlanPhase::RequiresApproval;
-                write(&api, &ip, &old, &status, &ctx).await?;
+                write(&ip, &old, &status, &ctx).await?;
             }
             return Ok(Action::await_change());
         }
@@ -221,34 +220,20 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             }
         }
     };
-    write(&api, &ip, &old, &status, &ctx).await?;
+    write(&ip, &old, &status, &ctx).await?;
     Ok(action)
 }
 
 /// Writes the plan's status unless it equals what the object shows (timestamps aside) or
 /// repeats this controller's last write while the store lags behind it.
 async fn write(
-    api: &Api<InstallPlan>,
     ip: &InstallPlan,
     old: &InstallPlanStatus,
     new: &InstallPlanStatus,
     ctx: &Context,
 ) -> Result<()> {
-    let value = apply::to_value(new);
-    if apply::same_ignoring_time(&apply::to_value(old), &value) {
-        return Ok(());
-    }
-    let key = object_key(ctx.name, ip);
-    let rv = ip.resource_version();
-    if ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
-        return Ok(());
-    }
-    let name = ip.name_any();
-    apply::apply_status(api, &name, new, &ctx.manager)
-        .await
-        .map_err(Error::status(format!("InstallPlan {name}")))?;
-    ctx.shared.record_status_write(&key, rv, value);
-    Ok(())
+    let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(new));
+    ctx.write_status(ip, changed, new).await.map(drop)
 }
 
 /// Applies every step not done yet: CRDs and the CSV first, in order, then the other objects

@@ -233,6 +233,39 @@ impl Context {
         self.shared.client.clone()
     }
 
+    /// Writes `status` as the status of the namespaced object `obj` (server-side apply under this
+    /// controller's field manager) when `changed`, unless it repeats this controller's last write
+    /// while the store still shows `obj` as it was before that write. Returns whether it wrote.
+    pub async fn write_status<K>(
+        &self,
+        obj: &K,
+        changed: bool,
+        status: &impl serde::Serialize,
+    ) -> Result<bool>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        if !changed {
+            return Ok(false);
+        }
+        let value = crate::k8s::apply::to_value(status);
+        let key = object_key(self.name, obj);
+        let rv = obj.resource_version();
+        if self.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
+            return Ok(false);
+        }
+        let (ns, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
+        let api: Api<K> = Api::namespaced(self.client(), &ns);
+        crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
+            .await
+            .map_err(Error::status(format!("{} {ns}/{name}", K::kind(&()))))?;
+        self.shared.record_status_write(&key, rv, value);
+        Ok(true)
+    }
+
     /// Forgets the failure count of `key` (a successful reconcile).
     pub fn reset_backoff(&self, key: &str) {
         lock(&self.shared.backoff).remove(key);

@@ -14,7 +14,7 @@ use k8s_openapi::{
 };
 use kube::{Api, Resource, ResourceExt, api::ListParams, runtime::controller::Action};
 
-use super::{Context, Error, Result, instrumented, object_key};
+use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
         reasons::operator_group as reason,
@@ -33,7 +33,6 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
     let ns = og
         .namespace()
         .ok_or_else(|| Error::InvalidObject("OperatorGroup without namespace".into()))?;
-    let name = og.name_any();
     let now = Time(Timestamp::now());
     // The namespace list is only needed for a selector.
     let needs_namespaces = og.spec.target_namespaces.as_ref().is_none_or(Vec::is_empty)
@@ -93,18 +92,10 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         last_updated: now,
         conditions,
     };
-    let value = apply::to_value(&status);
     let changed = old
         .as_ref()
-        .is_none_or(|o| !apply::same_ignoring_time(&apply::to_value(o), &value));
-    let key = object_key(ctx.name, og.as_ref());
-    let rv = og.resource_version();
-    if changed && !ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
-        let api: Api<OperatorGroup> = Api::namespaced(ctx.client(), &ns);
-        apply::apply_status(&api, &name, &status, &ctx.manager)
-            .await
-            .map_err(Error::status(format!("OperatorGroup {ns}/{name}")))?;
-        ctx.shared.record_status_write(&key, rv, value);
+        .is_none_or(|o| !apply::same_ignoring_time(&apply::to_value(o), &apply::to_value(&status)));
+    if ctx.write_status(og.as_ref(), changed, &status).await? {
         if let Some(message) = &target_error {
             ctx.events
                 .warning(&og.object_ref(&()), "InvalidTargets", "Sync", message.clone())

@@ -254,18 +254,8 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     }
     // Skip a write that changes nothing, and one that repeats our last write while the store
     // still shows the Subscription as it was before that write (the watch lags behind).
-    let key = super::object_key(ctx.name, &*sub);
-    let rv = sub.resource_version();
-    let value = apply::to_value(&next);
-    if status::status_changed(old.as_ref(), &next)
-        && !ctx.shared.repeats_last_status_write(&key, rv.as_deref(), &value)
-    {
-        let api: Api<Subscription> = Api::namespaced(ctx.client(), &ns);
-        apply::apply_status(&api, &name, &next, &ctx.manager)
-            .await
-            .map_err(Error::status(format!("Subscription {ns}/{name}")))?;
-        ctx.shared.record_status_write(&key, rv, value);
-    }
+    ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)
+        .await?;
     Ok(action)
 }
 
