@@ -121,8 +121,6 @@ async fn text(addr: &str, args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "flaky in clean-clone CI runs (2 of 3): during the scale-up the new empty primary ends up a replica \
-            (`SETSLOT only with masters`, or 3 primaries instead of 4); passes when run alone; open in issue 5"]
 async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_and_shrinking_gives_them_back()
  {
     if !redis_available() {

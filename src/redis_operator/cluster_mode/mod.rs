@@ -7,14 +7,16 @@
 //! it again on a healthy cluster sends no writes, and a run interrupted half-way is finished by the
 //! next one. The steps:
 //!
-//! 1. **Meet.** Ask each node for its id (`CLUSTER MYID`); the first node sends `CLUSTER MEET` to every
-//!    node it does not know yet; wait until every node's `CLUSTER NODES` lists all ids, none in
-//!    handshake.
+//! 1. **Meet.** Ask each node for its id (`CLUSTER MYID`); give each node that was never in a cluster
+//!    its own configuration epoch above all existing ones (`CLUSTER SET-CONFIG-EPOCH`, as
+//!    `redis-cli --cluster create` does); the first node sends `CLUSTER MEET` to every node it does
+//!    not know yet; wait until every node's `CLUSTER NODES` lists all ids, none in handshake.
 //! 2. **Slots.** If no primary owns a slot, give the planned primaries the even split with
 //!    `CLUSTER ADDSLOTSRANGE`. Otherwise keep the current owners (whatever failovers happened), add
 //!    planned primaries that are still empty masters until there are `size / (replicasPerPrimary+1)`
 //!    primaries, hand slots nobody owns to the smallest primary, and move slots along
-//!    [`plan::rebalance`]. A move is the cluster's live re-sharding protocol: `SETSLOT IMPORTING` on the
+//!    [`plan::rebalance`], once every node agrees on the primaries' epochs and no two share one
+//!    ([`plan::epochs_unsettled`]: otherwise an older claim can win a moved slot back). A move is the cluster's live re-sharding protocol: `SETSLOT IMPORTING` on the
 //!    target, `SETSLOT MIGRATING` on the source, `MIGRATE` of the keys `GETKEYSINSLOT` returns until
 //!    none are left, then `SETSLOT NODE` on the target, the source and every other primary. Slots
 //!    holding keys therefore move with their data; empty slots cost four commands.
@@ -224,7 +226,7 @@ pub async fn converge(
     if serving {
         wait_state_ok(&mut peers, opts).await?;
     }
-    let (slots_added, slots_moved) = assign_slots(&mut peers, replicas_per_primary).await?;
+    let (slots_added, slots_moved) = assign_slots(&mut peers, replicas_per_primary, opts).await?;
     let replicas_attached = attach_replicas(&mut peers, replicas_per_primary, opts).await?;
     wait_replicas_visible(&mut peers, replicas_per_primary, opts).await?;
     wait_state_ok(&mut peers, opts).await?;
@@ -415,6 +417,7 @@ async fn drain_slots(
     // A drained primary may turn itself into a replica (Redis 7's replica migration), and SETSLOT
     // is refused on replicas: only the staying primaries hear about moves besides source and target.
     let staying_peers: Vec<usize> = owners[..keep_primaries].iter().map(|(i, _)| *i).collect();
+    wait_epochs_settled(peers, opts).await?;
     for m in &moves {
         move_slot(peers, &staying_peers, owners[m.from].0, owners[m.to].0, m.slot).await?;
     }
@@ -490,6 +493,7 @@ async fn reattach(
 }
 
 async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> {
+    set_fresh_epochs(peers).await?;
     let known: BTreeSet<String> = peers[0].view().await?.into_iter().map(|n| n.id).collect();
     let mut met = 0;
     for i in 1..peers.len() {
@@ -522,9 +526,60 @@ async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> 
     Ok(met)
 }
 
+/// Gives each node that has never been in a cluster (it knows only itself, epoch 0) its own
+/// configuration epoch above every epoch the others use, before anyone meets it
+/// ([`plan::fresh_epochs`]).
+async fn set_fresh_epochs(peers: &mut [Peer]) -> Result<(), ClusterError> {
+    let mut fresh = Vec::new();
+    let mut highest = 0;
+    for (i, p) in peers.iter_mut().enumerate() {
+        let view = p.view().await?;
+        let me_fresh = view.len() == 1 && view.iter().all(|n| n.config_epoch == 0 && n.slots.is_empty());
+        if me_fresh {
+            fresh.push(i);
+        } else {
+            let current = p.text(&["CLUSTER", "INFO"]).await?;
+            let current = plan::info_field(&current, "cluster_current_epoch")
+                .and_then(|e| e.parse::<u64>().ok())
+                .unwrap_or(0);
+            let most = view.iter().map(|n| n.config_epoch).max().unwrap_or(0);
+            highest = highest.max(current).max(most);
+        }
+    }
+    for (i, epoch) in fresh.iter().zip(plan::fresh_epochs(highest, fresh.len())) {
+        peers[*i]
+            .cmd(&["CLUSTER", "SET-CONFIG-EPOCH", &epoch.to_string()])
+            .await?;
+    }
+    Ok(())
+}
+
+/// Waits until [`plan::epochs_unsettled`] finds nothing: every node agrees on each primary's
+/// configuration epoch and none is shared, so the epoch a slot's new owner takes is the highest.
+async fn wait_epochs_settled(peers: &mut [Peer], opts: Options) -> Result<(), ClusterError> {
+    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    loop {
+        let mut views = Vec::with_capacity(peers.len());
+        for p in peers.iter_mut() {
+            views.push(p.view().await?);
+        }
+        let Some(why) = plan::epochs_unsettled(&views) else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() > deadline {
+            return Err(ClusterError::NotConverged {
+                what: format!("configuration epochs to settle before moving slots ({why})"),
+                timeout: opts.settle_timeout,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn assign_slots(
     peers: &mut [Peer],
     replicas_per_primary: usize,
+    opts: Options,
 ) -> Result<(usize, usize), ClusterError> {
     let roles = plan::roles(peers.len(), replicas_per_primary);
     let wanted_primaries = peers.len() / (replicas_per_primary + 1);
@@ -580,6 +635,9 @@ async fn assign_slots(
 
     let owned: Vec<Vec<u16>> = owners.iter().map(|(_, s)| s.clone()).collect();
     let moves = plan::rebalance(&owned);
+    if !moves.is_empty() {
+        wait_epochs_settled(peers, opts).await?;
+    }
     let primary_peers: Vec<usize> = owners.iter().map(|(i, _)| *i).collect();
     for m in &moves {
         move_slot(

@@ -206,6 +206,9 @@ pub struct ObservedNode {
     pub failed: bool,
     /// Slots it owns.
     pub slots: Vec<u16>,
+    /// Its configuration epoch (`config-epoch`; a replica shows its primary's). Slot claims with the
+    /// higher epoch win, so a primary that takes a slot must hold the highest one.
+    pub config_epoch: u64,
 }
 
 /// Parses the output of `CLUSTER NODES`, skipping malformed lines and importing/migrating markers.
@@ -239,6 +242,7 @@ pub fn parse_cluster_nodes(text: &str) -> Vec<ObservedNode> {
                 .iter()
                 .any(|f| matches!(*f, "fail" | "noaddr" | "handshake")),
             slots,
+            config_epoch: fields[6].parse().unwrap_or(0),
         });
     }
     nodes
@@ -259,6 +263,53 @@ pub fn ownership(nodes: &[ObservedNode]) -> BTreeMap<String, Vec<u16>> {
         .filter(|n| n.primary)
         .map(|n| (n.id.clone(), n.slots.clone()))
         .collect()
+}
+
+/// Why the nodes' configuration epochs are not settled yet, or `None` when they are.
+///
+/// A slot belongs to whichever primary claims it with the highest configuration epoch. The node
+/// that takes a slot (`SETSLOT NODE` on the importing node) raises its own epoch above the highest
+/// one *it knows of*. If that knowledge is stale, or two primaries still share an epoch (Redis then
+/// renumbers one of them on its own, at any moment), an older claim of the source can win the slot
+/// back; a new primary that loses its only slot that way even turns itself into a replica of the
+/// source (Redis 7's replica migration). So slots move only once `views` (each node's `CLUSTER
+/// NODES`) agree on every primary's epoch and no two primaries share one.
+#[must_use]
+pub fn epochs_unsettled(views: &[Vec<ObservedNode>]) -> Option<String> {
+    let first = views.first()?;
+    let primaries: BTreeMap<&str, u64> = first
+        .iter()
+        .filter(|n| n.primary)
+        .map(|n| (n.id.as_str(), n.config_epoch))
+        .collect();
+    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
+    for (id, epoch) in &primaries {
+        if let Some(other) = seen.insert(*epoch, id) {
+            return Some(format!("primaries {other} and {id} share config epoch {epoch}"));
+        }
+    }
+    for view in &views[1..] {
+        let theirs: BTreeMap<&str, u64> = view
+            .iter()
+            .filter(|n| n.primary)
+            .map(|n| (n.id.as_str(), n.config_epoch))
+            .collect();
+        if theirs != primaries {
+            return Some(format!(
+                "nodes disagree on the primaries' config epochs: {primaries:?} vs {theirs:?}"
+            ));
+        }
+    }
+    None
+}
+
+/// Configuration epochs for `fresh` nodes that have never been part of a cluster, given the highest
+/// epoch the cluster they join already uses: one distinct epoch each, above all existing ones, set
+/// with `CLUSTER SET-CONFIG-EPOCH` before they meet anyone (as `redis-cli --cluster create` does),
+/// so Redis never has to renumber colliding primaries while slots move.
+#[must_use]
+pub fn fresh_epochs(highest_known: u64, fresh: usize) -> Vec<u64> {
+    (1..=fresh as u64).map(|k| highest_known + k).collect()
 }
 
 #[cfg(test)]
@@ -394,6 +445,51 @@ broken line";
         assert!(nodes[1].myself && nodes[1].primary);
         assert_eq!(nodes[1].slots, [0, 1, 2, 5]);
         assert!(nodes[2].failed);
+        assert_eq!(
+            nodes.iter().map(|n| n.config_epoch).collect::<Vec<_>>(),
+            [4, 1, 2]
+        );
+    }
+
+    fn node(id: &str, primary: bool, epoch: u64) -> ObservedNode {
+        ObservedNode {
+            id: id.to_owned(),
+            addr: String::new(),
+            primary,
+            replica_of: (!primary).then(|| "a".to_owned()),
+            myself: false,
+            failed: false,
+            slots: Vec::new(),
+            config_epoch: epoch,
+        }
+    }
+
+    #[test]
+    fn epochs_are_settled_when_every_view_agrees_and_primaries_are_distinct() {
+        let view = vec![node("a", true, 1), node("b", true, 2), node("r", false, 1)];
+        assert_eq!(epochs_unsettled(&[view.clone(), view.clone(), view]), None);
+    }
+
+    #[test]
+    fn two_primaries_with_one_epoch_are_not_settled() {
+        let view = vec![node("a", true, 0), node("b", true, 0)];
+        let why = epochs_unsettled(&[view]).expect("collision");
+        assert!(why.contains("share config epoch 0"), "{why}");
+    }
+
+    #[test]
+    fn a_node_with_a_stale_view_of_an_epoch_is_not_settled() {
+        let current = vec![node("a", true, 3), node("b", true, 2)];
+        let stale = vec![node("a", true, 1), node("b", true, 2)];
+        let why = epochs_unsettled(&[current, stale]).expect("stale");
+        assert!(why.contains("disagree"), "{why}");
+    }
+
+    #[test]
+    fn fresh_nodes_get_distinct_epochs_above_the_highest_known() {
+        assert_eq!(fresh_epochs(0, 3), [1, 2, 3]);
+        assert_eq!(fresh_epochs(6, 2), [7, 8]);
+        assert!(fresh_epochs(6, 0).is_empty());
     }
 
     #[test]
