@@ -545,7 +545,7 @@ fn package_catalog(dir: &str, channels: &[(&str, &[B<'_>])]) -> Vec<Value> {
                 csv["metadata"]["annotations"]["olm.skipRange"] = json!(r);
             }
             let crd_spec = &crd["spec"];
-            let object = |v: &Value| json!({"type": "olm.bundle.object", "value": {"data": olm_rs::configmap_catalog::base64_encode(v.to_string().as_bytes())}});
+            let object = |v: &Value| json!({"type": "olm.bundle.object", "value": {"data": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v.to_string())}});
             blobs.push(json!({
                 "schema": "olm.bundle", "name": name, "package": package,
                 "image": format!("registry.example.com/{package}-bundle:v{}", bundle.version),

@@ -484,7 +484,7 @@ mod tests {
     fn a_bundles_objects_are_unpacked_and_its_other_properties_kept_for_the_annotation() {
         let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
             "metadata": {"name": "a.v1"}});
-        let data = crate::configmap_catalog::base64_encode(csv.to_string().as_bytes());
+        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, csv.to_string());
         let mut cfg = DeclarativeConfig::default();
         for (i, doc) in [
             json!({"schema": "olm.package", "name": "a", "defaultChannel": "s"}),
