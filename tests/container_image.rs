@@ -8,6 +8,8 @@
 //! a wrong path or a file the image forgot fails here. Without buildah the test is skipped, unless
 //! `CI=true`, where it fails.
 
+mod support;
+
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -19,38 +21,20 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn buildah_available() -> bool {
-    let found = Command::new("buildah")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "buildah is required under CI=true: apt-get install -y buildah"
-        );
-        eprintln!("skipping: buildah not installed (apt-get install -y buildah)");
-    }
-    found
-}
-
-/// Runs buildah against the test's own storage.
-fn buildah(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("buildah")
-        .arg("--root")
+/// buildah with the test's own storage under `root`.
+fn buildah_cmd(root: &Path) -> Command {
+    let mut cmd = Command::new("buildah");
+    cmd.arg("--root")
         .arg(root.join("storage"))
         .arg("--runroot")
         .arg(root.join("run"))
-        .args(["--storage-driver", "vfs"])
-        .args(args)
-        .output()
-        .expect("run buildah");
-    assert!(
-        out.status.success(),
-        "buildah {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8").trim().to_owned()
+        .args(["--storage-driver", "vfs"]);
+    cmd
+}
+
+/// Runs buildah against the test's own storage and returns its trimmed stdout.
+fn buildah(root: &Path, args: &[&str]) -> String {
+    run(buildah_cmd(root).args(args)).trim().to_owned()
 }
 
 fn run(cmd: &mut Command) -> String {
@@ -116,14 +100,7 @@ impl Image {
 impl Drop for Image {
     fn drop(&mut self) {
         let base = |args: &[&str]| {
-            let _ = Command::new("buildah")
-                .arg("--root")
-                .arg(self.root.path().join("storage"))
-                .arg("--runroot")
-                .arg(self.root.path().join("run"))
-                .args(["--storage-driver", "vfs"])
-                .args(args)
-                .output();
+            let _ = buildah_cmd(self.root.path()).args(args).output();
         };
         base(&["umount", &self.container]);
         base(&["rm", &self.container]);
@@ -139,7 +116,7 @@ fn strings(v: &Value) -> Vec<String> {
 
 #[test]
 fn the_redis_operator_image_is_the_one_the_newest_csv_names_and_its_binary_runs_inside_as_nonroot() {
-    if !buildah_available() {
+    if !support::tool_available("buildah", "buildah") {
         return;
     }
     let binary = env!("CARGO_BIN_EXE_redis-operator");
@@ -188,7 +165,7 @@ fn the_redis_operator_image_is_the_one_the_newest_csv_names_and_its_binary_runs_
 
 #[test]
 fn the_olm_controller_image_is_the_one_the_deployment_names_and_carries_the_builtin_catalog() {
-    if !buildah_available() {
+    if !support::tool_available("buildah", "buildah") {
         return;
     }
     let binary = env!("CARGO_BIN_EXE_olm-controller");

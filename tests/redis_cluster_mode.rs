@@ -6,6 +6,8 @@
 //! moved to the three that stay and the removed nodes are forgotten. Without `redis-server` the test
 //! is skipped, unless `CI=true`, where it fails.
 
+mod support;
+
 use std::{
     net::TcpListener,
     path::Path,
@@ -101,21 +103,6 @@ async fn connect_when_up(addr: &str) -> Connection {
     }
 }
 
-fn redis_available() -> bool {
-    let found = Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "redis-server is required under CI=true: apt-get install -y redis-server"
-        );
-        eprintln!("skipping: redis-server not installed (apt-get install -y redis-server)");
-    }
-    found
-}
-
 async fn text(addr: &str, args: &[&str]) -> String {
     connect_when_up(addr).await.text(args).await.expect("command")
 }
@@ -123,7 +110,7 @@ async fn text(addr: &str, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_and_shrinking_gives_them_back()
  {
-    if !redis_available() {
+    if !support::tool_available("redis-server", "redis-server") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
