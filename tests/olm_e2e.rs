@@ -314,6 +314,15 @@ impl Env {
         self.operator_group("og", Some(vec![self.ns().to_owned()])).await;
     }
 
+    /// The usual start: `blobs` in the ConfigMap `e2e-catalog`, served by the CatalogSource `e2e`,
+    /// an OwnNamespace OperatorGroup, and the catalog READY.
+    async fn serve_catalog(&self, blobs: &[Value]) {
+        self.apply_catalog("e2e-catalog", blobs).await;
+        self.catalog_source("e2e", "e2e-catalog").await;
+        self.own_namespace_group().await;
+        self.wait_catalog_ready("e2e").await;
+    }
+
     async fn subscription(&self, name: &str, package: &str, catalog: &str, extra: Value) {
         let mut spec = json!({
             "name": package, "source": catalog, "sourceNamespace": self.ns(),
@@ -848,11 +857,8 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     };
     let v1 = b("1.0.0");
     let v11 = b("1.1.0").replaces("1.0.0");
-    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11])]))
+    env.serve_catalog(&widget_catalog(&[("stable", &[v1, v11])]))
         .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e").await;
     env.subscription(
         "widget",
         "widget-operator",
@@ -888,7 +894,7 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     // 1.3.0 left the channel (a channel keeps one head, as upstream's resolver and opm validate
     // require; 2.0.0 replaces the never-installed 1.2.0), so only the skipRange reaches it.
     let v2 = b("2.0.0").replaces("1.2.0").skip_range(">=1.0.0 <2.0.0");
-    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
+    env.serve_catalog(&widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
         .await;
     env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
     env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded")
@@ -927,9 +933,6 @@ async fn a_manual_and_an_automatic_subscription_in_one_namespace_stay_independen
     let mut blobs = widget_catalog(&[("stable", &[b("1.0.0")])]);
     blobs.extend(package_catalog("gadget", &[("stable", &[b("1.0.0")])]));
     env.apply_catalog("e2e-catalog", &blobs).await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e").await;
     env.subscription(
         "widget",
         "widget-operator",
@@ -992,10 +995,7 @@ async fn a_dependency_declared_with_olm_package_required_is_installed_through_a_
             ],
         )],
     ));
-    env.apply_catalog("e2e-catalog", &blobs).await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e").await;
+    env.serve_catalog(&blobs).await;
     env.subscription(
         "widget",
         "widget-operator",
@@ -1071,7 +1071,7 @@ async fn a_dependency_declared_with_olm_package_required_is_installed_through_a_
 #[tokio::test]
 async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_else() {
     let Some(env) = env("e2e-bad").await else { return };
-    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
         .await;
     env.catalog_source("e2e", "e2e-catalog").await;
     let broken = json!({
@@ -1218,9 +1218,6 @@ async fn deleting_the_subscription_and_csv_removes_deployments_and_rbac_but_keep
     let Some(env) = env("e2e-gc").await else { return };
     env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
         .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e").await;
     env.subscription("widget", "widget-operator", "e2e", json!({}))
         .await;
     let csv = csv_name("widget", "1.0.0");
@@ -1273,11 +1270,8 @@ async fn a_controller_killed_mid_install_finishes_after_restart_without_duplicat
     let Some(mut env) = env("e2e-crash").await else {
         return;
     };
-    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
         .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e").await;
     env.subscription("widget", "widget-operator", "e2e", json!({}))
         .await;
     let csv = csv_name("widget", "1.0.0");

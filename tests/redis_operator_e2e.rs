@@ -151,6 +151,15 @@ impl Operator {
     fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Fails when the API server refused the operator anything (its permissions fell short).
+    fn assert_never_forbidden(&self) {
+        let log = self.log_text();
+        assert!(
+            !log.contains("forbidden"),
+            "the operator was refused something:\n{log}"
+        );
+    }
 }
 
 impl Drop for Operator {
@@ -507,11 +516,7 @@ async fn the_csv_permissions_alone_are_enough_for_the_tutorial_flow() {
     let (_dir, kubeconfig) = csv_service_account(&cluster, ns.name()).await;
     let operator = Operator::start(ns.name(), &kubeconfig);
     tutorial_flow(&cluster, &ns).await;
-    let log = operator.log_text();
-    assert!(
-        !log.contains("forbidden"),
-        "the operator was refused something:\n{log}"
-    );
+    operator.assert_never_forbidden();
 }
 
 #[tokio::test]
@@ -580,11 +585,7 @@ async fn deleting_a_cluster_with_delete_claim_on_delete_removes_its_claims_with_
         note.starts_with("deleted ") && note.ends_with("PersistentVolumeClaims"),
         "{events}"
     );
-    let log = operator.log_text();
-    assert!(
-        !log.contains("forbidden"),
-        "the operator was refused something:\n{log}"
-    );
+    operator.assert_never_forbidden();
 }
 
 #[tokio::test]
@@ -928,9 +929,5 @@ async fn after_olm_installs_the_operator_through_a_subscription_its_service_acco
     let (_dir, kubeconfig) = impersonating_kubeconfig(c, n, &sa);
     let operator = Operator::start(n, &kubeconfig);
     tutorial_flow(c, &ns).await;
-    let log = operator.log_text();
-    assert!(
-        !log.contains("forbidden"),
-        "the operator was refused something:\n{log}"
-    );
+    operator.assert_never_forbidden();
 }
