@@ -894,7 +894,7 @@ async fn an_automatic_subscription_upgrades_along_replaces_skips_and_skip_range_
     // 1.3.0 left the channel (a channel keeps one head, as upstream's resolver and opm validate
     // require; 2.0.0 replaces the never-installed 1.2.0), so only the skipRange reaches it.
     let v2 = b("2.0.0").replaces("1.2.0").skip_range(">=1.0.0 <2.0.0");
-    env.serve_catalog(&widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[v1, v11, v12, v2])]))
         .await;
     env.wait_at_latest("widget", &csv_name("widget", "2.0.0")).await;
     env.wait_csv_phase(&csv_name("widget", "2.0.0"), "Succeeded")
@@ -932,7 +932,7 @@ async fn a_manual_and_an_automatic_subscription_in_one_namespace_stay_independen
     let Some(env) = env("e2e-indep").await else { return };
     let mut blobs = widget_catalog(&[("stable", &[b("1.0.0")])]);
     blobs.extend(package_catalog("gadget", &[("stable", &[b("1.0.0")])]));
-    env.apply_catalog("e2e-catalog", &blobs).await;
+    env.serve_catalog(&blobs).await;
     env.subscription(
         "widget",
         "widget-operator",
@@ -1071,7 +1071,7 @@ async fn a_dependency_declared_with_olm_package_required_is_installed_through_a_
 #[tokio::test]
 async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_else() {
     let Some(env) = env("e2e-bad").await else { return };
-    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
         .await;
     env.catalog_source("e2e", "e2e-catalog").await;
     let broken = json!({
@@ -1216,7 +1216,7 @@ async fn operator_group_problems_fail_the_csv_with_upstream_reasons() {
 #[tokio::test]
 async fn deleting_the_subscription_and_csv_removes_deployments_and_rbac_but_keeps_crds() {
     let Some(env) = env("e2e-gc").await else { return };
-    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
         .await;
     env.subscription("widget", "widget-operator", "e2e", json!({}))
         .await;
