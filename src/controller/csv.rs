@@ -40,11 +40,14 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented, object_key};
+use super::{Context, Error, EventNote, Result, instrumented, object_key};
 use crate::{
     api::{
         labels,
-        v1alpha1::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase},
+        v1alpha1::{
+            ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, InstallPlanPhase,
+            StatusReason, StepStatus,
+        },
     },
     k8s::apply,
     plan::{
@@ -317,10 +320,13 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     let mut current = csv.as_ref().clone();
     let mut status = old.clone();
     let mut transitions = Vec::new();
+    // The versions this reconcile's own writes gave the CSV before its status write.
+    let mut own_versions = Vec::new();
     let mut decision = plan_csv::decide(&current, &observed, &now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
         if let Some(annotations) = &decision.annotations {
             current = stamp_annotations(&capi, &current, annotations, &ctx).await?;
+            own_versions.extend(current.resource_version());
         }
         if !decision.desired_deployments.is_empty() {
             let targets = observed
@@ -361,15 +367,31 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         decision = next;
     }
 
-    write_status(&ctx, &csv, &old, &status).await?;
-    let r = csv.object_ref(&());
-    for (phase, reason, message) in transitions {
-        if phase == CsvPhase::Failed {
-            ctx.events.warning(&r, reason.as_str(), "Sync", message).await;
-        } else {
-            ctx.events.normal(&r, reason.as_str(), "Sync", message).await;
-        }
+    if old.phase.as_ref().is_none_or(|p| *p == CsvPhase::None)
+        && decision.phase == CsvPhase::Pending
+        && decision.reason == CsvReason::RequirementsNotMet
+        && own_plan_still_applying(&ctx, &csv, &status)
+    {
+        // The plan that created this CSV applies its ServiceAccounts right after it: rather
+        // than record Pending/RequirementsNotMet for the few milliseconds until they exist
+        // (a status write, two Events, and a reconcile of the Subscription), wait for them;
+        // their creation triggers the next reconcile. The requeue catches a plan that fails.
+        return Ok(Action::requeue(OWN_PLAN_REQUEUE));
     }
+    write_status(&ctx, &csv, &own_versions, &old, &status).await?;
+    let r = csv.object_ref(&());
+    ctx.publish(
+        transitions
+            .into_iter()
+            .map(|(phase, reason, message)| EventNote {
+                regarding: r.clone(),
+                warning: phase == CsvPhase::Failed,
+                reason: reason.as_str().to_owned(),
+                action: "Sync",
+                note: message,
+            })
+            .collect(),
+    );
     ctx.shared.metrics.record_csv(
         &ns,
         &name,
@@ -398,6 +420,53 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         Duration::from_secs(30)
     };
     Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
+}
+
+/// How soon a new CSV whose InstallPlan is still applying its ServiceAccounts is looked at
+/// again without an event.
+const OWN_PLAN_REQUEUE: Duration = Duration::from_secs(2);
+
+/// Whether every requirement the new CSV misses is a ServiceAccount that an InstallPlan of its
+/// namespace, still `Installing`, has yet to apply for it: the plan creates the CSV first (so
+/// that the other objects can carry its owner reference) and the rest right after.
+fn own_plan_still_applying(
+    ctx: &Context,
+    csv: &ClusterServiceVersion,
+    status: &ClusterServiceVersionStatus,
+) -> bool {
+    let ns = csv.namespace();
+    let name = csv.name_any();
+    let plans: Vec<_> = ctx
+        .shared
+        .stores
+        .install_plans
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace() == ns)
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == InstallPlanPhase::Installing)
+        })
+        .collect();
+    let pending_in_plan = |kind: &str, sa: &str| {
+        plans.iter().any(|p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.plan.iter().any(|step| {
+                    step.resolving == name
+                        && step.resource.kind == kind
+                        && step.resource.name == sa
+                        && !matches!(step.status, StepStatus::Created | StepStatus::Present)
+                })
+            })
+        })
+    };
+    let mut unmet = status
+        .requirement_status
+        .iter()
+        .filter(|r| r.status != StatusReason::Present)
+        .peekable();
+    unmet.peek().is_some() && unmet.all(|r| r.kind == "ServiceAccount" && pending_in_plan(&r.kind, &r.name))
 }
 
 /// Writes the OperatorGroup member annotations (server-side apply of just those keys) and
@@ -495,11 +564,14 @@ async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> 
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,
+    own_versions: &[String],
     old: &ClusterServiceVersionStatus,
     status: &ClusterServiceVersionStatus,
 ) -> Result<()> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
-    ctx.write_status(csv, changed, status).await.map(drop)
+    ctx.write_status_after(csv, own_versions, changed, status)
+        .await
+        .map(drop)
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {

@@ -121,6 +121,17 @@ pub struct Stores {
     pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
+/// The rule of [`Shared::repeats_last_status_write`] for one object's `last` write.
+fn repeats(last: Option<&StatusWrite>, resource_version: Option<&str>, status: &serde_json::Value) -> bool {
+    let Some(resource_version) = resource_version else {
+        return false;
+    };
+    last.is_some_and(|last| {
+        last.before.iter().any(|rv| rv == resource_version)
+            && crate::k8s::apply::same_ignoring_time(&last.status, status)
+    })
+}
+
 /// What every controller shares.
 pub struct Shared {
     /// The API client.
@@ -136,17 +147,38 @@ pub struct Shared {
     backoff: Mutex<HashMap<String, u32>>,
     discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
     status_writes: Mutex<HashMap<String, StatusWrite>>,
+    event_permits: Arc<tokio::sync::Semaphore>,
     synced: tokio::sync::watch::Receiver<bool>,
+}
+
+/// How many reconciles' Events are published at once (see [`Context::publish`]).
+const EVENT_PUBLISHERS: usize = 4;
+
+/// One Event a reconcile emits: what it regards, Normal or Warning, its reason and its note.
+#[derive(Clone, Debug)]
+pub struct EventNote {
+    /// The object the Event is about.
+    pub regarding: k8s_openapi::api::core::v1::ObjectReference,
+    /// A Warning (else Normal).
+    pub warning: bool,
+    /// The PascalCase reason.
+    pub reason: String,
+    /// The action (`Sync`, `Install`, `Resolve`).
+    pub action: &'static str,
+    /// The human-readable note.
+    pub note: String,
 }
 
 /// How many status writes [`Shared::record_status_write`] remembers before starting over.
 const MAX_REMEMBERED_STATUS_WRITES: usize = 4096;
 
-/// The last status this controller wrote for an object: the object's resourceVersion before
-/// and after the write, and the status (as JSON, timestamps included).
+/// The last status this controller wrote for an object: the resourceVersions the object had
+/// before the write, as far as this controller knows (the one its reconcile started from, and
+/// those its own metadata writes of that reconcile returned), and the status (as JSON,
+/// timestamps included).
 #[derive(Clone, Debug)]
 struct StatusWrite {
-    before: Option<String>,
+    before: Vec<String>,
     status: serde_json::Value,
 }
 
@@ -164,40 +196,31 @@ impl Shared {
 
     /// Whether writing `status` for the object `key` (a controller/namespace/name key) at
     /// `resource_version` would repeat the write this controller just made: the reflector
-    /// store has not caught up with that write yet (the object still shows the version it had
-    /// before), and the new status equals what was written, timestamps aside.
+    /// store has not caught up with that write yet (the object still shows one of the versions
+    /// it had before the write), and the new status equals what was written, timestamps aside.
+    ///
+    /// This cannot hide a change made by someone else: a change made after our write gives
+    /// the object a version newer than all of `before`, so it is compared as usual once the
+    /// store shows it (and its watch event triggers that reconcile).
     pub fn repeats_last_status_write(
         &self,
         key: &str,
         resource_version: Option<&str>,
         status: &serde_json::Value,
     ) -> bool {
-        lock(&self.status_writes).get(key).is_some_and(|last| {
-            last.before.as_deref() == resource_version
-                && crate::k8s::apply::same_ignoring_time(&last.status, status)
-        })
+        repeats(lock(&self.status_writes).get(key), resource_version, status)
     }
 
-    /// Records a status write made for `key` while the object was at `resource_version`.
-    pub fn record_status_write(
-        &self,
-        key: &str,
-        resource_version: Option<String>,
-        status: serde_json::Value,
-    ) {
+    /// Records a status write made for `key` while the object was at one of `before` (the
+    /// version the reconcile started from, then those of its own metadata writes).
+    pub fn record_status_write(&self, key: &str, before: Vec<String>, status: serde_json::Value) {
         let mut writes = lock(&self.status_writes);
         // Entries only save a redundant write; bound the map rather than track deletions of
         // every kind.
         if writes.len() >= MAX_REMEMBERED_STATUS_WRITES {
             writes.clear();
         }
-        writes.insert(
-            key.to_owned(),
-            StatusWrite {
-                before: resource_version,
-                status,
-            },
-        );
+        writes.insert(key.to_owned(), StatusWrite { before, status });
     }
 
     /// Forgets the status writes of a deleted object.
@@ -248,6 +271,25 @@ impl Context {
             + serde::de::DeserializeOwned
             + std::fmt::Debug,
     {
+        self.write_status_after(obj, &[], changed, status).await
+    }
+
+    /// [`Context::write_status`] for a reconcile that already wrote `obj`'s metadata:
+    /// `own_versions` are the resourceVersions those writes returned. The store may show any
+    /// of them (or `obj`'s) until it sees this status write; each counts as "from before it".
+    pub async fn write_status_after<K>(
+        &self,
+        obj: &K,
+        own_versions: &[String],
+        changed: bool,
+        status: &impl serde::Serialize,
+    ) -> Result<bool>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
         if !changed {
             return Ok(false);
         }
@@ -262,8 +304,70 @@ impl Context {
         crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
             .await
             .map_err(Error::status(format!("{} {ns}/{name}", K::kind(&()))))?;
-        self.shared.record_status_write(&key, rv, value);
+        let before = rv.into_iter().chain(own_versions.iter().cloned()).collect();
+        self.shared.record_status_write(&key, before, value);
         Ok(true)
+    }
+
+    /// Publishes `events`, in order, in the background: an Event is a courtesy (the status is
+    /// the record), so a reconcile does not wait for the round trips, and its slot goes to the
+    /// next object. At most [`EVENT_PUBLISHERS`] reconciles' Events are in flight at once,
+    /// taken in the order they were emitted, so a burst of installs does not flood the API
+    /// server with Events ahead of the writes that make progress. A failed publish is logged.
+    pub fn publish(&self, events: Vec<EventNote>) {
+        if events.is_empty() {
+            return;
+        }
+        let recorder = self.events.clone();
+        let permits = Arc::clone(&self.shared.event_permits);
+        tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            for event in events {
+                if event.warning {
+                    recorder
+                        .warning(&event.regarding, &event.reason, event.action, event.note)
+                        .await;
+                } else {
+                    recorder
+                        .normal(&event.regarding, &event.reason, event.action, event.note)
+                        .await;
+                }
+            }
+        });
+    }
+
+    /// Publishes one Normal Event in the background ([`Context::publish`]).
+    pub fn normal(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        action: &'static str,
+        note: String,
+    ) {
+        self.publish(vec![EventNote {
+            regarding: regarding.clone(),
+            warning: false,
+            reason: reason.to_owned(),
+            action,
+            note,
+        }]);
+    }
+
+    /// Publishes one Warning Event in the background ([`Context::publish`]).
+    pub fn warning(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        action: &'static str,
+        note: String,
+    ) {
+        self.publish(vec![EventNote {
+            regarding: regarding.clone(),
+            warning: true,
+            reason: reason.to_owned(),
+            action,
+            note,
+        }]);
     }
 
     /// Forgets the failure count of `key` (a successful reconcile).
@@ -609,6 +713,7 @@ async fn run_controllers(
         backoff: Mutex::default(),
         discovery: Mutex::default(),
         status_writes: Mutex::default(),
+        event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
     });
 
@@ -732,6 +837,40 @@ async fn run_controllers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn written(before: &[&str], phase: &str, time: &str) -> StatusWrite {
+        StatusWrite {
+            before: before.iter().map(|rv| (*rv).to_owned()).collect(),
+            status: serde_json::json!({"phase": phase, "lastUpdateTime": time}),
+        }
+    }
+
+    #[test]
+    fn a_status_write_repeats_only_while_the_store_shows_a_version_from_before_it() {
+        // The reconcile started at version 10 and stamped annotations (version 11) before
+        // writing phase Installing.
+        let last = written(&["10", "11"], "Installing", "t1");
+        let same = serde_json::json!({"phase": "Installing", "lastUpdateTime": "t2"});
+        assert!(
+            repeats(Some(&last), Some("10"), &same),
+            "store still at the start"
+        );
+        assert!(
+            repeats(Some(&last), Some("11"), &same),
+            "store shows our own annotation write"
+        );
+        assert!(
+            !repeats(Some(&last), Some("12"), &same),
+            "a newer version may carry someone else's status change: compare it as usual"
+        );
+        let other = serde_json::json!({"phase": "Succeeded", "lastUpdateTime": "t2"});
+        assert!(
+            !repeats(Some(&last), Some("10"), &other),
+            "a different status is written"
+        );
+        assert!(!repeats(None, Some("10"), &same), "nothing written yet");
+        assert!(!repeats(Some(&last), None, &same));
+    }
 
     #[test]
     fn backoff_doubles_per_failure_and_is_capped_at_five_minutes() {
