@@ -13,8 +13,15 @@
 //! (Pending → InstallReady → Installing, one status write); a Deployment is applied only when
 //! the store's copy differs from the desired one (spec hash, labels, owner); a status write is
 //! skipped when it changes nothing or repeats this controller's previous write that the store
-//! has not caught up with. The controller is triggered by its Deployments and ServiceAccounts
-//! (owner references), so a missing requirement is re-checked when it appears, not by polling.
+//! has not caught up with (and its Events go with the write that happened). The controller
+//! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
+//! requirement is re-checked when it appears, not by polling.
+//!
+//! Two writes are saved on every install: a new CSV whose only missing requirements are
+//! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
+//! `Pending`/`RequirementsNotMet` for those milliseconds (the plan creates the CSV first, for
+//! the owner references); and a status that only moves a rollout's progress message is
+//! written at most once per [`PROGRESS_INTERVAL`]. Phase and reason changes are written at once.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -378,7 +385,20 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         // their creation triggers the next reconcile. The requeue catches a plan that fails.
         return Ok(Action::requeue(OWN_PLAN_REQUEUE));
     }
-    write_status(&ctx, &csv, &own_versions, &old, &status).await?;
+    if progress_only(&old, &status)
+        && let Some(since) = ctx
+            .shared
+            .since_last_status_write(&object_key(ctx.name, csv.as_ref()))
+        && since < PROGRESS_INTERVAL
+    {
+        // Only the rollout's progress message moved, and the status was written moments ago:
+        // report it with the next change, or after the interval, rather than one write (and
+        // one watch event to every client) per Deployment status update.
+        return Ok(Action::requeue(PROGRESS_INTERVAL - since));
+    }
+    let wrote = write_status(&ctx, &csv, &own_versions, &old, &status).await?;
+    // A write skipped as a repeat of the last one had its Events published with it.
+    let transitions = if wrote { transitions } else { Vec::new() };
     let r = csv.object_ref(&());
     ctx.publish(
         transitions
@@ -420,6 +440,25 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         Duration::from_secs(30)
     };
     Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
+}
+
+/// The least time between two status writes of a CSV that only update the message of a
+/// rollout in progress (`Installing` / `InstallWaiting`).
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Whether `new` differs from `old` only in the message of an install waiting on its
+/// Deployments (same phase `Installing`, same reason `InstallWaiting`, same conditions and
+/// requirements; timestamps aside).
+pub fn progress_only(old: &ClusterServiceVersionStatus, new: &ClusterServiceVersionStatus) -> bool {
+    let waiting = |s: &ClusterServiceVersionStatus| {
+        s.phase == Some(CsvPhase::Installing) && s.reason == Some(CsvReason::InstallWaiting)
+    };
+    if !waiting(old) || !waiting(new) || old.message == new.message {
+        return false;
+    }
+    let mut probe = new.clone();
+    probe.message = old.message.clone();
+    apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(&probe))
 }
 
 /// How soon a new CSV whose InstallPlan is still applying its ServiceAccounts is looked at
@@ -560,18 +599,17 @@ async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> 
 }
 
 /// Writes the CSV's status unless it equals what the object shows (timestamps aside) or
-/// repeats the write this controller just made while the store lags behind it.
+/// repeats the write this controller just made while the store lags behind it; returns
+/// whether it wrote.
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,
     own_versions: &[String],
     old: &ClusterServiceVersionStatus,
     status: &ClusterServiceVersionStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
-    ctx.write_status_after(csv, own_versions, changed, status)
-        .await
-        .map(drop)
+    ctx.write_status_after(csv, own_versions, changed, status).await
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
@@ -620,6 +658,39 @@ mod tests {
         assert!(
             !deployment_up_to_date(&desired, &other_owner),
             "a new owner re-applies"
+        );
+    }
+
+    fn waiting(message: &str) -> ClusterServiceVersionStatus {
+        ClusterServiceVersionStatus {
+            phase: Some(CsvPhase::Installing),
+            reason: Some(CsvReason::InstallWaiting),
+            message: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_a_new_rollout_message_while_installing_is_progress() {
+        let old = waiting("installing: deployment op: waiting for the new spec to be observed");
+        let new =
+            waiting("installing: deployment op is not available: 0 of 1 updated replicas are available");
+        assert!(progress_only(&old, &new));
+        assert!(!progress_only(&old, &old), "no change at all is not progress");
+
+        let mut succeeded = new.clone();
+        succeeded.phase = Some(CsvPhase::Succeeded);
+        succeeded.reason = Some(CsvReason::InstallSucceeded);
+        assert!(
+            !progress_only(&old, &succeeded),
+            "a phase change is written at once"
+        );
+
+        let mut more = new.clone();
+        more.requirement_status = vec![Default::default()];
+        assert!(
+            !progress_only(&old, &more),
+            "a change besides the message is written at once"
         );
     }
 

@@ -12,8 +12,12 @@
 //! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
 //!   bundle objects) are independent of each other and are applied concurrently. The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
-//!   costs one request (a re-applied ServiceAccount costs two: it keeps the CSVs that already
-//!   own it, see [`crate::plan::steps::merge_csv_owner_references`]).
+//!   costs one request (a re-applied ServiceAccount keeps the CSVs that already own it, read
+//!   from the ServiceAccount store, see [`crate::plan::steps::merge_csv_owner_references`]).
+//!   The CSV is created with the OperatorGroup member annotations when the namespace's group
+//!   already lists its targets, sparing the CSV controller a write.
+//! - Events are published once the status is written, in the background
+//!   ([`super::Context::publish`]).
 //! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
 //!   the plan is `Failed` with `Installed=False/InstallComponentFailed` naming the object.
 //!   A plan whose steps are all done is `Complete` with `Installed=True`.
@@ -25,14 +29,14 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::core::v1::ObjectReference,
+    api::core::v1::{ObjectReference, ServiceAccount},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
 use kube::{
     Api, Resource, ResourceExt,
-    core::GroupVersionKind,
+    core::{GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
@@ -434,20 +438,20 @@ async fn apply_step(
     let api = apply::dynamic_api(ctx.client(), &resource, namespaced.then_some(ns));
     // A ServiceAccount is shared by the versions of an operator: keep the CSVs that already
     // own it (the one being replaced stays satisfied until it is replaced).
+    // Its owners come from the (metadata-only) ServiceAccount store: a ServiceAccount that
+    // another CSV owns was created by that CSV's plan, long seen by the store.
     let object = if r.kind == "ServiceAccount" {
-        match api.get_opt(&r.name).await {
-            Ok(Some(live)) => {
+        let key = ObjectRef::<PartialObjectMeta<ServiceAccount>>::new(&r.name).within(ns);
+        match ctx.shared.stores.service_accounts.get(&key) {
+            Some(live) => {
                 let refs: Vec<Value> = live
-                    .metadata
-                    .owner_references
+                    .owner_references()
                     .iter()
-                    .flatten()
                     .filter_map(|o| serde_json::to_value(o).ok())
                     .collect();
                 steps::merge_csv_owner_references(&object, &refs)
             }
-            Ok(None) => object,
-            Err(err) => return Err(format!("failed to read {what}: {err}")),
+            None => object,
         }
     } else {
         object

@@ -172,14 +172,49 @@ pub struct EventNote {
 /// How many status writes [`Shared::record_status_write`] remembers before starting over.
 const MAX_REMEMBERED_STATUS_WRITES: usize = 4096;
 
-/// The last status this controller wrote for an object: the resourceVersions the object had
-/// before the write, as far as this controller knows (the one its reconcile started from, and
-/// those its own metadata writes of that reconcile returned), and the status (as JSON,
-/// timestamps included).
-#[derive(Clone, Debug)]
+/// How many resourceVersions of one object [`StatusWrite::before`] keeps.
+const MAX_VERSIONS_BEFORE: usize = 16;
+
+/// The last status this controller wrote for an object, with every resourceVersion of the
+/// object this controller knows to be older than that write: those its reconciles started
+/// from and those its own writes returned (including earlier status writes), up to the write.
+/// A store showing one of them has not seen the write yet, however far behind it is.
+#[derive(Clone, Debug, Default)]
 struct StatusWrite {
     before: Vec<String>,
+    after: Option<String>,
     status: serde_json::Value,
+    at: Option<std::time::Instant>,
+}
+
+impl StatusWrite {
+    /// The record after writing `status` (resourceVersion `after`) from an object seen at the
+    /// versions `seen`: what was known to precede the previous write, that write's own version,
+    /// and `seen`, now all precede this one.
+    fn next(
+        previous: Option<&Self>,
+        seen: Vec<String>,
+        after: Option<String>,
+        status: serde_json::Value,
+    ) -> Self {
+        let mut before: Vec<String> = previous
+            .map(|p| p.before.iter().cloned().chain(p.after.clone()).collect())
+            .unwrap_or_default();
+        for rv in seen {
+            if !before.contains(&rv) {
+                before.push(rv);
+            }
+        }
+        if before.len() > MAX_VERSIONS_BEFORE {
+            before.drain(..before.len() - MAX_VERSIONS_BEFORE);
+        }
+        Self {
+            before,
+            after,
+            status,
+            at: Some(std::time::Instant::now()),
+        }
+    }
 }
 
 impl Shared {
@@ -200,8 +235,8 @@ impl Shared {
     /// it had before the write), and the new status equals what was written, timestamps aside.
     ///
     /// This cannot hide a change made by someone else: a change made after our write gives
-    /// the object a version newer than all of `before`, so it is compared as usual once the
-    /// store shows it (and its watch event triggers that reconcile).
+    /// the object a version this controller has not seen before the write, so it is compared
+    /// as usual once the store shows it (and its watch event triggers that reconcile).
     pub fn repeats_last_status_write(
         &self,
         key: &str,
@@ -211,16 +246,32 @@ impl Shared {
         repeats(lock(&self.status_writes).get(key), resource_version, status)
     }
 
-    /// Records a status write made for `key` while the object was at one of `before` (the
-    /// version the reconcile started from, then those of its own metadata writes).
-    pub fn record_status_write(&self, key: &str, before: Vec<String>, status: serde_json::Value) {
+    /// Records a status write made for `key` while the object was at one of `seen` (the
+    /// version the reconcile started from, then those of its own metadata writes); the write
+    /// gave it the version `after`.
+    pub fn record_status_write(
+        &self,
+        key: &str,
+        seen: Vec<String>,
+        after: Option<String>,
+        status: serde_json::Value,
+    ) {
         let mut writes = lock(&self.status_writes);
         // Entries only save a redundant write; bound the map rather than track deletions of
         // every kind.
         if writes.len() >= MAX_REMEMBERED_STATUS_WRITES {
             writes.clear();
         }
-        writes.insert(key.to_owned(), StatusWrite { before, status });
+        let next = StatusWrite::next(writes.get(key), seen, after, status);
+        writes.insert(key.to_owned(), next);
+    }
+
+    /// How long ago this controller last wrote the status of `key` (`None`: not remembered).
+    pub fn since_last_status_write(&self, key: &str) -> Option<Duration> {
+        lock(&self.status_writes)
+            .get(key)
+            .and_then(|last| last.at)
+            .map(|at| at.elapsed())
     }
 
     /// Forgets the status writes of a deleted object.
@@ -297,15 +348,18 @@ impl Context {
         let key = object_key(self.name, obj);
         let rv = obj.resource_version();
         if self.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
+            tracing::debug!(object = %key, resource_version = ?rv, "status write skipped: it repeats the last one");
             return Ok(false);
         }
+        tracing::debug!(object = %key, resource_version = ?rv, ?own_versions, status = %value, "writing status");
         let (ns, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
         let api: Api<K> = Api::namespaced(self.client(), &ns);
-        crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
+        let written = crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
             .await
             .map_err(Error::status(format!("{} {ns}/{name}", K::kind(&()))))?;
-        let before = rv.into_iter().chain(own_versions.iter().cloned()).collect();
-        self.shared.record_status_write(&key, before, value);
+        let seen = rv.into_iter().chain(own_versions.iter().cloned()).collect();
+        self.shared
+            .record_status_write(&key, seen, written.resource_version(), value);
         Ok(true)
     }
 
@@ -838,19 +892,25 @@ async fn run_controllers(
 mod tests {
     use super::*;
 
-    fn written(before: &[&str], phase: &str, time: &str) -> StatusWrite {
-        StatusWrite {
-            before: before.iter().map(|rv| (*rv).to_owned()).collect(),
-            status: serde_json::json!({"phase": phase, "lastUpdateTime": time}),
-        }
+    fn status(phase: &str, time: &str) -> serde_json::Value {
+        serde_json::json!({"phase": phase, "lastUpdateTime": time})
+    }
+
+    fn versions(rvs: &[&str]) -> Vec<String> {
+        rvs.iter().map(|rv| (*rv).to_owned()).collect()
     }
 
     #[test]
     fn a_status_write_repeats_only_while_the_store_shows_a_version_from_before_it() {
         // The reconcile started at version 10 and stamped annotations (version 11) before
-        // writing phase Installing.
-        let last = written(&["10", "11"], "Installing", "t1");
-        let same = serde_json::json!({"phase": "Installing", "lastUpdateTime": "t2"});
+        // writing phase Installing, which made version 12.
+        let last = StatusWrite::next(
+            None,
+            versions(&["10", "11"]),
+            Some("12".into()),
+            status("Installing", "t1"),
+        );
+        let same = status("Installing", "t2");
         assert!(
             repeats(Some(&last), Some("10"), &same),
             "store still at the start"
@@ -861,15 +921,60 @@ mod tests {
         );
         assert!(
             !repeats(Some(&last), Some("12"), &same),
+            "the store shows the write: compare with it as usual"
+        );
+        assert!(
+            !repeats(Some(&last), Some("13"), &same),
             "a newer version may carry someone else's status change: compare it as usual"
         );
-        let other = serde_json::json!({"phase": "Succeeded", "lastUpdateTime": "t2"});
+        let other = status("Succeeded", "t2");
         assert!(
             !repeats(Some(&last), Some("10"), &other),
             "a different status is written"
         );
         assert!(!repeats(None, Some("10"), &same), "nothing written yet");
         assert!(!repeats(Some(&last), None, &same));
+    }
+
+    #[test]
+    fn a_store_several_writes_behind_still_counts_as_before_the_last_write() {
+        let first = StatusWrite::next(
+            None,
+            versions(&["10"]),
+            Some("12".into()),
+            status("Installing", "t1"),
+        );
+        let second = StatusWrite::next(
+            Some(&first),
+            versions(&["12"]),
+            Some("15".into()),
+            status("Succeeded", "t2"),
+        );
+        let again = status("Succeeded", "t3");
+        for stale in ["10", "12"] {
+            assert!(
+                repeats(Some(&second), Some(stale), &again),
+                "the store at {stale} has seen neither write"
+            );
+        }
+        assert!(!repeats(Some(&second), Some("15"), &again));
+        assert!(!repeats(Some(&second), Some("16"), &again));
+    }
+
+    #[test]
+    fn the_versions_before_a_write_are_bounded() {
+        let mut record = None;
+        for rv in 0..100 {
+            record = Some(StatusWrite::next(
+                record.as_ref(),
+                vec![rv.to_string()],
+                Some((rv + 1).to_string()),
+                status("Installing", "t"),
+            ));
+        }
+        let record = record.unwrap();
+        assert!(record.before.len() <= MAX_VERSIONS_BEFORE);
+        assert!(record.before.contains(&"99".to_owned()));
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!    become `Replacing` (which needs `Succeeded`).
 //! 3. **Plan**: the InstallPlan has a deterministic name
 //!    ([`crate::plan::steps::install_plan_name`], from the Subscription's uid and the CSV), is
-//!    owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
+//!    looked up in the store and created (a create, so an existing plan is never overwritten:
+//!    a conflict reads it instead), is owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
 //!    from the bundle's inlined objects in the catalog model). A controller that crashes after
 //!    creating it finds it again instead of making a second one.
 //! 4. **Status**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
