@@ -687,7 +687,16 @@ mod tests {
         );
 
         let mut more = new.clone();
-        more.requirement_status = vec![Default::default()];
+        more.requirement_status = vec![crate::api::v1alpha1::RequirementStatus {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            name: "op".into(),
+            status: StatusReason::Present,
+            message: String::new(),
+            uuid: None,
+            dependents: Vec::new(),
+        }];
         assert!(
             !progress_only(&old, &more),
             "a change besides the message is written at once"
