@@ -279,19 +279,15 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             == Some(connection_state::READY);
         match (&status.reason, was_ready, ready) {
             (Some(r), _, false) if old.reason.as_ref() != Some(r) || old.message != status.message => {
-                ctx.events
-                    .warning(&reference, r, "Sync", status.message.clone().unwrap_or_default())
-                    .await;
+                ctx.warning(&reference, r, "Sync", status.message.clone().unwrap_or_default());
             }
             (_, false, true) => {
-                ctx.events
-                    .normal(
-                        &reference,
-                        "CatalogReady",
-                        "Sync",
-                        format!("catalog {ns}/{name} is ready"),
-                    )
-                    .await;
+                ctx.normal(
+                    &reference,
+                    "CatalogReady",
+                    "Sync",
+                    format!("catalog {ns}/{name} is ready"),
+                );
             }
             _ => {}
         }

@@ -13,8 +13,15 @@
 //! (Pending → InstallReady → Installing, one status write); a Deployment is applied only when
 //! the store's copy differs from the desired one (spec hash, labels, owner); a status write is
 //! skipped when it changes nothing or repeats this controller's previous write that the store
-//! has not caught up with. The controller is triggered by its Deployments and ServiceAccounts
-//! (owner references), so a missing requirement is re-checked when it appears, not by polling.
+//! has not caught up with (and its Events go with the write that happened). The controller
+//! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
+//! requirement is re-checked when it appears, not by polling.
+//!
+//! Two writes are saved on every install: a new CSV whose only missing requirements are
+//! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
+//! `Pending`/`RequirementsNotMet` for those milliseconds (the plan creates the CSV first, for
+//! the owner references); and a status that only moves a rollout's progress message is
+//! written at most once per [`PROGRESS_INTERVAL`]. Phase and reason changes are written at once.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -40,11 +47,14 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented, object_key};
+use super::{Context, Error, EventNote, Result, instrumented, object_key};
 use crate::{
     api::{
         labels,
-        v1alpha1::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase},
+        v1alpha1::{
+            ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, InstallPlanPhase,
+            StatusReason, StepStatus,
+        },
     },
     k8s::apply,
     plan::{
@@ -317,10 +327,13 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     let mut current = csv.as_ref().clone();
     let mut status = old.clone();
     let mut transitions = Vec::new();
+    // The versions this reconcile's own writes gave the CSV before its status write.
+    let mut own_versions = Vec::new();
     let mut decision = plan_csv::decide(&current, &observed, &now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
         if let Some(annotations) = &decision.annotations {
             current = stamp_annotations(&capi, &current, annotations, &ctx).await?;
+            own_versions.extend(current.resource_version());
         }
         if !decision.desired_deployments.is_empty() {
             let targets = observed
@@ -361,15 +374,44 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         decision = next;
     }
 
-    write_status(&ctx, &csv, &old, &status).await?;
-    let r = csv.object_ref(&());
-    for (phase, reason, message) in transitions {
-        if phase == CsvPhase::Failed {
-            ctx.events.warning(&r, reason.as_str(), "Sync", message).await;
-        } else {
-            ctx.events.normal(&r, reason.as_str(), "Sync", message).await;
-        }
+    if old.phase.as_ref().is_none_or(|p| *p == CsvPhase::None)
+        && decision.phase == CsvPhase::Pending
+        && decision.reason == CsvReason::RequirementsNotMet
+        && own_plan_still_applying(&ctx, &csv, &status)
+    {
+        // The plan that created this CSV applies its ServiceAccounts right after it: rather
+        // than record Pending/RequirementsNotMet for the few milliseconds until they exist
+        // (a status write, two Events, and a reconcile of the Subscription), wait for them;
+        // their creation triggers the next reconcile. The requeue catches a plan that fails.
+        return Ok(Action::requeue(OWN_PLAN_REQUEUE));
     }
+    if progress_only(&old, &status)
+        && let Some(since) = ctx
+            .shared
+            .since_last_status_write(&object_key(ctx.name, csv.as_ref()))
+        && since < PROGRESS_INTERVAL
+    {
+        // Only the rollout's progress message moved, and the status was written moments ago:
+        // report it with the next change, or after the interval, rather than one write (and
+        // one watch event to every client) per Deployment status update.
+        return Ok(Action::requeue(PROGRESS_INTERVAL - since));
+    }
+    let wrote = write_status(&ctx, &csv, &own_versions, &old, &status).await?;
+    // A write skipped as a repeat of the last one had its Events published with it.
+    let transitions = if wrote { transitions } else { Vec::new() };
+    let r = csv.object_ref(&());
+    ctx.publish(
+        transitions
+            .into_iter()
+            .map(|(phase, reason, message)| EventNote {
+                regarding: r.clone(),
+                warning: phase == CsvPhase::Failed,
+                reason: reason.as_str().to_owned(),
+                action: "Sync",
+                note: message,
+            })
+            .collect(),
+    );
     ctx.shared.metrics.record_csv(
         &ns,
         &name,
@@ -398,6 +440,72 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         Duration::from_secs(30)
     };
     Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
+}
+
+/// The least time between two status writes of a CSV that only update the message of a
+/// rollout in progress (`Installing` / `InstallWaiting`).
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Whether `new` differs from `old` only in the message of an install waiting on its
+/// Deployments (same phase `Installing`, same reason `InstallWaiting`, same conditions and
+/// requirements; timestamps aside).
+pub fn progress_only(old: &ClusterServiceVersionStatus, new: &ClusterServiceVersionStatus) -> bool {
+    let waiting = |s: &ClusterServiceVersionStatus| {
+        s.phase == Some(CsvPhase::Installing) && s.reason == Some(CsvReason::InstallWaiting)
+    };
+    if !waiting(old) || !waiting(new) || old.message == new.message {
+        return false;
+    }
+    let mut probe = new.clone();
+    probe.message = old.message.clone();
+    apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(&probe))
+}
+
+/// How soon a new CSV whose InstallPlan is still applying its ServiceAccounts is looked at
+/// again without an event.
+const OWN_PLAN_REQUEUE: Duration = Duration::from_secs(2);
+
+/// Whether every requirement the new CSV misses is a ServiceAccount that an InstallPlan of its
+/// namespace, still `Installing`, has yet to apply for it: the plan creates the CSV first (so
+/// that the other objects can carry its owner reference) and the rest right after.
+fn own_plan_still_applying(
+    ctx: &Context,
+    csv: &ClusterServiceVersion,
+    status: &ClusterServiceVersionStatus,
+) -> bool {
+    let ns = csv.namespace();
+    let name = csv.name_any();
+    let plans: Vec<_> = ctx
+        .shared
+        .stores
+        .install_plans
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace() == ns)
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase == InstallPlanPhase::Installing)
+        })
+        .collect();
+    let pending_in_plan = |kind: &str, sa: &str| {
+        plans.iter().any(|p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.plan.iter().any(|step| {
+                    step.resolving == name
+                        && step.resource.kind == kind
+                        && step.resource.name == sa
+                        && !matches!(step.status, StepStatus::Created | StepStatus::Present)
+                })
+            })
+        })
+    };
+    let mut unmet = status
+        .requirement_status
+        .iter()
+        .filter(|r| r.status != StatusReason::Present)
+        .peekable();
+    unmet.peek().is_some() && unmet.all(|r| r.kind == "ServiceAccount" && pending_in_plan(&r.kind, &r.name))
 }
 
 /// Writes the OperatorGroup member annotations (server-side apply of just those keys) and
@@ -491,15 +599,17 @@ async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> 
 }
 
 /// Writes the CSV's status unless it equals what the object shows (timestamps aside) or
-/// repeats the write this controller just made while the store lags behind it.
+/// repeats the write this controller just made while the store lags behind it; returns
+/// whether it wrote.
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,
+    own_versions: &[String],
     old: &ClusterServiceVersionStatus,
     status: &ClusterServiceVersionStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
-    ctx.write_status(csv, changed, status).await.map(drop)
+    ctx.write_status_after(csv, own_versions, changed, status).await
 }
 
 fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
@@ -548,6 +658,48 @@ mod tests {
         assert!(
             !deployment_up_to_date(&desired, &other_owner),
             "a new owner re-applies"
+        );
+    }
+
+    fn waiting(message: &str) -> ClusterServiceVersionStatus {
+        ClusterServiceVersionStatus {
+            phase: Some(CsvPhase::Installing),
+            reason: Some(CsvReason::InstallWaiting),
+            message: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_a_new_rollout_message_while_installing_is_progress() {
+        let old = waiting("installing: deployment op: waiting for the new spec to be observed");
+        let new =
+            waiting("installing: deployment op is not available: 0 of 1 updated replicas are available");
+        assert!(progress_only(&old, &new));
+        assert!(!progress_only(&old, &old), "no change at all is not progress");
+
+        let mut succeeded = new.clone();
+        succeeded.phase = Some(CsvPhase::Succeeded);
+        succeeded.reason = Some(CsvReason::InstallSucceeded);
+        assert!(
+            !progress_only(&old, &succeeded),
+            "a phase change is written at once"
+        );
+
+        let mut more = new.clone();
+        more.requirement_status = vec![crate::api::v1alpha1::RequirementStatus {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            name: "op".into(),
+            status: StatusReason::Present,
+            message: String::new(),
+            uuid: None,
+            dependents: Vec::new(),
+        }];
+        assert!(
+            !progress_only(&old, &more),
+            "a change besides the message is written at once"
         );
     }
 

@@ -12,27 +12,36 @@
 //! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
 //!   bundle objects) are independent of each other and are applied concurrently. The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
-//!   costs one request (a re-applied ServiceAccount costs two: it keeps the CSVs that already
-//!   own it, see [`crate::plan::steps::merge_csv_owner_references`]).
+//!   costs one request (a re-applied ServiceAccount keeps the CSVs that already own it, read
+//!   from the ServiceAccount store, see [`crate::plan::steps::merge_csv_owner_references`]).
+//!   The CSV is created with the OperatorGroup member annotations when the namespace's group
+//!   already lists its targets, sparing the CSV controller a write.
+//! - Events are published once the status is written, in the background
+//!   ([`super::Context::publish`]).
 //! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
 //!   the plan is `Failed` with `Installed=False/InstallComponentFailed` naming the object.
 //!   A plan whose steps are all done is `Complete` with `Installed=True`.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
 
 use k8s_openapi::{
+    api::core::v1::{ObjectReference, ServiceAccount},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
 use kube::{
     Api, Resource, ResourceExt,
-    core::GroupVersionKind,
+    core::{GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, Result, instrumented};
+use super::{Context, Error, EventNote, Result, instrumented};
 use crate::{
     api::{
         ConditionStatus, labels,
@@ -42,7 +51,7 @@ use crate::{
         },
     },
     k8s::apply,
-    plan::steps,
+    plan::{operator_group::member_annotations, steps},
 };
 
 /// What the approval gate says (pure).
@@ -63,11 +72,16 @@ pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
 /// and the CSV owner reference on namespaced objects other than the CSV itself
 /// ([`crate::plan::steps::with_owner`]). Cluster-scoped objects already carry the `olm.owner*`
 /// labels from planning.
+///
+/// A CSV also gets `member` (the OperatorGroup member annotations,
+/// [`crate::plan::operator_group::member_annotations`]) when the namespace's one group already
+/// lists its targets: the CSV controller would otherwise write them right after the create.
 pub fn prepare_object(
     mut object: Value,
     namespace: &str,
     namespaced: bool,
     owner: Option<(&str, &str)>,
+    member: Option<&BTreeMap<String, String>>,
 ) -> Value {
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});
@@ -93,6 +107,17 @@ pub fn prepare_object(
             let mut finalizers = finalizers;
             finalizers.push(finalizer);
             object["metadata"]["finalizers"] = Value::Array(finalizers);
+        }
+        if let Some(member) = member {
+            if !object["metadata"]
+                .get("annotations")
+                .is_some_and(Value::is_object)
+            {
+                object["metadata"]["annotations"] = json!({});
+            }
+            for (key, value) in member {
+                object["metadata"]["annotations"][key] = json!(value);
+            }
         }
     }
     match owner {
@@ -157,6 +182,8 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     }
     let mut status = old.clone();
     let reference = ip.object_ref(&());
+    // Published in order once the status is written.
+    let mut events = Vec::new();
     match gate(&ip) {
         InstallPlanPhase::RequiresApproval => {
             if status.phase != InstallPlanPhase::RequiresApproval {
@@ -169,14 +196,12 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             if status.phase != InstallPlanPhase::Installing {
                 status.phase = InstallPlanPhase::Installing;
                 status.message = None;
-                ctx.events
-                    .normal(
-                        &reference,
-                        "Installing",
-                        "Install",
-                        format!("installing {}", ip.spec.cluster_service_version_names.join(", ")),
-                    )
-                    .await;
+                events.push(note(
+                    &reference,
+                    false,
+                    "Installing",
+                    format!("installing {}", ip.spec.cluster_service_version_names.join(", ")),
+                ));
             }
             if status.start_time.is_none() {
                 status.start_time = Some(Time(Timestamp::now()));
@@ -191,14 +216,12 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             status.phase = InstallPlanPhase::Complete;
             status.message = None;
             status.conditions = vec![installed_condition(true, None)];
-            ctx.events
-                .normal(
-                    &reference,
-                    "InstallSucceeded",
-                    "Install",
-                    "every step of the plan was applied".into(),
-                )
-                .await;
+            events.push(note(
+                &reference,
+                false,
+                "InstallSucceeded",
+                "every step of the plan was applied".into(),
+            ));
             Action::await_change()
         }
         Ok(()) => Action::requeue(Duration::from_secs(2)),
@@ -213,15 +236,25 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
                 status.phase = InstallPlanPhase::Failed;
                 status.message = Some(message.clone());
                 status.conditions = vec![installed_condition(false, Some(message.clone()))];
-                ctx.events
-                    .warning(&reference, "InstallComponentFailed", "Install", message)
-                    .await;
+                events.push(note(&reference, true, "InstallComponentFailed", message));
                 Action::await_change()
             }
         }
     };
     write(&ip, &old, &status, &ctx).await?;
+    ctx.publish(events);
     Ok(action)
+}
+
+/// An Event of this controller (action `Install`).
+fn note(regarding: &ObjectReference, warning: bool, reason: &str, note: String) -> EventNote {
+    EventNote {
+        regarding: regarding.clone(),
+        warning,
+        reason: reason.to_owned(),
+        action: "Install",
+        note,
+    }
 }
 
 /// Writes the plan's status unless it equals what the object shows (timestamps aside) or
@@ -339,6 +372,25 @@ async fn csv_uid(ctx: &Context, ns: &str, name: &str) -> std::result::Result<Opt
     }
 }
 
+/// The OperatorGroup member annotations for a CSV in `ns`, from the store: only when the
+/// namespace has exactly one group and it lists its target namespaces (otherwise the CSV
+/// controller reports the problem and writes them once the group is ready).
+fn member_annotations_in(ctx: &Context, ns: &str) -> Option<BTreeMap<String, String>> {
+    let groups: Vec<_> = ctx
+        .shared
+        .stores
+        .operator_groups
+        .state()
+        .into_iter()
+        .filter(|g| g.namespace().as_deref() == Some(ns))
+        .collect();
+    let [group] = groups.as_slice() else {
+        return None;
+    };
+    let targets = group.status.as_ref()?.namespaces.as_ref()?;
+    Some(member_annotations(&group.name_any(), ns, targets))
+}
+
 /// Applies one step; returns its new status. `owners` maps CSV names to uids; `None` while
 /// the CSV itself is being applied (its uid is recorded in `created`).
 async fn apply_step(
@@ -373,29 +425,33 @@ async fn apply_step(
             step.resolving
         ));
     }
+    let member = (r.kind == steps::CSV_KIND)
+        .then(|| member_annotations_in(ctx, ns))
+        .flatten();
     let object = prepare_object(
         manifest,
         ns,
         namespaced,
         owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
+        member.as_ref(),
     );
     let api = apply::dynamic_api(ctx.client(), &resource, namespaced.then_some(ns));
     // A ServiceAccount is shared by the versions of an operator: keep the CSVs that already
     // own it (the one being replaced stays satisfied until it is replaced).
+    // Its owners come from the (metadata-only) ServiceAccount store: a ServiceAccount that
+    // another CSV owns was created by that CSV's plan, long seen by the store.
     let object = if r.kind == "ServiceAccount" {
-        match api.get_opt(&r.name).await {
-            Ok(Some(live)) => {
+        let key = ObjectRef::<PartialObjectMeta<ServiceAccount>>::new(&r.name).within(ns);
+        match ctx.shared.stores.service_accounts.get(&key) {
+            Some(live) => {
                 let refs: Vec<Value> = live
-                    .metadata
-                    .owner_references
+                    .owner_references()
                     .iter()
-                    .flatten()
                     .filter_map(|o| serde_json::to_value(o).ok())
                     .collect();
                 steps::merge_csv_owner_references(&object, &refs)
             }
-            Ok(None) => object,
-            Err(err) => return Err(format!("failed to read {what}: {err}")),
+            None => object,
         }
     } else {
         object
@@ -462,7 +518,7 @@ mod tests {
     #[test]
     fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_none() {
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "other"}});
-        let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")));
+        let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")), None);
         assert_eq!(out["metadata"]["namespace"], "ns");
         assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "uid-1");
         assert_eq!(
@@ -471,7 +527,7 @@ mod tests {
         );
 
         let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
-        let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")));
+        let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")), None);
         assert!(out["metadata"].get("namespace").is_none());
         assert!(out["metadata"].get("ownerReferences").is_none());
     }
@@ -479,8 +535,33 @@ mod tests {
     #[test]
     fn the_csv_is_never_owned_by_itself() {
         let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "a.v1"}});
-        let out = prepare_object(csv, "ns", true, Some(("a.v1", "u")));
+        let out = prepare_object(csv, "ns", true, Some(("a.v1", "u")), None);
         assert!(out["metadata"].get("ownerReferences").is_none());
+    }
+
+    #[test]
+    fn a_csv_is_created_with_its_finalizer_and_the_member_annotations_over_its_own() {
+        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "a.v1", "annotations": {"capabilities": "Basic Install",
+                "olm.targetNamespaces": "stale"}}});
+        let member = member_annotations("og", "ns", &["ns".to_owned()]);
+        let out = prepare_object(csv, "ns", true, None, Some(&member));
+        let annotations = &out["metadata"]["annotations"];
+        assert_eq!(annotations["capabilities"], "Basic Install");
+        assert_eq!(annotations["olm.operatorGroup"], "og");
+        assert_eq!(annotations["olm.operatorNamespace"], "ns");
+        assert_eq!(annotations["olm.targetNamespaces"], "ns");
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            json!([labels::CSV_CLEANUP_FINALIZER])
+        );
+
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}});
+        let out = prepare_object(sa, "ns", true, None, Some(&member));
+        assert!(
+            out["metadata"].get("annotations").is_none(),
+            "only the CSV carries them"
+        );
     }
 
     fn step(kind: &str, name: &str) -> Step {

@@ -121,6 +121,17 @@ pub struct Stores {
     pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
+/// The rule of [`Shared::repeats_last_status_write`] for one object's `last` write.
+fn repeats(last: Option<&StatusWrite>, resource_version: Option<&str>, status: &serde_json::Value) -> bool {
+    let Some(resource_version) = resource_version else {
+        return false;
+    };
+    last.is_some_and(|last| {
+        last.before.iter().any(|rv| rv == resource_version)
+            && crate::k8s::apply::same_ignoring_time(&last.status, status)
+    })
+}
+
 /// What every controller shares.
 pub struct Shared {
     /// The API client.
@@ -136,18 +147,74 @@ pub struct Shared {
     backoff: Mutex<HashMap<String, u32>>,
     discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
     status_writes: Mutex<HashMap<String, StatusWrite>>,
+    event_permits: Arc<tokio::sync::Semaphore>,
     synced: tokio::sync::watch::Receiver<bool>,
+}
+
+/// How many reconciles' Events are published at once (see [`Context::publish`]).
+const EVENT_PUBLISHERS: usize = 4;
+
+/// One Event a reconcile emits: what it regards, Normal or Warning, its reason and its note.
+#[derive(Clone, Debug)]
+pub struct EventNote {
+    /// The object the Event is about.
+    pub regarding: k8s_openapi::api::core::v1::ObjectReference,
+    /// A Warning (else Normal).
+    pub warning: bool,
+    /// The PascalCase reason.
+    pub reason: String,
+    /// The action (`Sync`, `Install`, `Resolve`).
+    pub action: &'static str,
+    /// The human-readable note.
+    pub note: String,
 }
 
 /// How many status writes [`Shared::record_status_write`] remembers before starting over.
 const MAX_REMEMBERED_STATUS_WRITES: usize = 4096;
 
-/// The last status this controller wrote for an object: the object's resourceVersion before
-/// and after the write, and the status (as JSON, timestamps included).
-#[derive(Clone, Debug)]
+/// How many resourceVersions of one object [`StatusWrite::before`] keeps.
+const MAX_VERSIONS_BEFORE: usize = 16;
+
+/// The last status this controller wrote for an object, with every resourceVersion of the
+/// object this controller knows to be older than that write: those its reconciles started
+/// from and those its own writes returned (including earlier status writes), up to the write.
+/// A store showing one of them has not seen the write yet, however far behind it is.
+#[derive(Clone, Debug, Default)]
 struct StatusWrite {
-    before: Option<String>,
+    before: Vec<String>,
+    after: Option<String>,
     status: serde_json::Value,
+    at: Option<std::time::Instant>,
+}
+
+impl StatusWrite {
+    /// The record after writing `status` (resourceVersion `after`) from an object seen at the
+    /// versions `seen`: what was known to precede the previous write, that write's own version,
+    /// and `seen`, now all precede this one.
+    fn next(
+        previous: Option<&Self>,
+        seen: Vec<String>,
+        after: Option<String>,
+        status: serde_json::Value,
+    ) -> Self {
+        let mut before: Vec<String> = previous
+            .map(|p| p.before.iter().cloned().chain(p.after.clone()).collect())
+            .unwrap_or_default();
+        for rv in seen {
+            if !before.contains(&rv) {
+                before.push(rv);
+            }
+        }
+        if before.len() > MAX_VERSIONS_BEFORE {
+            before.drain(..before.len() - MAX_VERSIONS_BEFORE);
+        }
+        Self {
+            before,
+            after,
+            status,
+            at: Some(std::time::Instant::now()),
+        }
+    }
 }
 
 impl Shared {
@@ -164,25 +231,29 @@ impl Shared {
 
     /// Whether writing `status` for the object `key` (a controller/namespace/name key) at
     /// `resource_version` would repeat the write this controller just made: the reflector
-    /// store has not caught up with that write yet (the object still shows the version it had
-    /// before), and the new status equals what was written, timestamps aside.
+    /// store has not caught up with that write yet (the object still shows one of the versions
+    /// it had before the write), and the new status equals what was written, timestamps aside.
+    ///
+    /// This cannot hide a change made by someone else: a change made after our write gives
+    /// the object a version this controller has not seen before the write, so it is compared
+    /// as usual once the store shows it (and its watch event triggers that reconcile).
     pub fn repeats_last_status_write(
         &self,
         key: &str,
         resource_version: Option<&str>,
         status: &serde_json::Value,
     ) -> bool {
-        lock(&self.status_writes).get(key).is_some_and(|last| {
-            last.before.as_deref() == resource_version
-                && crate::k8s::apply::same_ignoring_time(&last.status, status)
-        })
+        repeats(lock(&self.status_writes).get(key), resource_version, status)
     }
 
-    /// Records a status write made for `key` while the object was at `resource_version`.
+    /// Records a status write made for `key` while the object was at one of `seen` (the
+    /// version the reconcile started from, then those of its own metadata writes); the write
+    /// gave it the version `after`.
     pub fn record_status_write(
         &self,
         key: &str,
-        resource_version: Option<String>,
+        seen: Vec<String>,
+        after: Option<String>,
         status: serde_json::Value,
     ) {
         let mut writes = lock(&self.status_writes);
@@ -191,13 +262,16 @@ impl Shared {
         if writes.len() >= MAX_REMEMBERED_STATUS_WRITES {
             writes.clear();
         }
-        writes.insert(
-            key.to_owned(),
-            StatusWrite {
-                before: resource_version,
-                status,
-            },
-        );
+        let next = StatusWrite::next(writes.get(key), seen, after, status);
+        writes.insert(key.to_owned(), next);
+    }
+
+    /// How long ago this controller last wrote the status of `key` (`None`: not remembered).
+    pub fn since_last_status_write(&self, key: &str) -> Option<Duration> {
+        lock(&self.status_writes)
+            .get(key)
+            .and_then(|last| last.at)
+            .map(|at| at.elapsed())
     }
 
     /// Forgets the status writes of a deleted object.
@@ -248,6 +322,25 @@ impl Context {
             + serde::de::DeserializeOwned
             + std::fmt::Debug,
     {
+        self.write_status_after(obj, &[], changed, status).await
+    }
+
+    /// [`Context::write_status`] for a reconcile that already wrote `obj`'s metadata:
+    /// `own_versions` are the resourceVersions those writes returned. The store may show any
+    /// of them (or `obj`'s) until it sees this status write; each counts as "from before it".
+    pub async fn write_status_after<K>(
+        &self,
+        obj: &K,
+        own_versions: &[String],
+        changed: bool,
+        status: &impl serde::Serialize,
+    ) -> Result<bool>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
         if !changed {
             return Ok(false);
         }
@@ -255,15 +348,80 @@ impl Context {
         let key = object_key(self.name, obj);
         let rv = obj.resource_version();
         if self.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
+            tracing::debug!(object = %key, resource_version = ?rv, "status write skipped: it repeats the last one");
             return Ok(false);
         }
+        tracing::debug!(object = %key, resource_version = ?rv, ?own_versions, status = %value, "writing status");
         let (ns, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
         let api: Api<K> = Api::namespaced(self.client(), &ns);
-        crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
+        let written = crate::k8s::apply::apply_status(&api, &name, status, &self.manager)
             .await
             .map_err(Error::status(format!("{} {ns}/{name}", K::kind(&()))))?;
-        self.shared.record_status_write(&key, rv, value);
+        let seen = rv.into_iter().chain(own_versions.iter().cloned()).collect();
+        self.shared
+            .record_status_write(&key, seen, written.resource_version(), value);
         Ok(true)
+    }
+
+    /// Publishes `events`, in order, in the background: an Event is a courtesy (the status is
+    /// the record), so a reconcile does not wait for the round trips, and its slot goes to the
+    /// next object. At most [`EVENT_PUBLISHERS`] reconciles' Events are in flight at once,
+    /// taken in the order they were emitted, so a burst of installs does not flood the API
+    /// server with Events ahead of the writes that make progress. A failed publish is logged.
+    pub fn publish(&self, events: Vec<EventNote>) {
+        if events.is_empty() {
+            return;
+        }
+        let recorder = self.events.clone();
+        let permits = Arc::clone(&self.shared.event_permits);
+        tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            for event in events {
+                if event.warning {
+                    recorder
+                        .warning(&event.regarding, &event.reason, event.action, event.note)
+                        .await;
+                } else {
+                    recorder
+                        .normal(&event.regarding, &event.reason, event.action, event.note)
+                        .await;
+                }
+            }
+        });
+    }
+
+    /// Publishes one Normal Event in the background ([`Context::publish`]).
+    pub fn normal(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        action: &'static str,
+        note: String,
+    ) {
+        self.publish(vec![EventNote {
+            regarding: regarding.clone(),
+            warning: false,
+            reason: reason.to_owned(),
+            action,
+            note,
+        }]);
+    }
+
+    /// Publishes one Warning Event in the background ([`Context::publish`]).
+    pub fn warning(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        action: &'static str,
+        note: String,
+    ) {
+        self.publish(vec![EventNote {
+            regarding: regarding.clone(),
+            warning: true,
+            reason: reason.to_owned(),
+            action,
+            note,
+        }]);
     }
 
     /// Forgets the failure count of `key` (a successful reconcile).
@@ -609,6 +767,7 @@ async fn run_controllers(
         backoff: Mutex::default(),
         discovery: Mutex::default(),
         status_writes: Mutex::default(),
+        event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
     });
 
@@ -732,6 +891,91 @@ async fn run_controllers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status(phase: &str, time: &str) -> serde_json::Value {
+        serde_json::json!({"phase": phase, "lastUpdateTime": time})
+    }
+
+    fn versions(rvs: &[&str]) -> Vec<String> {
+        rvs.iter().map(|rv| (*rv).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_status_write_repeats_only_while_the_store_shows_a_version_from_before_it() {
+        // The reconcile started at version 10 and stamped annotations (version 11) before
+        // writing phase Installing, which made version 12.
+        let last = StatusWrite::next(
+            None,
+            versions(&["10", "11"]),
+            Some("12".into()),
+            status("Installing", "t1"),
+        );
+        let same = status("Installing", "t2");
+        assert!(
+            repeats(Some(&last), Some("10"), &same),
+            "store still at the start"
+        );
+        assert!(
+            repeats(Some(&last), Some("11"), &same),
+            "store shows our own annotation write"
+        );
+        assert!(
+            !repeats(Some(&last), Some("12"), &same),
+            "the store shows the write: compare with it as usual"
+        );
+        assert!(
+            !repeats(Some(&last), Some("13"), &same),
+            "a newer version may carry someone else's status change: compare it as usual"
+        );
+        let other = status("Succeeded", "t2");
+        assert!(
+            !repeats(Some(&last), Some("10"), &other),
+            "a different status is written"
+        );
+        assert!(!repeats(None, Some("10"), &same), "nothing written yet");
+        assert!(!repeats(Some(&last), None, &same));
+    }
+
+    #[test]
+    fn a_store_several_writes_behind_still_counts_as_before_the_last_write() {
+        let first = StatusWrite::next(
+            None,
+            versions(&["10"]),
+            Some("12".into()),
+            status("Installing", "t1"),
+        );
+        let second = StatusWrite::next(
+            Some(&first),
+            versions(&["12"]),
+            Some("15".into()),
+            status("Succeeded", "t2"),
+        );
+        let again = status("Succeeded", "t3");
+        for stale in ["10", "12"] {
+            assert!(
+                repeats(Some(&second), Some(stale), &again),
+                "the store at {stale} has seen neither write"
+            );
+        }
+        assert!(!repeats(Some(&second), Some("15"), &again));
+        assert!(!repeats(Some(&second), Some("16"), &again));
+    }
+
+    #[test]
+    fn the_versions_before_a_write_are_bounded() {
+        let mut record = None;
+        for rv in 0..100 {
+            record = Some(StatusWrite::next(
+                record.as_ref(),
+                vec![rv.to_string()],
+                Some((rv + 1).to_string()),
+                status("Installing", "t"),
+            ));
+        }
+        let record = record.unwrap();
+        assert!(record.before.len() <= MAX_VERSIONS_BEFORE);
+        assert!(record.before.contains(&"99".to_owned()));
+    }
 
     #[test]
     fn backoff_doubles_per_failure_and_is_capped_at_five_minutes() {

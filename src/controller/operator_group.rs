@@ -97,14 +97,10 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         .is_none_or(|o| !apply::same_ignoring_time(&apply::to_value(o), &apply::to_value(&status)));
     if ctx.write_status(og.as_ref(), changed, &status).await? {
         if let Some(message) = &target_error {
-            ctx.events
-                .warning(&og.object_ref(&()), "InvalidTargets", "Sync", message.clone())
-                .await;
+            ctx.warning(&og.object_ref(&()), "InvalidTargets", "Sync", message.clone());
         }
         if let Some(cond) = &multiple {
-            ctx.events
-                .warning(&og.object_ref(&()), &cond.reason, "Sync", cond.message.clone())
-                .await;
+            ctx.warning(&og.object_ref(&()), &cond.reason, "Sync", cond.message.clone());
         }
     }
     // Selector targets change when namespaces are labelled: look again now and then.

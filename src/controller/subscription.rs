@@ -16,7 +16,8 @@
 //!    become `Replacing` (which needs `Succeeded`).
 //! 3. **Plan**: the InstallPlan has a deterministic name
 //!    ([`crate::plan::steps::install_plan_name`], from the Subscription's uid and the CSV), is
-//!    owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
+//!    looked up in the store and created (a create, so an existing plan is never overwritten:
+//!    a conflict reads it instead), is owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
 //!    from the bundle's inlined objects in the catalog model). A controller that crashes after
 //!    creating it finds it again instead of making a second one.
 //! 4. **Status**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
@@ -47,16 +48,24 @@
 
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
-use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
-use serde_json::{Value, json};
+use k8s_openapi::{
+    api::core::v1::ObjectReference,
+    apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Resource, ResourceExt,
+    api::PostParams,
+    runtime::{controller::Action, reflector::ObjectRef},
+};
+use serde_json::Value;
 
 use super::{Context, Error, Result, cache::LoadedCatalog, instrumented};
 use crate::{
     api::{
         reasons::subscription as reason,
         v1alpha1::{
-            CatalogSource, CsvPhase, InstallPlan, InstallPlanStatus, Subscription,
+            CatalogSource, CsvPhase, InstallPlan, InstallPlanSpec, InstallPlanStatus, Subscription,
             SubscriptionConditionType as T, connection_state,
         },
     },
@@ -242,14 +251,12 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             .and_then(|o| o.condition(&T::ResolutionFailed))
             .is_none_or(|c| c.message.as_deref() != Some(message.as_str()));
         if is_new {
-            ctx.events
-                .warning(
-                    &sub.object_ref(&()),
-                    "ResolutionFailed",
-                    "Resolve",
-                    message.clone(),
-                )
-                .await;
+            ctx.warning(
+                &sub.object_ref(&()),
+                "ResolutionFailed",
+                "Resolve",
+                message.clone(),
+            );
         }
     }
     // Skip a write that changes nothing, and one that repeats our last write while the store
@@ -377,17 +384,31 @@ async fn create_plan(
     let sub_name = sub.name_any();
     let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
     // The deterministic name; a plan of that name for another CSV (a hash collision) moves us
-    // to the next attempt.
+    // to the next attempt. The store answers without a round trip; a plan it has not seen yet
+    // (created by a reconcile whose watch event is still on its way) makes the create below
+    // fail with a conflict, and is then read.
+    // A plan that still has no status on the API server (its creator stopped before writing
+    // it) gets its status below, like a new one.
     let mut ip_name = steps::install_plan_name(&uid, csv);
+    let mut existing = None;
     for attempt in 0..8u32 {
         ip_name = steps::install_plan_name_attempt(&uid, csv, attempt);
-        let found = api
-            .get_opt(&ip_name)
-            .await
-            .map_err(Error::observe(format!("InstallPlan {ns}/{ip_name}")))?;
-        match found {
-            Some(ip) if !ip.spec.cluster_service_version_names.iter().any(|n| n == csv) => continue,
-            Some(ip) => return Ok(Ok(ip)),
+        let key = ObjectRef::<InstallPlan>::new(&ip_name).within(ns);
+        match ctx.shared.stores.install_plans.get(&key) {
+            Some(ip) if !plans_csv(&ip, csv) => continue,
+            Some(ip) if ip.status.is_some() => return Ok(Ok(ip.as_ref().clone())),
+            Some(_) => {
+                // The store may just lag behind the status write: ask the API server.
+                let live = api
+                    .get_opt(&ip_name)
+                    .await
+                    .map_err(Error::observe(format!("InstallPlan {ns}/{ip_name}")))?;
+                match live {
+                    Some(ip) if ip.status.is_some() => return Ok(Ok(ip)),
+                    found => existing = found,
+                }
+                break;
+            }
             None => break,
         }
     }
@@ -415,32 +436,56 @@ async fn create_plan(
         }
     }
     let approval = status::plan_approval(&sub.spec);
-    let body = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "InstallPlan",
-        "metadata": {
-            "name": ip_name,
-            "namespace": ns,
-            "ownerReferences": [{
-                "apiVersion": "operators.coreos.com/v1alpha1",
-                "kind": "Subscription",
-                "name": sub_name,
-                "uid": uid,
-                "controller": true,
-                "blockOwnerDeletion": false,
-            }],
+    let mut new_plan = InstallPlan::new(
+        &ip_name,
+        InstallPlanSpec {
+            source: Some(catalog.name.clone()),
+            source_namespace: Some(catalog.namespace.clone()),
+            cluster_service_version_names: vec![csv.to_owned()],
+            approval: approval.approval.clone(),
+            approved: approval.approved,
+            generation: None,
         },
-        "spec": {
-            "clusterServiceVersionNames": [csv],
-            "approval": approval.approval.as_str(),
-            "approved": approval.approved,
-            "source": catalog.name,
-            "sourceNamespace": catalog.namespace,
+    );
+    new_plan.metadata.namespace = Some(ns.to_owned());
+    new_plan.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "operators.coreos.com/v1alpha1".into(),
+        kind: "Subscription".into(),
+        name: sub_name,
+        uid: uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: Some(false),
+    }]);
+    // A create, not an apply: a plan of this name that already exists (the store lags behind
+    // it) is read rather than overwritten, so a user's approval or another CSV's plan is never
+    // reset.
+    let params = PostParams {
+        field_manager: Some(ctx.manager.clone()),
+        ..PostParams::default()
+    };
+    let mut created = match existing {
+        Some(ip) => ip,
+        None => match api.create(&params, &new_plan).await {
+            Ok(created) => created,
+            Err(kube::Error::Api(conflict)) if conflict.code == 409 => {
+                let found = api
+                    .get_opt(&ip_name)
+                    .await
+                    .map_err(Error::observe(format!("InstallPlan {ns}/{ip_name}")))?;
+                match found {
+                    Some(ip) if plans_csv(&ip, csv) && ip.status.is_some() => return Ok(Ok(ip)),
+                    Some(ip) if plans_csv(&ip, csv) => ip,
+                    // Deleted meanwhile, or another CSV's plan: retry, by then from the store.
+                    _ => {
+                        return Err(Error::apply(format!("InstallPlan {ns}/{ip_name}"))(
+                            kube::Error::Api(conflict),
+                        ));
+                    }
+                }
+            }
+            Err(e) => return Err(Error::apply(format!("InstallPlan {ns}/{ip_name}"))(e)),
         },
-    });
-    let mut created = apply::apply(&api, &ip_name, &body, &ctx.manager)
-        .await
-        .map_err(Error::apply(format!("InstallPlan {ns}/{ip_name}")))?;
+    };
     let ip_status = InstallPlanStatus {
         phase: approval.phase,
         catalog_sources: vec![catalog.name.clone()],
@@ -462,15 +507,18 @@ async fn create_plan(
             .collect();
         format!(" (with Subscriptions for its dependencies: {})", names.join(", "))
     };
-    ctx.events
-        .normal(
-            &sub.object_ref(&()),
-            "InstallPlanCreated",
-            "Resolve",
-            format!("created InstallPlan {ip_name} for {csv}{with}"),
-        )
-        .await;
+    ctx.normal(
+        &sub.object_ref(&()),
+        "InstallPlanCreated",
+        "Resolve",
+        format!("created InstallPlan {ip_name} for {csv}{with}"),
+    );
     Ok(Ok(created))
+}
+
+/// Whether `ip` is the plan for `csv`.
+fn plans_csv(ip: &InstallPlan, csv: &str) -> bool {
+    ip.spec.cluster_service_version_names.iter().any(|n| n == csv)
 }
 
 #[cfg(test)]
