@@ -14,7 +14,8 @@
 //! JSON/YAML, a document that is not a catalog blob (no `schema`, a field of the wrong type), or
 //! a catalog without any `olm.package`. Referential problems the model builder meets (a channel
 //! entry without its bundle, ...) leave that corner out of the model but do not refuse the whole
-//! catalog, so one bad package never blocks the others.
+//! catalog, so one bad package never blocks the others; they are kept with the catalog
+//! ([`LoadedCatalog::problems`]) and reported on the CatalogSource's status and in a Warning Event.
 
 use std::{
     collections::HashMap,
@@ -33,6 +34,10 @@ pub struct LoadedCatalog {
     pub resource_version: String,
     /// The linked catalog (packages → channels → bundles).
     pub model: Model,
+    /// What the model builder had to leave out (a channel entry without its bundle, ...), one
+    /// line each naming the package, channel or bundle: shown on the CatalogSource's status so a
+    /// partly broken catalog is never served silently.
+    pub problems: Vec<String>,
 }
 
 /// The key of the built-in catalog in the cache's resource-version field.
@@ -152,10 +157,11 @@ pub fn finish(
     if !problems.is_empty() {
         return Err(problems);
     }
-    let (model, _referential_problems) = Model::build(cfg);
+    let (model, left_out) = Model::build(cfg);
     Ok(LoadedCatalog {
         resource_version: resource_version.to_owned(),
         model,
+        problems: left_out.iter().map(ToString::to_string).collect(),
     })
 }
 
@@ -183,6 +189,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(loaded.resource_version, "42");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
         let package = loaded.model.package("a").unwrap();
         assert_eq!(package.default_channel().and_then(|c| c.head()), Some("a.v1"));
     }
@@ -195,6 +202,25 @@ mod tests {
             problems.iter().any(|p| p.contains("no olm.package")),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_channel_entry_without_its_bundle_is_left_out_and_named_but_the_rest_is_served() {
+        let loaded = finish(
+            vec![
+                doc(1, json!({"schema": "olm.package", "name": "a", "defaultChannel": "s"})),
+                doc(2, json!({"schema": "olm.channel", "package": "a", "name": "s",
+                    "entries": [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}]})),
+                doc(3, json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "",
+                    "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]})),
+            ],
+            Vec::new(),
+            "7",
+        )
+        .unwrap();
+        assert!(loaded.model.package("a").is_some());
+        assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+        assert!(loaded.problems[0].contains("a.v2"), "{:?}", loaded.problems);
     }
 
     #[test]

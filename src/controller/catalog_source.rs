@@ -132,6 +132,18 @@ pub fn catalog_from_data(
     super::cache::finish(blobs, problems, resource_version)
 }
 
+/// The status message of a catalog that is served: nothing when the whole catalog was usable,
+/// otherwise what was left out of it and how to see every problem.
+pub fn served_message(left_out: &[String]) -> Option<String> {
+    (!left_out.is_empty()).then(|| {
+        format!(
+            "catalog served without the parts that have problems ({} in all): {}; fix them in the catalog (`kubectl-olm catalog validate DIR` lists every problem)",
+            left_out.len(),
+            summarise(left_out)
+        )
+    })
+}
+
 /// Summarises problems for a status message: the first three and a count of the rest.
 pub fn summarise(problems: &[String]) -> String {
     let mut text = problems.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
@@ -162,73 +174,74 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         latest_image_registry_poll: None,
         ..old.clone()
     };
-    let outcome: std::result::Result<Option<ConfigMapResourceReference>, (&'static str, String)> =
-        match plan_source(&cs) {
-            SourcePlan::Invalid(r, m) => Err((r, m)),
-            SourcePlan::Builtin => match cache.builtin() {
-                Ok(catalog) => {
-                    cache.insert(&ns, &name, catalog);
-                    Ok(None)
-                }
-                Err(problems) => Err((
+    // Served: the ConfigMap it came from and what the model builder left out of it.
+    type Served = (Option<ConfigMapResourceReference>, Vec<String>);
+    let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
+        SourcePlan::Invalid(r, m) => Err((r, m)),
+        SourcePlan::Builtin => match cache.builtin() {
+            Ok(catalog) => {
+                let left_out = catalog.problems.clone();
+                cache.insert(&ns, &name, catalog);
+                Ok((None, left_out))
+            }
+            Err(problems) => Err((
+                reason::CONFIG_MAP_ERROR,
+                format!("the built-in catalog is invalid: {}", summarise(&problems)),
+            )),
+        },
+        SourcePlan::ConfigMap(cm_name) => {
+            let cms: Api<ConfigMap> = Api::namespaced(ctx.client(), &ns);
+            match cms
+                .get_opt(&cm_name)
+                .await
+                .map_err(Error::observe(format!("ConfigMap {ns}/{cm_name}")))?
+            {
+                None => Err((
                     reason::CONFIG_MAP_ERROR,
-                    format!("the built-in catalog is invalid: {}", summarise(&problems)),
+                    format!(
+                        "configmap {cm_name} not found in namespace {ns}; create it with the catalog's FBC documents, or fix spec.configMap"
+                    ),
                 )),
-            },
-            SourcePlan::ConfigMap(cm_name) => {
-                let cms: Api<ConfigMap> = Api::namespaced(ctx.client(), &ns);
-                match cms
-                    .get_opt(&cm_name)
-                    .await
-                    .map_err(Error::observe(format!("ConfigMap {ns}/{cm_name}")))?
-                {
-                    None => Err((
-                        reason::CONFIG_MAP_ERROR,
-                        format!(
-                            "configmap {cm_name} not found in namespace {ns}; create it with the catalog's FBC documents, or fix spec.configMap"
-                        ),
-                    )),
-                    Some(cm) => {
-                        let rv = cm.resource_version().unwrap_or_default();
-                        let reference = ConfigMapResourceReference {
-                            name: cm_name.clone(),
-                            namespace: ns.clone(),
-                            uid: cm.uid(),
-                            resource_version: Some(rv.clone()),
-                            last_update_time: Some(now()),
-                        };
-                        let cached = cache.get(&ns, &name).filter(|c| c.resource_version == rv);
-                        let loaded = match cached {
-                            Some(c) => Ok(c),
-                            None => {
-                                catalog_from_data(&cm.data.clone().unwrap_or_default(), &rv).map(Arc::new)
-                            }
-                        };
-                        match loaded {
-                            Ok(catalog) => {
-                                cache.insert(&ns, &name, catalog);
-                                Ok(Some(reference))
-                            }
-                            Err(problems) => {
-                                cache.remove(&ns, &name);
-                                Err((
-                                    reason::CONFIG_MAP_ERROR,
-                                    format!(
-                                        "configmap {cm_name} does not hold a valid catalog: {}",
-                                        summarise(&problems)
-                                    ),
-                                ))
-                            }
+                Some(cm) => {
+                    let rv = cm.resource_version().unwrap_or_default();
+                    let reference = ConfigMapResourceReference {
+                        name: cm_name.clone(),
+                        namespace: ns.clone(),
+                        uid: cm.uid(),
+                        resource_version: Some(rv.clone()),
+                        last_update_time: Some(now()),
+                    };
+                    let cached = cache.get(&ns, &name).filter(|c| c.resource_version == rv);
+                    let loaded = match cached {
+                        Some(c) => Ok(c),
+                        None => catalog_from_data(&cm.data.clone().unwrap_or_default(), &rv).map(Arc::new),
+                    };
+                    match loaded {
+                        Ok(catalog) => {
+                            let left_out = catalog.problems.clone();
+                            cache.insert(&ns, &name, catalog);
+                            Ok((Some(reference), left_out))
+                        }
+                        Err(problems) => {
+                            cache.remove(&ns, &name);
+                            Err((
+                                reason::CONFIG_MAP_ERROR,
+                                format!(
+                                    "configmap {cm_name} does not hold a valid catalog: {}",
+                                    summarise(&problems)
+                                ),
+                            ))
                         }
                     }
                 }
             }
-        };
+        }
+    };
     let ready = outcome.is_ok();
     match outcome {
-        Ok(reference) => {
+        Ok((reference, left_out)) => {
             status.reason = None;
-            status.message = None;
+            status.message = served_message(&left_out);
             status.config_map_reference = reference;
             status.connection_state = Some(GrpcConnectionState {
                 address: None,
@@ -280,6 +293,14 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         match (&status.reason, was_ready, ready) {
             (Some(r), _, false) if old.reason.as_ref() != Some(r) || old.message != status.message => {
                 ctx.warning(&reference, r, "Sync", status.message.clone().unwrap_or_default());
+            }
+            (None, _, true) if status.message.is_some() && old.message != status.message => {
+                ctx.warning(
+                    &reference,
+                    "CatalogProblems",
+                    "Sync",
+                    status.message.clone().unwrap_or_default(),
+                );
             }
             (_, false, true) => {
                 ctx.normal(
@@ -379,6 +400,18 @@ mod tests {
         .unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1]["name"], "b");
+    }
+
+    #[test]
+    fn a_catalog_served_with_parts_left_out_says_so_and_a_whole_one_says_nothing() {
+        assert_eq!(served_message(&[]), None);
+        let message = served_message(&["package \"a\": channel \"s\": entry a.v2 has no bundle".into()])
+            .expect("a message");
+        assert!(
+            message.contains("a.v2") && message.contains("1 in all"),
+            "{message}"
+        );
+        assert!(message.contains("catalog validate"), "{message}");
     }
 
     #[test]
