@@ -737,12 +737,8 @@ impl LazyCsvMetadata {
     /// The typed metadata (typed now if this is the first use).
     #[must_use]
     pub fn get(&self) -> &CsvMetadata {
-        self.typed.get_or_init(|| {
-            self.raw
-                .as_ref()
-                .and_then(type_csv_metadata)
-                .unwrap_or_default()
-        })
+        self.typed
+            .get_or_init(|| self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default())
     }
 }
 

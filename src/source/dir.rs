@@ -306,10 +306,7 @@ pub fn load_dir(root: &Path) -> Result<Loaded> {
         for _ in 0..threads {
             scope.spawn(|| {
                 let mut buffer = Vec::new();
-                loop {
-                    let Some(&(_, i)) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
+                while let Some(&(_, i)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(rel) = files.get(i) else { break };
                     let result = load_one(root, rel, &mut buffer);
                     if let Some(slot) = slots.get(i)
