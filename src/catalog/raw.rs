@@ -140,15 +140,43 @@ const fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
+/// Index of the first byte of `bytes` that [`needs_escape`], looking at eight bytes at a time
+/// (most strings have none, and this is the inner loop of loading a catalog).
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when some byte of `v` is below `n` (n <= 0x80).
+    const fn has_less(v: u64, n: u64) -> u64 {
+        v.wrapping_sub(ONES * n) & !v & HIGHS
+    }
+    let mut start = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        if has_less(v, 0x20)
+            | has_less(v ^ (ONES * u64::from(b'"')), 1)
+            | has_less(v ^ (ONES * u64::from(b'\\')), 1)
+            != 0
+        {
+            break;
+        }
+        start += 8;
+    }
+    // The first match is in the chunk where the word scan stopped, or in the tail.
+    bytes
+        .get(start..)?
+        .iter()
+        .position(|b| needs_escape(*b))
+        .map(|i| start + i)
+}
+
 fn write_escaped(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    while let Some(offset) = bytes
-        .get(start..)
-        .and_then(|rest| rest.iter().position(|b| needs_escape(*b)))
-    {
+    while let Some(offset) = bytes.get(start..).and_then(first_escape) {
         let i = start + offset;
         // `i` is the index of an ASCII byte, hence a character boundary.
         out.push_str(s.get(start..i).unwrap_or_default());
@@ -350,6 +378,31 @@ mod tests {
         assert!(serde_json::from_str::<RawJson>("[1,").is_err());
         let c: RawJson = serde_json::from_str("{}").unwrap();
         assert_eq!(c.get(), "{}");
+    }
+
+    #[test]
+    fn the_word_scan_finds_the_same_first_escape_as_a_byte_scan() {
+        let naive = |b: &[u8]| b.iter().position(|c| needs_escape(*c));
+        let specials = [
+            b'"', b'\\', b'\n', 0x00, 0x1f, 0x7f, 0x80, 0xff, b'!', b'#', b'[', b']', b' ',
+        ];
+        for len in 0..40 {
+            for (k, special) in specials.iter().enumerate() {
+                for at in 0..len {
+                    let mut bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                    bytes[at] = *special;
+                    if at + k < len {
+                        bytes[at + k] = 0xc3;
+                    }
+                    assert_eq!(first_escape(&bytes), naive(&bytes), "{bytes:?}");
+                }
+            }
+            let clean: Vec<u8> = (0..len)
+                .map(|i| 0x20 + (i % 95) as u8)
+                .filter(|b| !needs_escape(*b))
+                .collect();
+            assert_eq!(first_escape(&clean), None);
+        }
     }
 
     #[test]
