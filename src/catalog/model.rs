@@ -375,7 +375,7 @@ impl Bundle {
     #[must_use]
     pub fn csv_metadata(&self) -> Option<Cow<'_, CsvMetadata>> {
         if let Some(meta) = self.properties.csv_metadata.first() {
-            return Some(Cow::Borrowed(meta));
+            return Some(Cow::Borrowed(meta.get()));
         }
         self.csv()
             .and_then(|csv| CsvMetadata::from_csv(&csv).ok())

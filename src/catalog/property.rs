@@ -36,6 +36,12 @@
 //! `olm.bundle.object` values can be megabytes of base64. They are kept as the base64 text (moved,
 //! never copied) and decoded only when asked ([`BundleObject::decode`]). Validation checks the
 //! base64 alphabet and length without allocating ([`BundleObject::check`]).
+//!
+//! `olm.csv.metadata` values are most of the bytes of a large catalog (descriptions, examples,
+//! spec descriptors) and are read only by `catalog describe`. [`parse`] checks that each one has
+//! the shape the typed [`CsvMetadata`] needs, with zero-sized mirror types that build nothing, and
+//! keeps its compact JSON text in a [`LazyCsvMetadata`], typed on first use. A value that fails
+//! the check is typed at once, field by field, so its error is reported exactly as before.
 
 use std::{collections::BTreeMap, fmt};
 
@@ -521,6 +527,256 @@ impl CsvMetadata {
     }
 }
 
+/// Types a CSV metadata object field by field (the precise path: keys match case-insensitively,
+/// unknown keys go to `extra`); the error names the canonical field.
+fn csv_metadata_precise(map: Map<String, Value>) -> Result<CsvMetadata, (String, String)> {
+    let mut meta = CsvMetadata::default();
+    for (key, value) in map {
+        let canonical = CSV_METADATA_KEYS
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(&key))
+            .copied();
+        let target = canonical.unwrap_or(key.as_str()).to_owned();
+        meta.set(&target, value).map_err(|err| (target, err))?;
+    }
+    Ok(meta)
+}
+
+/// Types a CSV metadata value the way [`parse_one`] does (fast path, else the precise one).
+/// `None` when it does not type at all (never the case for a value [`parse_one`] accepted).
+fn type_csv_metadata(value: &RawJson) -> Option<CsvMetadata> {
+    if let Ok(fast) = value.parse::<FastCsvMetadata>() {
+        return Some(fast.into());
+    }
+    match value.to_value() {
+        Value::Object(map) => csv_metadata_precise(map).ok(),
+        _ => None,
+    }
+}
+
+/// True when [`FastCsvMetadata`] would decode `value`: the same shape, with every leaf checked
+/// for its JSON type but nothing allocated (no strings, maps or lists are built).
+fn csv_metadata_fits_fast_path(value: &RawJson) -> bool {
+    value.parse::<check::CsvMetadata>().is_ok()
+}
+
+/// Mirrors of [`FastCsvMetadata`] and the types it holds, with the same serde attributes, so that
+/// they accept exactly the JSON it accepts while building nothing. Their fields exist only to be
+/// checked, never read.
+#[allow(dead_code)]
+mod check {
+    use std::fmt;
+
+    use serde::{
+        Deserialize, Deserializer,
+        de::{IgnoredAny, MapAccess, Visitor},
+    };
+
+    use super::nullable;
+
+    /// Accepts a string (and only a string), like `String`.
+    #[derive(Default)]
+    pub(super) struct Str;
+
+    impl<'de> Deserialize<'de> for Str {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Str;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Str, E> {
+                    Ok(Str)
+                }
+            }
+            deserializer.deserialize_str(V)
+        }
+    }
+
+    /// Accepts what `nullable_map` accepts: `null` or a map of strings to strings or `null`s.
+    #[derive(Default)]
+    pub(super) struct StrMap;
+
+    impl<'de> Deserialize<'de> for StrMap {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = ();
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a map")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                    while map.next_entry::<Str, Option<Str>>()?.is_some() {}
+                    Ok(())
+                }
+            }
+            struct Map;
+            impl<'de> Deserialize<'de> for Map {
+                fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                    deserializer.deserialize_map(V).map(|()| Map)
+                }
+            }
+            Option::<Map>::deserialize(deserializer).map(|_| StrMap)
+        }
+    }
+
+    /// Accepts what `nullable_list` accepts: `null` or a list of strings or `null`s.
+    #[derive(Default)]
+    pub(super) struct StrList;
+
+    impl<'de> Deserialize<'de> for StrList {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            Option::<Vec<Option<Str>>>::deserialize(deserializer).map(|_| StrList)
+        }
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct AppLink {
+        #[serde(deserialize_with = "nullable")]
+        name: Str,
+        #[serde(deserialize_with = "nullable")]
+        url: Str,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Maintainer {
+        #[serde(deserialize_with = "nullable")]
+        name: Str,
+        #[serde(deserialize_with = "nullable")]
+        email: Str,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct InstallMode {
+        #[serde(rename = "type")]
+        #[serde(deserialize_with = "nullable")]
+        type_: Str,
+        #[serde(deserialize_with = "nullable")]
+        supported: bool,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    pub(super) struct CrdDescription {
+        #[serde(deserialize_with = "nullable")]
+        name: Str,
+        #[serde(deserialize_with = "nullable")]
+        version: Str,
+        #[serde(deserialize_with = "nullable")]
+        kind: Str,
+        #[serde(deserialize_with = "nullable")]
+        display_name: Str,
+        #[serde(deserialize_with = "nullable")]
+        description: Str,
+        resources: Option<IgnoredAny>,
+        spec_descriptors: Option<IgnoredAny>,
+        status_descriptors: Option<IgnoredAny>,
+        action_descriptors: Option<IgnoredAny>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct CrdDescriptions {
+        #[serde(deserialize_with = "nullable")]
+        owned: Vec<CrdDescription>,
+        #[serde(deserialize_with = "nullable")]
+        required: Vec<CrdDescription>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub(super) struct CsvMetadata {
+        #[serde(default)]
+        annotations: StrMap,
+        #[serde(default)]
+        labels: StrMap,
+        display_name: Option<Str>,
+        description: Option<Str>,
+        install_modes: Option<Vec<InstallMode>>,
+        #[serde(default)]
+        keywords: StrList,
+        maintainers: Option<Vec<Maintainer>>,
+        links: Option<Vec<AppLink>>,
+        provider: Option<AppLink>,
+        maturity: Option<Str>,
+        min_kube_version: Option<Str>,
+        crd_descriptions: Option<CrdDescriptions>,
+        api_service_definitions: Option<IgnoredAny>,
+        #[serde(rename = "nativeAPIs")]
+        native_apis: Option<IgnoredAny>,
+    }
+}
+
+/// An `olm.csv.metadata` value, kept as its compact JSON text and typed into [`CsvMetadata`] on
+/// first use (it dereferences to it).
+///
+/// CSV metadata is most of the bytes of a large catalog (descriptions, examples, descriptors) and
+/// almost nothing reads it: validation only needs to know that it has the right shape, which
+/// [`parse`] checks without building it. Typing every bundle's metadata up front was the second
+/// largest cost of loading the largest public catalog.
+#[derive(Clone, Default)]
+pub struct LazyCsvMetadata {
+    /// The value as read, when it has not been typed yet.
+    raw: Option<RawJson>,
+    typed: std::sync::OnceLock<CsvMetadata>,
+}
+
+impl LazyCsvMetadata {
+    /// A value already checked to fit the fast path (see [`csv_metadata_fits_fast_path`]).
+    fn unparsed(raw: RawJson) -> Self {
+        Self {
+            raw: Some(raw),
+            typed: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The typed metadata (typed now if this is the first use).
+    #[must_use]
+    pub fn get(&self) -> &CsvMetadata {
+        self.typed
+            .get_or_init(|| self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default())
+    }
+}
+
+impl From<CsvMetadata> for LazyCsvMetadata {
+    fn from(meta: CsvMetadata) -> Self {
+        Self {
+            raw: None,
+            typed: std::sync::OnceLock::from(meta),
+        }
+    }
+}
+
+impl std::ops::Deref for LazyCsvMetadata {
+    type Target = CsvMetadata;
+
+    fn deref(&self) -> &CsvMetadata {
+        self.get()
+    }
+}
+
+impl PartialEq for LazyCsvMetadata {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl fmt::Debug for LazyCsvMetadata {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl Serialize for LazyCsvMetadata {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
 /// One parsed property.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", content = "value")]
@@ -542,7 +798,7 @@ pub enum Property {
     BundleObject(BundleObject),
     /// `olm.csv.metadata`.
     #[serde(rename = "olm.csv.metadata")]
-    CsvMetadata(Box<CsvMetadata>),
+    CsvMetadata(Box<LazyCsvMetadata>),
     /// `olm.constraint`, kept as its JSON value.
     #[serde(rename = "olm.constraint")]
     Constraint(RawJson),
@@ -567,8 +823,8 @@ pub struct Properties {
     pub packages_required: Vec<PackageRequired>,
     /// Inlined manifests.
     pub bundle_objects: Vec<BundleObject>,
-    /// CSV metadata (normally at most one).
-    pub csv_metadata: Vec<CsvMetadata>,
+    /// CSV metadata (normally at most one), typed on first use.
+    pub csv_metadata: Vec<LazyCsvMetadata>,
     /// Generic constraints.
     pub constraints: Vec<RawJson>,
     /// Legacy deprecation markers.
@@ -687,6 +943,10 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
             Property::Deprecated(value)
         });
     }
+    if type_ == TYPE_CSV_METADATA && csv_metadata_fits_fast_path(&value) {
+        // Checked now (so that a bad value is reported where it is read), typed on first use.
+        return Ok(Property::CsvMetadata(Box::new(LazyCsvMetadata::unparsed(value))));
+    }
     if let Some(parsed) = parse_fast(&type_, &value) {
         return parsed.map_err(|(field, message)| PropertyError {
             index,
@@ -759,17 +1019,9 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
         }
         _ => {
             // olm.csv.metadata: typed field by field, so errors name the field.
-            let mut meta = CsvMetadata::default();
-            for (key, value) in std::mem::take(&mut v.map) {
-                let canonical = CSV_METADATA_KEYS
-                    .iter()
-                    .find(|k| k.eq_ignore_ascii_case(&key))
-                    .copied();
-                let target = canonical.unwrap_or(key.as_str()).to_owned();
-                meta.set(&target, value)
-                    .map_err(|err| v.error(Some(&target), err))?;
-            }
-            Property::CsvMetadata(Box::new(meta))
+            let meta = csv_metadata_precise(std::mem::take(&mut v.map))
+                .map_err(|(field, message)| v.error(Some(&field), message))?;
+            Property::CsvMetadata(Box::new(LazyCsvMetadata::from(meta)))
         }
     };
     Ok(parsed)
@@ -849,7 +1101,7 @@ fn parse_fast(type_: &str, value: &RawJson) -> Option<Result<Property, (Option<S
         }
         TYPE_CSV_METADATA => {
             let m: FastCsvMetadata = value.parse().ok()?;
-            Property::CsvMetadata(Box::new(m.into()))
+            Property::CsvMetadata(Box::new(LazyCsvMetadata::from(CsvMetadata::from(m))))
         }
         _ => return None,
     }))
@@ -1060,6 +1312,78 @@ mod tests {
             assert_eq!(meta.maintainers[0].name, "");
             assert!(!meta.install_modes[0].supported);
         }
+    }
+
+    #[test]
+    fn the_csv_metadata_check_accepts_exactly_what_the_fast_path_decodes() {
+        let cases = [
+            json!({}),
+            json!({"annotations": {"a": null, "b": "x"}, "labels": null, "keywords": [null, "k"]}),
+            json!({"annotations": {"a": 1}}),
+            json!({"annotations": []}),
+            json!({"keywords": "redis"}),
+            json!({"keywords": [1]}),
+            json!({"displayName": null, "description": "d", "maturity": "alpha", "minKubeVersion": "1.2"}),
+            json!({"displayName": 3}),
+            json!({"installModes": [{"type": "OwnNamespace", "supported": true, "extra": 1}]}),
+            json!({"installModes": [{"type": "OwnNamespace", "supported": "yes"}]}),
+            json!({"installModes": [["AllNamespaces", true]]}),
+            json!({"installModes": {"type": "OwnNamespace"}}),
+            json!({"maintainers": [{"name": null, "email": "e"}], "links": [{"name": "n", "url": 1}]}),
+            json!({"provider": {"name": "p"}, "links": null}),
+            json!({"provider": "p"}),
+            json!({"crdDescriptions": {"owned": [{"name": "a.b", "specDescriptors": [{"x": 1}], "resources": null}]}}),
+            json!({"crdDescriptions": {"owned": [{"name": 1}]}}),
+            json!({"crdDescriptions": {"required": null, "other": []}}),
+            json!({"crdDescriptions": []}),
+            json!({"apiServiceDefinitions": {"owned": []}, "nativeAPIs": [{"kind": "Pod"}]}),
+            json!({"DisplayName": "D"}),
+            json!({"unknown": 1}),
+            json!({"displayName": "a", "displayName2": "b"}),
+            json!([]),
+            json!("text"),
+        ];
+        for value in cases {
+            let raw = RawJson::from_value(&value);
+            assert_eq!(
+                csv_metadata_fits_fast_path(&raw),
+                raw.parse::<FastCsvMetadata>().is_ok(),
+                "{value}"
+            );
+        }
+        // A duplicate key is refused by both.
+        let dup = RawJson::from_value(&json!({"displayName": "a"}));
+        let dup_text: RawJson = serde_json::from_str(r#"{"displayName":"a","displayName":"b"}"#).unwrap();
+        assert!(csv_metadata_fits_fast_path(&dup));
+        assert_eq!(
+            csv_metadata_fits_fast_path(&dup_text),
+            dup_text.parse::<FastCsvMetadata>().is_ok()
+        );
+    }
+
+    #[test]
+    fn csv_metadata_is_typed_on_first_use_to_what_eager_typing_gives() {
+        let value = json!({
+            "displayName": "Redis",
+            "annotations": {"capabilities": "Basic Install", "x": null},
+            "installModes": [{"type": "AllNamespaces", "supported": true}],
+            "crdDescriptions": {"owned": [{"name": "a.b", "version": "v1", "kind": "A", "specDescriptors": [{"path": "size"}]}]},
+            "nativeAPIs": [{"group": "", "version": "v1", "kind": "Pod"}]
+        });
+        let (props, errors) = parse(vec![raw(TYPE_CSV_METADATA, value.clone())]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let lazy = &props.csv_metadata[0];
+        assert!(lazy.typed.get().is_none(), "not typed before first use");
+        let eager: CsvMetadata = RawJson::from_value(&value)
+            .parse::<FastCsvMetadata>()
+            .unwrap()
+            .into();
+        assert_eq!(lazy.get(), &eager);
+        assert_eq!(lazy.annotations["x"], "");
+        assert_eq!(
+            serde_json::to_value(Property::CsvMetadata(Box::new(lazy.clone()))).unwrap(),
+            json!({"type": "olm.csv.metadata", "value": serde_json::to_value(&eager).unwrap()})
+        );
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! both end up minified) and is parsed only when someone needs the value
 //! ([`RawJson::to_value`], [`RawJson::parse`]).
 
-use std::fmt::{self, Write as _};
+use std::{
+    cell::RefCell,
+    fmt::{self, Write as _},
+};
 
 use serde::{
     Deserialize, Deserializer, Serialize, Serializer,
@@ -87,11 +90,36 @@ impl Serialize for RawJson {
     }
 }
 
+thread_local! {
+    /// A buffer reused by every [`RawJson`] decoded on this thread: the value is written here and
+    /// then copied once into an allocation of its exact size (growing a fresh string instead
+    /// would reallocate and copy a large value many times).
+    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Scratch buffers larger than this are released after use rather than kept for the next value.
+const SCRATCH_KEEP: usize = 8 << 20;
+
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut out = String::new();
-        Writer(&mut out).deserialize(deserializer)?;
-        Ok(Self(out.into_boxed_str()))
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                buf.clear();
+                let result = Writer(&mut buf).deserialize(deserializer);
+                let out = result.map(|()| Self(Box::from(buf.as_str())));
+                buf.clear();
+                if buf.capacity() > SCRATCH_KEEP {
+                    buf.shrink_to(SCRATCH_KEEP);
+                }
+                out
+            }
+            // Only when a value is decoded while another one is (not done by this crate).
+            Err(_) => {
+                let mut out = String::new();
+                Writer(&mut out).deserialize(deserializer)?;
+                Ok(Self(out.into_boxed_str()))
+            }
+        })
     }
 }
 
@@ -106,29 +134,65 @@ impl<'de> DeserializeSeed<'de> for Writer<'_> {
     }
 }
 
+/// True for the bytes JSON strings must escape: `"`, `\\` and control characters. They are all
+/// ASCII, so they never occur inside a multi-byte UTF-8 sequence and the text can be scanned by byte.
+const fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Index of the first byte of `bytes` that [`needs_escape`], looking at eight bytes at a time
+/// (most strings have none, and this is the inner loop of loading a catalog).
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when some byte of `v` is below `n` (n <= 0x80).
+    const fn has_less(v: u64, n: u64) -> u64 {
+        v.wrapping_sub(ONES * n) & !v & HIGHS
+    }
+    let mut start = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        if has_less(v, 0x20)
+            | has_less(v ^ (ONES * u64::from(b'"')), 1)
+            | has_less(v ^ (ONES * u64::from(b'\\')), 1)
+            != 0
+        {
+            break;
+        }
+        start += 8;
+    }
+    // The first match is in the chunk where the word scan stopped, or in the tail.
+    bytes
+        .get(start..)?
+        .iter()
+        .position(|b| needs_escape(*b))
+        .map(|i| start + i)
+}
+
 fn write_escaped(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escape = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            c if (c as u32) < 0x20 => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push_str(escape);
+    while let Some(offset) = bytes.get(start..).and_then(first_escape) {
+        let i = start + offset;
+        // `i` is the index of an ASCII byte, hence a character boundary.
+        out.push_str(s.get(start..i).unwrap_or_default());
+        match bytes.get(i).copied().unwrap_or(0) {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            c => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
         }
-        start = i + c.len_utf8();
+        start = i + 1;
     }
-    out.push_str(&s[start..]);
+    out.push_str(s.get(start..).unwrap_or_default());
     out.push('"');
 }
 
@@ -201,12 +265,16 @@ impl<'de> Visitor<'de> for Writer<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         self.0.push('{');
         let mut first = true;
-        while let Some(key) = map.next_key::<KeyString>()? {
+        loop {
+            let len = self.0.len();
             if !first {
                 self.0.push(',');
             }
+            if map.next_key_seed(KeyWriter(self.0))?.is_none() {
+                self.0.truncate(len);
+                break;
+            }
             first = false;
-            write_escaped(self.0, &key.0);
             self.0.push(':');
             map.next_value_seed(Writer(self.0))?;
         }
@@ -222,40 +290,53 @@ impl<'de> Visitor<'de> for Writer<'_> {
     }
 }
 
-/// A map key of any scalar type, as a string.
-struct KeyString(String);
+/// Writes a map key of any scalar type as a JSON string (YAML allows non-string keys; JSON, and
+/// `sigs.k8s.io/yaml`'s conversion, turn them into strings).
+struct KeyWriter<'a>(&'a mut String);
 
-impl<'de> Deserialize<'de> for KeyString {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = KeyString;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a scalar map key")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<KeyString, E> {
-                Ok(KeyString(v.to_owned()))
-            }
-            fn visit_string<E>(self, v: String) -> Result<KeyString, E> {
-                Ok(KeyString(v))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<KeyString, E> {
-                Ok(KeyString(v.to_string()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<KeyString, E> {
-                Ok(KeyString(v.to_string()))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<KeyString, E> {
-                Ok(KeyString(v.to_string()))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<KeyString, E> {
-                Ok(KeyString(v.to_string()))
-            }
-            fn visit_unit<E>(self) -> Result<KeyString, E> {
-                Ok(KeyString("null".to_owned()))
-            }
-        }
-        deserializer.deserialize_any(V)
+impl<'de> DeserializeSeed<'de> for KeyWriter<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for KeyWriter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar map key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        write_escaped(self.0, v);
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        write_escaped(self.0, &v.to_string());
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        write_escaped(self.0, &v.to_string());
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        write_escaped(self.0, &v.to_string());
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        write_escaped(self.0, &v.to_string());
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.push_str("\"null\"");
+        Ok(())
     }
 }
 
@@ -279,6 +360,49 @@ mod tests {
         assert_eq!(raw.get(), r#"{"k":["v",1]}"#);
         assert_eq!(RawJson::from_value(&json!([])).get(), "[]");
         assert!(RawJson::null().is_null());
+    }
+
+    #[test]
+    fn yaml_keys_of_any_scalar_type_become_strings_and_text_is_escaped_as_before() {
+        let text = "1: a\ntrue: [\"q\\\"\\\\\\t\\u0008\\r\\n\", 2.5]\n~: {é: ü}\n";
+        let raw: RawJson = crate::codec::from_yaml_str("test", text).unwrap();
+        assert_eq!(
+            raw.get(),
+            "{\"1\":\"a\",\"true\":[\"q\\\"\\\\\\t\\u0008\\r\\n\",2.5],\"null\":{\"é\":\"ü\"}}"
+        );
+        // Decoding values one after another on the same thread reuses a buffer: nothing leaks
+        // from one value into the next.
+        let a: RawJson = serde_json::from_str(r#"{"long": "xxxxxxxxxxxxxxxxxxxx"}"#).unwrap();
+        let b: RawJson = serde_json::from_str("[]").unwrap();
+        assert_eq!((a.get(), b.get()), (r#"{"long":"xxxxxxxxxxxxxxxxxxxx"}"#, "[]"));
+        assert!(serde_json::from_str::<RawJson>("[1,").is_err());
+        let c: RawJson = serde_json::from_str("{}").unwrap();
+        assert_eq!(c.get(), "{}");
+    }
+
+    #[test]
+    fn the_word_scan_finds_the_same_first_escape_as_a_byte_scan() {
+        let naive = |b: &[u8]| b.iter().position(|c| needs_escape(*c));
+        let specials = [
+            b'"', b'\\', b'\n', 0x00, 0x1f, 0x7f, 0x80, 0xff, b'!', b'#', b'[', b']', b' ',
+        ];
+        for len in 0..40 {
+            for (k, special) in specials.iter().enumerate() {
+                for at in 0..len {
+                    let mut bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                    bytes[at] = *special;
+                    if at + k < len {
+                        bytes[at + k] = 0xc3;
+                    }
+                    assert_eq!(first_escape(&bytes), naive(&bytes), "{bytes:?}");
+                }
+            }
+            let clean: Vec<u8> = (0..len)
+                .map(|i| 0x20 + (i % 95) as u8)
+                .filter(|b| !needs_escape(*b))
+                .collect();
+            assert_eq!(first_escape(&clean), None);
+        }
     }
 
     #[test]

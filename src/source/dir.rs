@@ -280,6 +280,8 @@ fn walk(root: &Path, rel: &str, rules: &mut IgnoreRules, out: &mut Vec<String>) 
 
 /// Loads every catalog file under `root` (see the module docs), decoding on all cores.
 ///
+/// Files are handed to the workers largest first (so that no large file is left to decode alone
+/// at the end) and merged back in path order. Each worker reads into one buffer it reuses.
 /// Messages name files as `root` joined with their relative path.
 ///
 /// # Errors
@@ -291,15 +293,22 @@ pub fn load_dir(root: &Path) -> Result<Loaded> {
         .map_or(1, std::num::NonZeroUsize::get)
         .clamp(1, 8);
     let threads = threads.min(files.len().max(1));
+    // Largest first; a file whose size cannot be read goes last (reading it reports the error).
+    let mut order: Vec<(u64, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| (fs::metadata(root.join(rel)).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<Loaded>>>> = files.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
+                let mut buffer = Vec::new();
+                while let Some(&(_, i)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(rel) = files.get(i) else { break };
-                    let result = load_one(root, rel);
+                    let result = load_one(root, rel, &mut buffer);
                     if let Some(slot) = slots.get(i)
                         && let Ok(mut guard) = slot.lock()
                     {
@@ -310,24 +319,34 @@ pub fn load_dir(root: &Path) -> Result<Loaded> {
         }
     });
     let mut loaded = Loaded::default();
+    let mut buffer = Vec::new();
     for (slot, rel) in slots.into_iter().zip(&files) {
         match slot.into_inner().ok().flatten() {
             Some(result) => loaded.merge(result?),
             // Only reachable if a worker panicked; decode the file here instead.
-            None => loaded.merge(load_one(root, rel)?),
+            None => loaded.merge(load_one(root, rel, &mut buffer)?),
         }
     }
     Ok(loaded)
 }
 
-fn load_one(root: &Path, rel: &str) -> Result<Loaded> {
+/// Reads and decodes one file, reading into `buffer` (cleared first, kept for the next file).
+fn load_one(root: &Path, rel: &str, buffer: &mut Vec<u8>) -> Result<Loaded> {
+    use std::io::Read as _;
     let path: PathBuf = root.join(rel);
-    let bytes = fs::read(&path).map_err(|source| Error::Read {
+    let read_error = |source| Error::Read {
         path: path.clone(),
         source,
-    })?;
+    };
+    buffer.clear();
+    let mut file = fs::File::open(&path).map_err(read_error)?;
+    file.read_to_end(buffer).map_err(read_error)?;
     let mut loaded = Loaded::default();
-    loaded.add_bytes(&path.display().to_string(), &bytes);
+    loaded.add_bytes(&path.display().to_string(), buffer);
+    // Keep the buffer for the next file, unless it grew far beyond the usual file size.
+    if buffer.capacity() > 64 << 20 {
+        *buffer = Vec::new();
+    }
     Ok(loaded)
 }
 
