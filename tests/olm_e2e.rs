@@ -1099,6 +1099,42 @@ async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_e
     assert_eq!(str_at(&cs, "/status/reason"), "ConfigMapError", "{cs:#}");
     assert!(str_at(&cs, "/status/message").contains("catalog.json"), "{cs:#}");
 
+    // A catalog with a channel entry whose bundle is missing is served without that entry, and
+    // says so on its status and in a Warning Event.
+    let mut partial = widget_catalog(&[("stable", &[b("1.0.0")])]);
+    partial.push(
+        json!({"schema": "olm.channel", "package": "widget-operator", "name": "beta",
+        "entries": [{"name": "widget-operator.v5.0.0"}]}),
+    );
+    env.apply_catalog("partial", &partial).await;
+    env.catalog_source("partial", "partial").await;
+    let cs = env
+        .wait_obj::<CatalogSource, _>("READY with a message", "partial", |cs| {
+            (str_at(cs, "/status/connectionState/lastObservedState") == "READY"
+                && !str_at(cs, "/status/message").is_empty())
+            .then(|| cs.clone())
+        })
+        .await;
+    let message = str_at(&cs, "/status/message");
+    assert!(
+        message.contains("widget-operator.v5.0.0") && message.contains("catalog validate"),
+        "{cs:#}"
+    );
+    let mut events = Vec::new();
+    for _ in 0..50 {
+        events = env.events_for("CatalogSource", "partial").await;
+        if events.iter().any(|(reason, _)| reason == "CatalogProblems") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        events
+            .iter()
+            .any(|(reason, m)| reason == "CatalogProblems" && m == message),
+        "CatalogSource events: {events:?}"
+    );
+
     env.subscription("no-package", "nope-operator", "e2e", json!({}))
         .await;
     env.subscription(
