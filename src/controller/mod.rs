@@ -632,8 +632,23 @@ where
         + Sync
         + 'static,
 {
+    reflect_events(watcher(api, wc), synced)
+}
+
+/// Feeds a watcher's events into a new store, sets `synced` on the first complete list, and
+/// returns the store with the stream of applied objects.
+fn reflect_events<K>(
+    events: impl futures::Stream<Item = std::result::Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    synced: Arc<AtomicBool>,
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, wc)
+    let stream = events
         .default_backoff()
         .reflect(writer)
         .inspect(move |event| {
@@ -663,17 +678,7 @@ where
         + Sync
         + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = watcher(Api::<PartialObjectMeta<K>>::all(client), wc)
-        .default_backoff()
-        .reflect(writer)
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                synced.store(true, Ordering::Release);
-            }
-        })
-        .applied_objects();
-    (reader, stream)
+    reflect_events(watcher(Api::<PartialObjectMeta<K>>::all(client), wc), synced)
 }
 
 /// A metadata-only trigger stream (no store) for `watches_stream`.
