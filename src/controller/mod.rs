@@ -398,13 +398,7 @@ impl Context {
         action: &'static str,
         note: String,
     ) {
-        self.publish(vec![EventNote {
-            regarding: regarding.clone(),
-            warning: false,
-            reason: reason.to_owned(),
-            action,
-            note,
-        }]);
+        self.publish_one(false, regarding, reason, action, note);
     }
 
     /// Publishes one Warning Event in the background ([`Context::publish`]).
@@ -415,9 +409,20 @@ impl Context {
         action: &'static str,
         note: String,
     ) {
+        self.publish_one(true, regarding, reason, action, note);
+    }
+
+    fn publish_one(
+        &self,
+        warning: bool,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        action: &'static str,
+        note: String,
+    ) {
         self.publish(vec![EventNote {
             regarding: regarding.clone(),
-            warning: true,
+            warning,
             reason: reason.to_owned(),
             action,
             note,
