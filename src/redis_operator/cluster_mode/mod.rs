@@ -245,6 +245,36 @@ pub async fn converge(
     })
 }
 
+/// One wait for the cluster to settle: gossip and failure detection are asynchronous, so an
+/// observation that is not there yet is retried every 100 ms until [`Options::settle_timeout`]
+/// (counted from [`Settle::new`]) has passed.
+struct Settle {
+    deadline: tokio::time::Instant,
+    timeout: Duration,
+}
+
+impl Settle {
+    fn new(opts: Options) -> Self {
+        Self {
+            deadline: tokio::time::Instant::now() + opts.settle_timeout,
+            timeout: opts.settle_timeout,
+        }
+    }
+
+    /// Sleeps before the next observation, or fails naming `what` the wait was for once the
+    /// deadline has passed.
+    async fn until(&self, what: impl FnOnce() -> String) -> Result<(), ClusterError> {
+        if tokio::time::Instant::now() > self.deadline {
+            return Err(ClusterError::NotConverged {
+                what: what(),
+                timeout: self.timeout,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok(())
+    }
+}
+
 async fn connect(nodes: Vec<Node>, opts: Options) -> Result<Vec<Peer>, ClusterError> {
     let mut peers = Vec::with_capacity(nodes.len());
     for node in nodes {
@@ -342,20 +372,15 @@ pub async fn shrink(
             resets += 1;
         }
     }
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     for p in &mut peers[..keep] {
         loop {
             let still = p.view().await?.iter().filter(|n| leaving.contains(&n.id)).count();
             if still == 0 {
                 break;
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(ClusterError::NotConverged {
-                    what: format!("{} to forget {still} leaving nodes", p.node.name),
-                    timeout: opts.settle_timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait.until(|| format!("{} to forget {still} leaving nodes", p.node.name))
+                .await?;
         }
     }
     if peers[0].view().await?.iter().any(|n| !n.slots.is_empty()) {
@@ -421,7 +446,7 @@ async fn drain_slots(
     for m in &moves {
         move_slot(peers, &staying_peers, owners[m.from].0, owners[m.to].0, m.slot).await?;
     }
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     for p in &mut peers[..keep] {
         loop {
             let left: usize = p
@@ -434,13 +459,8 @@ async fn drain_slots(
             if left == 0 {
                 break;
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(ClusterError::NotConverged {
-                    what: format!("{} to see {left} slots leave the removed primaries", p.node.name),
-                    timeout: opts.settle_timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait.until(|| format!("{} to see {left} slots leave the removed primaries", p.node.name))
+                .await?;
         }
     }
     Ok(moves.len())
@@ -506,7 +526,7 @@ async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> 
         met += 1;
     }
     let ids: BTreeSet<String> = peers.iter().map(|p| p.id.clone()).collect();
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     for p in peers.iter_mut() {
         loop {
             let view = p.view().await?;
@@ -514,13 +534,8 @@ async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> 
             if ids.is_subset(&seen) {
                 break;
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(ClusterError::NotConverged {
-                    what: format!("{} to see all {} nodes", p.node.name, ids.len()),
-                    timeout: opts.settle_timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait.until(|| format!("{} to see all {} nodes", p.node.name, ids.len()))
+                .await?;
         }
     }
     Ok(met)
@@ -557,7 +572,7 @@ async fn set_fresh_epochs(peers: &mut [Peer]) -> Result<(), ClusterError> {
 /// Waits until [`plan::epochs_unsettled`] finds nothing: every node agrees on each primary's
 /// configuration epoch and none is shared, so the epoch a slot's new owner takes is the highest.
 async fn wait_epochs_settled(peers: &mut [Peer], opts: Options) -> Result<(), ClusterError> {
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     loop {
         let mut views = Vec::with_capacity(peers.len());
         for p in peers.iter_mut() {
@@ -566,13 +581,8 @@ async fn wait_epochs_settled(peers: &mut [Peer], opts: Options) -> Result<(), Cl
         let Some(why) = plan::epochs_unsettled(&views) else {
             return Ok(());
         };
-        if tokio::time::Instant::now() > deadline {
-            return Err(ClusterError::NotConverged {
-                what: format!("configuration epochs to settle before moving slots ({why})"),
-                timeout: opts.settle_timeout,
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        wait.until(|| format!("configuration epochs to settle before moving slots ({why})"))
+            .await?;
     }
 }
 
@@ -742,12 +752,15 @@ async fn attach_replicas(
             _ => planned.clone(),
         };
         // The replica must know the target as a master before REPLICATE is accepted.
-        let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+        let wait = Settle::new(opts);
         loop {
             match peers[i].cmd(&["CLUSTER", "REPLICATE", &target]).await {
                 Ok(_) => break,
-                Err(e) if tokio::time::Instant::now() > deadline => return Err(e),
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(e) => {
+                    let node = &peers[i].node.name;
+                    wait.until(|| format!("{node} to accept CLUSTER REPLICATE {target} ({e})"))
+                        .await?;
+                }
             }
         }
         attached += 1;
@@ -762,7 +775,7 @@ async fn wait_replicas_visible(
     opts: Options,
 ) -> Result<(), ClusterError> {
     let want = peers.len() - peers.len() / (replicas_per_primary + 1);
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     for p in peers.iter_mut() {
         loop {
             let replicas = p
@@ -774,33 +787,23 @@ async fn wait_replicas_visible(
             if replicas >= want {
                 break;
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(ClusterError::NotConverged {
-                    what: format!("{} to see {want} replicas (sees {replicas})", p.node.name),
-                    timeout: opts.settle_timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait.until(|| format!("{} to see {want} replicas (sees {replicas})", p.node.name))
+                .await?;
         }
     }
     Ok(())
 }
 
 async fn wait_state_ok(peers: &mut [Peer], opts: Options) -> Result<(), ClusterError> {
-    let deadline = tokio::time::Instant::now() + opts.settle_timeout;
+    let wait = Settle::new(opts);
     for p in peers.iter_mut() {
         loop {
             let info = p.text(&["CLUSTER", "INFO"]).await?;
             if plan::info_field(&info, "cluster_state") == Some("ok") {
                 break;
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(ClusterError::NotConverged {
-                    what: format!("cluster_state:ok on {}", p.node.name),
-                    timeout: opts.settle_timeout,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait.until(|| format!("cluster_state:ok on {}", p.node.name))
+                .await?;
         }
     }
     Ok(())
