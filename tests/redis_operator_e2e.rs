@@ -26,7 +26,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -83,8 +83,7 @@ fn install_crd(cluster: &TestCluster) {
 
 /// A running `redis-operator run`, killed when dropped (its log is printed if the test failed).
 struct Operator {
-    child: Child,
-    log: PathBuf,
+    process: support::LoggedChild,
     http_addr: String,
 }
 
@@ -94,21 +93,17 @@ impl Operator {
     /// other process can take the port between choosing and binding it.
     fn start(ns: &str, kubeconfig: &Path) -> Operator {
         let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-operator-{ns}.log"));
-        let file = std::fs::File::create(&log).expect("creating the operator log");
-        let child = Command::new(operator_bin())
-            .args(["run", "--http-addr", "127.0.0.1:0"])
-            .env("WATCH_NAMESPACE", ns)
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAME", format!("redis-operator-e2e-{ns}"))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("log handle"))
-            .stderr(file)
-            .spawn()
-            .expect("starting redis-operator");
-        let mut operator = Operator {
-            child,
+        let process = support::LoggedChild::spawn(
+            Command::new(operator_bin())
+                .args(["run", "--http-addr", "127.0.0.1:0"])
+                .env("WATCH_NAMESPACE", ns)
+                .env("KUBECONFIG", kubeconfig)
+                .env("POD_NAME", format!("redis-operator-e2e-{ns}"))
+                .env("RUST_LOG", "info"),
             log,
+        );
+        let mut operator = Operator {
+            process,
             http_addr: String::new(),
         };
         let deadline = std::time::Instant::now() + WAIT;
@@ -121,7 +116,7 @@ impl Operator {
             if let Some(addr) = bound {
                 break addr;
             }
-            if let Ok(Some(status)) = operator.child.try_wait() {
+            if let Ok(Some(status)) = operator.process.child.try_wait() {
                 panic!("redis-operator exited with {status} before listening");
             }
             assert!(
@@ -149,7 +144,7 @@ impl Operator {
     }
 
     fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.process.log_text()
     }
 
     /// Fails when the API server refused the operator anything (its permissions fell short).
@@ -159,22 +154,6 @@ impl Operator {
             !log.contains("forbidden"),
             "the operator was refused something:\n{log}"
         );
-    }
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let tail: Vec<&str> = text.lines().rev().take(40).collect();
-            eprintln!(
-                "--- last lines of the operator log {} ---\n{}",
-                self.log.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            );
-        }
     }
 }
 
@@ -762,46 +741,26 @@ async fn cluster_mode_shrink_drains_before_lowering_the_statefulset_and_refuses_
 
 /// A running `olm-controller run` against the test cluster, killed when dropped.
 struct OlmController {
-    child: Child,
-    log: PathBuf,
+    _process: support::LoggedChild,
 }
 
 impl OlmController {
     fn start(cluster: &TestCluster, ns: &str) -> OlmController {
         let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("olm-controller-{ns}.log"));
-        let file = std::fs::File::create(&log).expect("creating the controller log");
         let metrics = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port");
-        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .arg("--metrics-bind")
-            .arg(metrics.to_string())
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("log handle"))
-            .stderr(file)
-            .spawn()
-            .expect("starting olm-controller");
-        OlmController { child, log }
-    }
-}
-
-impl Drop for OlmController {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(40).collect();
-            eprintln!(
-                "--- last lines of the olm-controller log {} ---\n{}",
-                self.log.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            );
-        }
+        let process = support::LoggedChild::spawn(
+            Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+                .arg("run")
+                .arg("--kubeconfig")
+                .arg(cluster.kubeconfig_path())
+                .arg("--metrics-bind")
+                .arg(metrics.to_string())
+                .env("RUST_LOG", "info"),
+            log,
+        );
+        OlmController { _process: process }
     }
 }
 
