@@ -51,10 +51,7 @@ use super::{Context, Error, EventNote, Result, instrumented, object_key};
 use crate::{
     api::{
         labels,
-        v1alpha1::{
-            ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, InstallPlanPhase,
-            StatusReason, StepStatus,
-        },
+        v1alpha1::{ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason},
     },
     k8s::apply,
     plan::{
@@ -465,47 +462,22 @@ pub fn progress_only(old: &ClusterServiceVersionStatus, new: &ClusterServiceVers
 /// again without an event.
 const OWN_PLAN_REQUEUE: Duration = Duration::from_secs(2);
 
-/// Whether every requirement the new CSV misses is a ServiceAccount that an InstallPlan of its
-/// namespace, still `Installing`, has yet to apply for it: the plan creates the CSV first (so
-/// that the other objects can carry its owner reference) and the rest right after.
+/// [`plan_csv::waits_only_on_own_plan`] over the InstallPlans of the CSV's namespace in the store.
 fn own_plan_still_applying(
     ctx: &Context,
     csv: &ClusterServiceVersion,
     status: &ClusterServiceVersionStatus,
 ) -> bool {
     let ns = csv.namespace();
-    let name = csv.name_any();
-    let plans: Vec<_> = ctx
-        .shared
-        .stores
-        .install_plans
-        .state()
-        .into_iter()
-        .filter(|p| p.namespace() == ns)
-        .filter(|p| {
-            p.status
-                .as_ref()
-                .is_some_and(|s| s.phase == InstallPlanPhase::Installing)
-        })
-        .collect();
-    let pending_in_plan = |kind: &str, sa: &str| {
-        plans.iter().any(|p| {
-            p.status.as_ref().is_some_and(|s| {
-                s.plan.iter().any(|step| {
-                    step.resolving == name
-                        && step.resource.kind == kind
-                        && step.resource.name == sa
-                        && !matches!(step.status, StepStatus::Created | StepStatus::Present)
-                })
-            })
-        })
-    };
-    let mut unmet = status
-        .requirement_status
-        .iter()
-        .filter(|r| r.status != StatusReason::Present)
-        .peekable();
-    unmet.peek().is_some() && unmet.all(|r| r.kind == "ServiceAccount" && pending_in_plan(&r.kind, &r.name))
+    let plans = ctx.shared.stores.install_plans.state();
+    plan_csv::waits_only_on_own_plan(
+        &csv.name_any(),
+        &status.requirement_status,
+        plans
+            .iter()
+            .filter(|p| p.namespace() == ns)
+            .filter_map(|p| p.status.as_ref()),
+    )
 }
 
 /// Writes the OperatorGroup member annotations (server-side apply of just those keys) and
@@ -692,7 +664,7 @@ mod tests {
             version: "v1".into(),
             kind: "ServiceAccount".into(),
             name: "op".into(),
-            status: StatusReason::Present,
+            status: crate::api::v1alpha1::StatusReason::Present,
             message: String::new(),
             uuid: None,
             dependents: Vec::new(),

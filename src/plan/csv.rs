@@ -1082,6 +1082,43 @@ pub fn desired_deployments(
         .collect()
 }
 
+/// Whether every requirement a new CSV misses is a ServiceAccount that one of `plans` (the
+/// InstallPlans of its namespace), still `Installing`, has yet to apply for it. The plan creates
+/// the CSV first, so the other objects can carry its owner reference, and its ServiceAccounts
+/// right after: recording `Pending`/`RequirementsNotMet` for those milliseconds would cost a
+/// status write, two Events and a Subscription reconcile, and the ServiceAccounts' creation
+/// triggers the next reconcile anyway. (Upstream writes the `Pending` phase; the difference
+/// lasts until the plan's next step.)
+#[must_use]
+pub fn waits_only_on_own_plan<'a>(
+    csv_name: &str,
+    requirements: &[RequirementStatus],
+    plans: impl IntoIterator<Item = &'a v1alpha1::InstallPlanStatus>,
+) -> bool {
+    let installing: Vec<&v1alpha1::InstallPlanStatus> = plans
+        .into_iter()
+        .filter(|p| p.phase == v1alpha1::InstallPlanPhase::Installing)
+        .collect();
+    let pending_in_plan = |sa: &str| {
+        installing.iter().any(|p| {
+            p.plan.iter().any(|step| {
+                step.resolving == csv_name
+                    && step.resource.kind == "ServiceAccount"
+                    && step.resource.name == sa
+                    && !matches!(
+                        step.status,
+                        v1alpha1::StepStatus::Created | v1alpha1::StepStatus::Present
+                    )
+            })
+        })
+    };
+    let mut unmet = requirements
+        .iter()
+        .filter(|r| r.status != StatusReason::Present)
+        .peekable();
+    unmet.peek().is_some() && unmet.all(|r| r.kind == "ServiceAccount" && pending_in_plan(&r.name))
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::jiff::Timestamp;
@@ -1979,5 +2016,60 @@ mod tests {
             ]
         );
         assert_eq!(csv.status.as_ref().unwrap().last_transition_time, Some(t(3)));
+    }
+
+    fn sa_requirement(name: &str, status: StatusReason) -> RequirementStatus {
+        RequirementStatus {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            name: name.into(),
+            status,
+            message: String::new(),
+            uuid: None,
+            dependents: Vec::new(),
+        }
+    }
+
+    fn plan_with_sa_step(phase: &str, csv: &str, sa: &str, step: &str) -> v1alpha1::InstallPlanStatus {
+        serde_json::from_value(serde_json::json!({
+            "phase": phase,
+            "catalogSources": [],
+            "plan": [{
+                "resolving": csv,
+                "resource": {"sourceName": "c", "sourceNamespace": "ns", "group": "", "version": "v1",
+                             "kind": "ServiceAccount", "name": sa},
+                "status": step,
+            }],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_csv_waits_silently_only_for_service_accounts_its_installing_plan_still_has_to_apply() {
+        let missing = [sa_requirement("op", StatusReason::NotPresent)];
+        let applying = plan_with_sa_step("Installing", "op.v1", "op", "Unknown");
+        assert!(waits_only_on_own_plan("op.v1", &missing, [&applying]));
+
+        // Another CSV's plan, a plan that already applied the account, a failed plan, or no
+        // plan at all: the requirement is reported as usual.
+        let other = plan_with_sa_step("Installing", "other.v1", "op", "Unknown");
+        assert!(!waits_only_on_own_plan("op.v1", &missing, [&other]));
+        let applied = plan_with_sa_step("Installing", "op.v1", "op", "Created");
+        assert!(!waits_only_on_own_plan("op.v1", &missing, [&applied]));
+        let failed = plan_with_sa_step("Failed", "op.v1", "op", "Unknown");
+        assert!(!waits_only_on_own_plan("op.v1", &missing, [&failed]));
+        assert!(!waits_only_on_own_plan("op.v1", &missing, []));
+
+        // A missing requirement that is not a ServiceAccount, or nothing missing at all.
+        let mut crd = sa_requirement("widgets.example.com", StatusReason::NotPresent);
+        crd.kind = "CustomResourceDefinition".into();
+        assert!(!waits_only_on_own_plan(
+            "op.v1",
+            &[missing[0].clone(), crd],
+            [&applying]
+        ));
+        let present = [sa_requirement("op", StatusReason::Present)];
+        assert!(!waits_only_on_own_plan("op.v1", &present, [&applying]));
     }
 }
