@@ -23,6 +23,11 @@
 //!   names the file, the document index and the line and column where the decoder gave up; the
 //!   documents decoded before the error are still returned so callers can report everything else.
 //!
+//! YAML is first given to [`block_yaml`], a fast decoder for the block-style YAML catalog tools
+//! write, which either produces exactly what serde_yaml would or declines; declined texts (and any
+//! text with an error, so that messages stay serde_yaml's) are decoded by serde_yaml.
+//! [`set_fast_yaml`] turns the fast decoder off, for comparisons.
+//!
 //! YAML values that JSON cannot represent are mapped the way `sigs.k8s.io/yaml` does when it converts
 //! YAML to JSON: non-string map keys become strings, YAML tags are dropped, and non-finite floats are
 //! an error (JSON has no NaN).
@@ -35,10 +40,28 @@
 //! [`to_json_pretty`] writes a single pretty JSON value. [`from_yaml_str`] and [`to_yaml_string`]
 //! are the typed helpers other modules use for single documents.
 
-use std::fmt;
+pub mod block_yaml;
+
+use std::{
+    fmt,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
+
+/// Whether YAML goes to [`block_yaml`] first (the default).
+static FAST_YAML: AtomicBool = AtomicBool::new(true);
+
+/// Turns the fast YAML decoder on or off for the whole process (off: serde_yaml decodes all
+/// YAML). Results are the same either way; tests and benchmarks use this to compare the two.
+pub fn set_fast_yaml(enabled: bool) {
+    FAST_YAML.store(enabled, Ordering::Relaxed);
+}
+
+fn fast_yaml() -> bool {
+    FAST_YAML.load(Ordering::Relaxed)
+}
 
 /// Result alias for this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -216,6 +239,32 @@ pub fn decode_documents_as<T: DeserializeOwned>(path: &str, text: &str) -> Resul
             }
         }
         Format::Yaml => {
+            if fast_yaml() {
+                match block_yaml::decode::<T>(text) {
+                    Ok(docs) => {
+                        return Ok(docs
+                            .into_iter()
+                            .map(|(index, value)| Document {
+                                index,
+                                line: None,
+                                value,
+                            })
+                            .collect());
+                    }
+                    Err(block_yaml::Error::Refused { document, message }) => {
+                        return Err(Error::InvalidYaml {
+                            location: Location {
+                                path: path.to_owned(),
+                                document,
+                                line: None,
+                                column: None,
+                            },
+                            message,
+                        });
+                    }
+                    Err(block_yaml::Error::Unsupported { .. }) => {}
+                }
+            }
             for doc in serde_yaml::Deserializer::from_str(text) {
                 match Option::<T>::deserialize(doc) {
                     Ok(None) => {}
@@ -318,6 +367,48 @@ impl<'a> LineCounter<'a> {
 }
 
 fn decode_yaml_stream(path: &str, text: &str) -> Decoded {
+    if fast_yaml()
+        && let Some(documents) = decode_yaml_fast(text)
+    {
+        return Decoded {
+            documents,
+            error: None,
+        };
+    }
+    decode_yaml_reference(path, text)
+}
+
+/// Decodes a YAML stream with [`block_yaml`] alone: `None` when it declines the text (or a value
+/// cannot be converted to JSON), otherwise exactly what [`decode_yaml_reference`] returns for it.
+/// For tests and benchmarks that compare the two.
+#[must_use]
+pub fn decode_yaml_fast(text: &str) -> Option<Vec<Document>> {
+    let docs = block_yaml::decode::<JsonDocument>(strip_bom(text)).ok()?;
+    Some(
+        docs.into_iter()
+            .map(|(index, doc)| Document {
+                index,
+                line: None,
+                value: doc.0,
+            })
+            .collect(),
+    )
+}
+
+/// A YAML document converted to JSON by [`JsonFromYaml`].
+struct JsonDocument(Value);
+
+impl<'de> Deserialize<'de> for JsonDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::DeserializeSeed::deserialize(JsonFromYaml, deserializer).map(Self)
+    }
+}
+
+/// Decodes a YAML stream with serde_yaml alone, whatever [`set_fast_yaml`] says: the reference
+/// the fast decoder is checked against. Same rules and result as [`decode_documents`].
+#[must_use]
+pub fn decode_yaml_reference(path: &str, text: &str) -> Decoded {
+    let text = strip_bom(text);
     let mut out = Decoded::default();
     for doc in serde_yaml::Deserializer::from_str(text) {
         match serde::de::DeserializeSeed::deserialize(JsonFromYaml, doc) {
