@@ -12,7 +12,8 @@
 //! It never guesses. Whatever YAML it does not fully understand, and everything that is a syntax
 //! error for libyaml, makes it decline, so that the fallback produces the real result or the real
 //! message. `tests/yaml_fast_path.rs` checks it document for document against serde_yaml on every
-//! YAML file of the public catalogs, and the unit tests below do the same for each construct.
+//! YAML file of the public catalogs; the unit tests below do the same for each construct and for
+//! random block YAML and mutations of it.
 //!
 //! # What it handles
 //!
@@ -26,7 +27,7 @@
 //! - single- and double-quoted scalars with every libyaml escape and line folding;
 //! - literal and folded block scalars (`|`, `>`) with chomping (`-`, `+`) and indentation
 //!   indicators;
-//! - the empty flow collections `[]` and `{}`.
+//! - the empty flow collections `[]` and `{}`, and whole-line comments.
 //!
 //! # What it declines
 //!
