@@ -114,9 +114,9 @@ async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_
         return;
     }
     // Known flake, not yet understood (README, "Known gaps"): in about one run in eight the
-    // scale-up's converge returned with 3 primaries instead of 4. A failed attempt prints every
-    // node's CLUSTER NODES view, and the whole scenario runs once more on fresh servers; a
-    // deterministic failure still fails the test.
+    // scale-up's converge ended with 3 primaries instead of 4 (now a `TooFewPrimaries` error). A
+    // failed attempt prints every node's CLUSTER NODES view, and the whole scenario runs once more
+    // on fresh servers; a deterministic failure still fails the test.
     if tokio::spawn(scenario()).await.is_err() {
         eprintln!("the cluster-mode scenario failed once; running it again on fresh servers");
         scenario().await;
@@ -199,19 +199,16 @@ async fn scenario() {
     for n in &servers.nodes[6..] {
         connect_when_up(&n.addr).await;
     }
-    let scaled = converge(servers.nodes.as_slice(), 1, opts)
-        .await
-        .expect("scale to 4 primaries");
-    if scaled.primaries != 4 {
-        for n in &servers.nodes {
-            eprintln!(
-                "=== view of {}:\n{}",
-                n.addr,
-                text(&n.addr, &["CLUSTER", "NODES"]).await
-            );
+    let scaled = match converge(servers.nodes.as_slice(), 1, opts).await {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            for n in &servers.nodes {
+                let view = text(&n.addr, &["CLUSTER", "NODES"]).await;
+                eprintln!("=== view of {}:\n{view}", n.addr);
+            }
+            panic!("scale to 4 primaries: {err}");
         }
-        eprintln!("{scaled:?}");
-    }
+    };
     assert_eq!(scaled.primaries, 4);
     assert_eq!(scaled.met, 2);
     assert_eq!(scaled.slots_moved, 4096);

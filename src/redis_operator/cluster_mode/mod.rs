@@ -112,6 +112,18 @@ pub enum ClusterError {
         /// The address.
         addr: String,
     },
+    /// Converging ended with fewer primaries owning slots than planned (the next reconcile
+    /// converges again).
+    #[error(
+        "the cluster has {found} primaries owning slots after converging, {wanted} planned; \
+         converging again should place the rest"
+    )]
+    TooFewPrimaries {
+        /// Primaries planned (`size / (replicasPerPrimary + 1)`).
+        wanted: usize,
+        /// Primaries owning slots in the first node's view.
+        found: usize,
+    },
     /// The cluster did not reach a state in time.
     #[error("timed out after {timeout:?} waiting for {what}")]
     NotConverged {
@@ -218,6 +230,7 @@ pub async fn converge(
             replicas_per_primary,
         });
     }
+    let nodes_len = nodes.len();
     let mut peers = connect(nodes, opts).await?;
     let met = meet(&mut peers, opts).await?;
     // A node that just joined answers CLUSTERDOWN (and refuses MIGRATE) until gossip has taught it
@@ -236,6 +249,12 @@ pub async fn converge(
         .iter()
         .filter(|n| n.primary && !n.slots.is_empty())
         .count();
+    if primaries < nodes_len / group {
+        return Err(ClusterError::TooFewPrimaries {
+            wanted: nodes_len / group,
+            found: primaries,
+        });
+    }
     Ok(Outcome {
         met,
         slots_added,
