@@ -1068,43 +1068,34 @@ fn visit_node<'de, V: Visitor<'de>>(p: &mut Parser<'de>, node: Node<'de>, visito
         Node::Scalar(scalar) => visit_scalar(scalar, visitor),
         Node::EmptySequence => visitor.visit_seq(Empty),
         Node::EmptyMapping => visitor.visit_map(Empty),
-        Node::Sequence(column) => {
-            p.depth += 1;
-            if p.depth > MAX_DEPTH {
-                return p.bail("nesting deeper than 100");
-            }
-            let mut items = Items {
-                p: &mut *p,
-                column,
-                first: true,
-                done: false,
-            };
-            let value = visitor.visit_seq(&mut items)?;
-            if !items.done {
-                return p.bail("a sequence its visitor did not read to the end");
-            }
-            p.depth -= 1;
-            Ok(value)
-        }
-        Node::Mapping(column) => {
-            p.depth += 1;
-            if p.depth > MAX_DEPTH {
-                return p.bail("nesting deeper than 100");
-            }
-            let mut entries = Entries {
-                p: &mut *p,
-                column,
-                first: true,
-                done: false,
-            };
-            let value = visitor.visit_map(&mut entries)?;
-            if !entries.done {
-                return p.bail("a mapping its visitor did not read to the end");
-            }
-            p.depth -= 1;
-            Ok(value)
-        }
+        Node::Sequence(column) => visit_block(p, column, |block| visitor.visit_seq(block)),
+        Node::Mapping(column) => visit_block(p, column, |block| visitor.visit_map(block)),
     }
+}
+
+/// Visits the block collection whose lines start at `column`, refusing nesting deeper than
+/// [`MAX_DEPTH`] and a visitor that stops before the collection's end.
+fn visit_block<'de, R>(
+    p: &mut Parser<'de>,
+    column: usize,
+    visit: impl FnOnce(&mut Block<'_, 'de>) -> Result<R>,
+) -> Result<R> {
+    p.depth += 1;
+    if p.depth > MAX_DEPTH {
+        return p.bail("nesting deeper than 100");
+    }
+    let mut block = Block {
+        p: &mut *p,
+        column,
+        first: true,
+        done: false,
+    };
+    let value = visit(&mut block)?;
+    if !block.done {
+        return p.bail("a collection its visitor did not read to the end");
+    }
+    p.depth -= 1;
+    Ok(value)
 }
 
 impl<'de> Deserializer<'de> for NodeDe<'_, 'de> {
@@ -1210,15 +1201,16 @@ impl<'de> Deserializer<'de> for NodeDe<'_, 'de> {
     }
 }
 
-/// The items of a block sequence.
-struct Items<'p, 'a> {
+/// The cursor over a block collection (a sequence's items or a mapping's entries) whose lines
+/// start at `column`.
+struct Block<'p, 'a> {
     p: &'p mut Parser<'a>,
     column: usize,
     first: bool,
     done: bool,
 }
 
-impl<'de> SeqAccess<'de> for &mut Items<'_, 'de> {
+impl<'de> SeqAccess<'de> for &mut Block<'_, 'de> {
     type Error = DeError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
@@ -1264,15 +1256,7 @@ impl<'de> SeqAccess<'de> for &mut Items<'_, 'de> {
     }
 }
 
-/// The entries of a block mapping.
-struct Entries<'p, 'a> {
-    p: &'p mut Parser<'a>,
-    column: usize,
-    first: bool,
-    done: bool,
-}
-
-impl<'de> MapAccess<'de> for &mut Entries<'_, 'de> {
+impl<'de> MapAccess<'de> for &mut Block<'_, 'de> {
     type Error = DeError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
