@@ -22,7 +22,6 @@
 //! - [`k8s`]: server-side apply, Events, the leader Lease and the HTTP endpoints.
 //! - [`metrics`]: the Prometheus metrics of the controller.
 //! - [`telemetry`]: structured logging setup.
-//! - [`configmap_catalog`]: (pure) upstream's legacy ConfigMap catalog keys converted to FBC.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
 //! - [`redis_operator`]: the bundled Redis operator (`RedisCluster`), shipped through the catalog.
@@ -33,7 +32,6 @@ pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod codec;
-pub mod configmap_catalog;
 pub mod controller;
 pub mod graph;
 pub mod k8s;

@@ -1,4 +1,4 @@
-//! configmap_catalog: upstream's legacy ConfigMap catalog (`packages`,
+//! legacy: upstream's legacy ConfigMap catalog (`packages`,
 //! `clusterServiceVersions`, `customResourceDefinitions` keys) converted to file-based catalog
 //! (FBC) blobs.
 //!
@@ -26,7 +26,7 @@
 //! without a name, a channel whose `currentCSV` is not in the ConfigMap) are collected and
 //! returned with the blobs that could be built; the CatalogSource controller reports them.
 //!
-//! The module is pure: the shell decodes the YAML text (through `crate::codec`) into JSON
+//! The module is pure: [`super::load`] decodes the YAML text (through `crate::codec`) into JSON
 //! values and passes them in.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -43,11 +43,15 @@
 //! ```
 
 pub mod declcfg;
+pub mod legacy;
+pub mod load;
 pub mod model;
+pub mod problem;
 pub mod property;
 pub mod raw;
 pub mod validate;
 
 pub use declcfg::DeclarativeConfig;
 pub use model::Model;
-pub use validate::{Problem, ValidationReport, Violation, validate, validate_with};
+pub use problem::{Problem, Violation};
+pub use validate::{ValidationReport, validate, validate_with};

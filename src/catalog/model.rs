@@ -46,10 +46,10 @@ use serde_json::Value;
 use crate::{
     catalog::{
         declcfg::{self, DeclarativeConfig, Origin},
+        problem::{Problem, Violation},
         property::{
             self, CrdDescription, CsvMetadata, Gvk, InstallMode, ObjectError, PackageRequired, Properties,
         },
-        validate::{Problem, Violation},
     },
     graph::{self, ChannelGraph},
     version_range::{self, Range},

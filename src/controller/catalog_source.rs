@@ -1,157 +1,32 @@
-//! CatalogSource controller: validate the spec, load the catalog (a ConfigMap, or the built-in
-//! catalog), cache it, and report `connectionState` / `reason` / `message` as upstream does.
+//! CatalogSource controller (imperative shell: observes, acts and reports): validate the spec,
+//! load the catalog (a ConfigMap, or the built-in catalog), cache it, and report
+//! `connectionState` / `reason` / `message` as upstream does.
 //!
-//! Pipeline: validate `sourceType` → read the ConfigMap → decode (FBC keys and the legacy
-//! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys) → build the catalog
-//! model (once per ConfigMap `resourceVersion`) → cache ([`super::cache`]) → status.
+//! Pipeline: validate `sourceType` ([`crate::plan::catalog_source::plan_source`], no client) →
+//! read the ConfigMap (client) → load it through the one catalog loader
+//! ([`crate::catalog::load::catalog_from_data`]: FBC keys and the legacy
+//! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys, once per ConfigMap
+//! `resourceVersion`, no client) → cache ([`super::cache`]) → status (client).
 //! `grpc` sources are not served by olm-rs (no registry pods): they are reported, not ignored.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
-use serde_json::Value;
 
-use super::{Context, Error, Result, cache::LoadedCatalog, instrumented};
+use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
         reasons::catalog_source as reason,
         v1alpha1::{
-            CatalogSource, CatalogSourceStatus, ConfigMapResourceReference, GrpcConnectionState, SourceType,
+            CatalogSource, CatalogSourceStatus, ConfigMapResourceReference, GrpcConnectionState,
             connection_state,
         },
     },
-    catalog::declcfg::Origin,
-    configmap_catalog,
+    catalog::load::catalog_from_data,
     k8s::apply,
+    plan::catalog_source::{SourcePlan, plan_source, served_message},
 };
-
-/// Our `sourceType` for the catalog embedded in the controller.
-pub const SOURCE_TYPE_BUILTIN: &str = "builtin";
-
-/// What the spec asks for, once validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourcePlan {
-    /// Read this ConfigMap (in the CatalogSource's namespace).
-    ConfigMap(String),
-    /// Serve the built-in catalog.
-    Builtin,
-    /// The spec is invalid or unsupported: (reason, message).
-    Invalid(&'static str, String),
-}
-
-/// Validates the spec (pure).
-pub fn plan_source(cs: &CatalogSource) -> SourcePlan {
-    let name = cs.name_any();
-    match &cs.spec.source_type {
-        t if t.is_config_map() => match cs.spec.config_map.as_deref().filter(|c| !c.is_empty()) {
-            Some(cm) => SourcePlan::ConfigMap(cm.to_owned()),
-            None => SourcePlan::Invalid(
-                reason::SPEC_INVALID_ERROR,
-                format!(
-                    "CatalogSource {name} has sourceType {} but no spec.configMap; set spec.configMap to the name of a ConfigMap in this namespace holding the catalog",
-                    t.as_str()
-                ),
-            ),
-        },
-        SourceType::Grpc => SourcePlan::Invalid(
-            reason::REGISTRY_SERVER_ERROR,
-            format!(
-                "CatalogSource {name}: sourceType grpc (image or address) is not supported by olm-rs, which runs no registry pods; put the catalog's FBC documents in a ConfigMap and use sourceType: configmap, or use sourceType: builtin for the shipped catalog"
-            ),
-        ),
-        SourceType::Other(t) if t == SOURCE_TYPE_BUILTIN => SourcePlan::Builtin,
-        other => SourcePlan::Invalid(
-            reason::SPEC_INVALID_ERROR,
-            format!(
-                "unknown sourcetype: {}; CatalogSource {name} must use sourceType configmap (with spec.configMap) or builtin",
-                other.as_str()
-            ),
-        ),
-    }
-}
-
-/// Decodes a stream of JSON or YAML documents (through [`crate::codec`]).
-pub fn decode_documents(path: &str, text: &str) -> std::result::Result<Vec<Value>, String> {
-    let decoded = crate::codec::decode_documents(path, text);
-    match decoded.error {
-        Some(err) => Err(format!("{path}: {err}")),
-        None => Ok(decoded.documents.into_iter().map(|d| d.value).collect()),
-    }
-}
-
-fn as_list(value: Value) -> Vec<Value> {
-    match value {
-        Value::Array(items) => items,
-        Value::Null => Vec::new(),
-        other => vec![other],
-    }
-}
-
-/// Turns a ConfigMap's data into a catalog model (pure): FBC keys decoded as document streams,
-/// the legacy keys converted through [`configmap_catalog`].
-pub fn catalog_from_data(
-    data: &BTreeMap<String, String>,
-    resource_version: &str,
-) -> std::result::Result<LoadedCatalog, Vec<String>> {
-    let mut blobs = Vec::new();
-    let mut problems = Vec::new();
-    let mut legacy: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
-    for (key, text) in data {
-        match decode_documents(key, text) {
-            Ok(docs) if configmap_catalog::is_legacy_key(key) => {
-                legacy
-                    .entry(key.as_str())
-                    .or_default()
-                    .extend(docs.into_iter().flat_map(as_list));
-            }
-            Ok(docs) => blobs.extend(
-                docs.into_iter()
-                    .enumerate()
-                    .map(|(i, doc)| (Origin::new(key, i + 1), doc)),
-            ),
-            Err(err) => problems.push(err),
-        }
-    }
-    if !legacy.is_empty() {
-        let get = |k: &str| legacy.get(k).cloned().unwrap_or_default();
-        let converted = configmap_catalog::convert(
-            &get(configmap_catalog::KEY_PACKAGES),
-            &get(configmap_catalog::KEY_CSVS),
-            &get(configmap_catalog::KEY_CRDS),
-        );
-        blobs.extend(
-            converted
-                .blobs
-                .into_iter()
-                .enumerate()
-                .map(|(i, doc)| (Origin::new("packages/clusterServiceVersions", i + 1), doc)),
-        );
-        problems.extend(converted.problems);
-    }
-    super::cache::finish(blobs, problems, resource_version)
-}
-
-/// The status message of a catalog that is served: nothing when the whole catalog was usable,
-/// otherwise what was left out of it and how to see every problem.
-pub fn served_message(left_out: &[String]) -> Option<String> {
-    (!left_out.is_empty()).then(|| {
-        format!(
-            "catalog served without the parts that have problems ({} in all): {}; fix them in the catalog (`kubectl-olm catalog validate DIR` lists every problem)",
-            left_out.len(),
-            summarise(left_out)
-        )
-    })
-}
-
-/// Summarises problems for a status message: the first three and a count of the rest.
-pub fn summarise(problems: &[String]) -> String {
-    let mut text = problems.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
-    if problems.len() > 3 {
-        text.push_str(&format!("; and {} more", problems.len() - 3));
-    }
-    text
-}
 
 fn now() -> Time {
     Time(Timestamp::now())
@@ -184,9 +59,9 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
                 cache.insert(&ns, &name, catalog);
                 Ok((None, left_out))
             }
-            Err(problems) => Err((
+            Err(refused) => Err((
                 reason::CONFIG_MAP_ERROR,
-                format!("the built-in catalog is invalid: {}", summarise(&problems)),
+                format!("the built-in catalog is invalid: {refused}"),
             )),
         },
         SourcePlan::ConfigMap(cm_name) => {
@@ -222,14 +97,11 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
                             cache.insert(&ns, &name, catalog);
                             Ok((Some(reference), left_out))
                         }
-                        Err(problems) => {
+                        Err(refused) => {
                             cache.remove(&ns, &name);
                             Err((
                                 reason::CONFIG_MAP_ERROR,
-                                format!(
-                                    "configmap {cm_name} does not hold a valid catalog: {}",
-                                    summarise(&problems)
-                                ),
+                                format!("configmap {cm_name} does not hold a valid catalog: {refused}"),
                             ))
                         }
                     }
@@ -318,105 +190,4 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     } else {
         Action::requeue(Duration::from_secs(60))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::v1alpha1::CatalogSourceSpec;
-
-    fn cs(source_type: &str, config_map: Option<&str>) -> CatalogSource {
-        let mut spec: CatalogSourceSpec =
-            serde_json::from_value(serde_json::json!({"sourceType": source_type})).unwrap();
-        spec.config_map = config_map.map(Into::into);
-        CatalogSource::new("c", spec)
-    }
-
-    #[test]
-    fn configmap_and_internal_need_a_config_map() {
-        assert_eq!(
-            plan_source(&cs("configmap", Some("cm"))),
-            SourcePlan::ConfigMap("cm".into())
-        );
-        assert_eq!(
-            plan_source(&cs("internal", Some("cm"))),
-            SourcePlan::ConfigMap("cm".into())
-        );
-        let SourcePlan::Invalid(r, m) = plan_source(&cs("configmap", None)) else {
-            panic!()
-        };
-        assert_eq!(r, "SpecInvalidError");
-        assert!(m.contains("spec.configMap"), "{m}");
-    }
-
-    #[test]
-    fn unknown_and_grpc_source_types_are_reported_with_the_fix() {
-        let SourcePlan::Invalid(r, m) = plan_source(&cs("sqlite", None)) else {
-            panic!()
-        };
-        assert_eq!(r, "SpecInvalidError");
-        assert!(m.starts_with("unknown sourcetype: sqlite"), "{m}");
-        let SourcePlan::Invalid(r, m) = plan_source(&cs("grpc", None)) else {
-            panic!()
-        };
-        assert_eq!(r, "RegistryServerError");
-        assert!(m.contains("sourceType: configmap"), "{m}");
-        assert_eq!(plan_source(&cs("builtin", None)), SourcePlan::Builtin);
-    }
-
-    #[test]
-    fn a_config_map_with_fbc_and_legacy_keys_becomes_one_catalog() {
-        let mut data = BTreeMap::new();
-        data.insert(
-            "catalog.json".to_owned(),
-            r#"{"schema":"olm.package","name":"a"} {"schema":"olm.channel","package":"a","name":"s","entries":[]}"#.to_owned(),
-        );
-        data.insert(
-            "packages".to_owned(),
-            r#"[{"packageName":"b","channels":[]}]"#.to_owned(),
-        );
-        let catalog = catalog_from_data(&data, "7").unwrap();
-        assert_eq!(catalog.resource_version, "7");
-        let names: Vec<&str> = catalog.model.packages().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
-        assert_eq!(catalog.model.package("a").map(|p| p.channels().len()), Some(1));
-    }
-
-    #[test]
-    fn an_unparsable_config_map_names_the_key_and_the_problem() {
-        let mut data = BTreeMap::new();
-        data.insert("catalog.json".to_owned(), "{not json".to_owned());
-        let problems = catalog_from_data(&data, "1").unwrap_err();
-        assert!(problems[0].starts_with("catalog.json:"), "{problems:?}");
-        assert!(summarise(&problems).contains("catalog.json"));
-    }
-
-    #[test]
-    fn yaml_documents_are_decoded_too() {
-        let docs = decode_documents(
-            "c.yaml",
-            "schema: olm.package\nname: a\n---\nschema: olm.package\nname: b\n",
-        )
-        .unwrap();
-        assert_eq!(docs.len(), 2);
-        assert_eq!(docs[1]["name"], "b");
-    }
-
-    #[test]
-    fn a_catalog_served_with_parts_left_out_says_so_and_a_whole_one_says_nothing() {
-        assert_eq!(served_message(&[]), None);
-        let message = served_message(&["package \"a\": channel \"s\": entry a.v2 has no bundle".into()])
-            .expect("a message");
-        assert!(
-            message.contains("a.v2") && message.contains("1 in all"),
-            "{message}"
-        );
-        assert!(message.contains("catalog validate"), "{message}");
-    }
-
-    #[test]
-    fn long_problem_lists_are_summarised() {
-        let problems: Vec<String> = (1..=5).map(|i| format!("p{i}")).collect();
-        assert_eq!(summarise(&problems), "p1; p2; p3; and 2 more");
-    }
 }

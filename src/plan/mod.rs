@@ -38,6 +38,7 @@
 
 use serde::Serialize;
 
+pub mod catalog_source;
 pub mod csv;
 pub mod operator_group;
 pub mod steps;

@@ -1,21 +1,29 @@
-//! source: reads catalogs from disk or stdin into the core's values (imperative shell).
+//! source: reads catalogs and bundles from disk or stdin into the core's values (imperative shell).
 //!
-//! This is the only part of the catalog stack that touches the file system. It reads bytes and
-//! hands text to [`crate::catalog::declcfg::DeclarativeConfig::decode_str`]; everything after that
-//! is pure. What opm does, and what we do:
+//! This is the only part of the catalog stack that touches the file system: `kubectl-olm`, the
+//! controller's `--builtin-catalog DIR` and `kubectl-olm catalog render` read through it, and
+//! the architecture test (`tests/architecture.rs`) keeps `std::fs` out of the core. It reads
+//! bytes and hands text to [`crate::catalog::declcfg::DeclarativeConfig::decode_str`]; everything
+//! after that is pure ([`crate::catalog::load`] links a catalog for the controller,
+//! [`crate::catalog::validate`] checks one for the CLI). What opm does, and what we do:
 //!
 //! - a directory is walked recursively in sorted order (so results and messages are
 //!   deterministic), and every regular file not ignored by a `.indexignore` is decoded, whatever its
-//!   extension ([`dir`] documents the ignore rules). Hidden files are *not* skipped, as opm does not
-//!   skip them; list them in `.indexignore` to leave them out;
+//!   extension ([`walk`] documents the ignore rules; it is also the walker `build.rs` uses to
+//!   embed `catalog/` into the controller). Hidden files are *not* skipped, as opm does not skip
+//!   them; list them in `.indexignore` to leave them out;
 //! - a single file is decoded the same way;
-//! - `-` (or any reader) is read whole and decoded as one stream, displayed as `<stdin>`.
+//! - `-` (or any reader) is read whole and decoded as one stream, displayed as `<stdin>`;
+//! - a registry+v1 bundle directory is read into an in-memory file tree ([`bundle`]) for
+//!   [`crate::bundle`] to parse.
 //!
 //! Files that cannot be decoded do not stop loading: their problems are returned in
 //! [`Loaded::problems`] and end up in the validation report, next to the problems of the rest of
 //! the catalog. Only I/O failures (a missing root, an unreadable file) are errors.
 
+pub mod bundle;
 pub mod dir;
+pub mod walk;
 
 use std::{
     io::Read,
@@ -70,6 +78,15 @@ pub enum Error {
 
 /// Result alias for this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<walk::WalkError> for Error {
+    fn from(err: walk::WalkError) -> Self {
+        match err {
+            walk::WalkError::ReadDir { path, source } => Error::ReadDir { path, source },
+            walk::WalkError::Read { path, source } => Error::Read { path, source },
+        }
+    }
+}
 
 /// What was read: the blobs, the decode problems, and how many files were decoded.
 #[derive(Debug, Default)]

@@ -2,16 +2,18 @@
 //! documents, YAML by default (`---` separated), a JSON stream with `-o json`, `bundle/NAME` lines with
 //! `-o name`.
 //!
-//! Reading the directories is the only I/O here; parsing and rendering are [`crate::bundle`].
+//! Reading the directories ([`crate::source::bundle::read_tree`]) is the only I/O here; parsing and
+//! rendering are [`crate::bundle`].
 
-use std::{fs, path::Path};
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::{
-    bundle::{Bundle, FileTree},
+    bundle::Bundle,
     cli::{CliError, OutputFormat, output::Streams},
     codec,
+    source::bundle::read_tree,
 };
 
 /// Renders every bundle directory, in the order given, and prints the documents.
@@ -48,40 +50,4 @@ pub fn run(
     .map_err(std::io::Error::other)?;
     streams.out.write_all(text.as_bytes())?;
     Ok(())
-}
-
-/// Reads `manifests/` and `metadata/` of a bundle directory (one level deep, as opm does) into a
-/// [`FileTree`].
-///
-/// # Errors
-/// The I/O error, with `NotFound` when the directory or its `manifests/` is missing.
-pub fn read_tree(dir: &Path) -> std::io::Result<FileTree> {
-    if !dir.is_dir() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no such directory",
-        ));
-    }
-    let mut tree = FileTree::new();
-    for sub in ["manifests", "metadata"] {
-        let path = dir.join(sub);
-        if !path.is_dir() {
-            if sub == "manifests" {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "manifests/ directory missing",
-                ));
-            }
-            continue;
-        }
-        let mut entries: Vec<_> = fs::read_dir(&path)?.collect::<Result<_, _>>()?;
-        entries.sort_by_key(fs::DirEntry::file_name);
-        for entry in entries {
-            if entry.file_type()?.is_file() || (entry.file_type()?.is_symlink() && entry.path().is_file()) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                tree.insert(format!("{sub}/{name}"), fs::read(entry.path())?);
-            }
-        }
-    }
-    Ok(tree)
 }
