@@ -152,6 +152,62 @@ mod tests {
         }
     }
 
+    /// A package: its name, its channels with their entries, its bundle names.
+    type Served = (String, Vec<(String, Vec<String>)>, Vec<String>);
+
+    /// What a catalog serves, whatever the paths its blobs were read from.
+    fn served(model: &crate::catalog::Model) -> Vec<Served> {
+        model
+            .packages()
+            .map(|p| {
+                let channels = p
+                    .channels()
+                    .iter()
+                    .map(|c| (c.name.clone(), c.entries.iter().map(|e| e.name.clone()).collect()))
+                    .collect();
+                let bundles = p.bundles().iter().map(|b| b.name.clone()).collect();
+                (p.name.clone(), channels, bundles)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_catalog_directory_with_indexignored_files_loads_the_same_in_the_cli_the_controller_and_the_embedding()
+     {
+        // README.md, scratch/broken.yaml and etcd/bundles/drafts.json are .indexignore'd; the
+        // last two would refuse the catalog if they were read.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/catalogs/valid/mixed-files-with-indexignore");
+        // `kubectl-olm catalog validate DIR`.
+        let (cli, report) = source::load_path(&dir).unwrap().validate();
+        assert!(report.passed(), "{report}");
+        // `olm-controller run --builtin-catalog DIR`.
+        let controller = CatalogCache::new(Some(&dir)).unwrap().builtin().unwrap();
+        assert!(controller.problems.is_empty(), "{:?}", controller.problems);
+        // The embedding: build.rs lists the files with the same walker and embeds their texts.
+        let files: Vec<(String, String)> = source::walk::list_files(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|rel| {
+                let text = std::fs::read_to_string(dir.join(&rel)).unwrap();
+                (rel, text)
+            })
+            .collect();
+        assert!(
+            files
+                .iter()
+                .all(|(rel, _)| !rel.contains("drafts") && !rel.contains("scratch"))
+        );
+        let embedded = load::load_texts(
+            files.iter().map(|(p, t)| (p.as_str(), t.as_str())),
+            BUILTIN_VERSION,
+        )
+        .unwrap();
+        assert!(!served(&cli).is_empty());
+        assert_eq!(served(&controller.model), served(&cli));
+        assert_eq!(served(&embedded.model), served(&cli));
+    }
+
     #[test]
     fn a_missing_builtin_directory_is_an_error_naming_it() {
         let Err(err) = CatalogCache::new(Some(Path::new("/nonexistent/catalog"))) else {
