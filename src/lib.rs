@@ -6,7 +6,8 @@
 //! Functional core (synchronous, deterministic, no I/O, no tokio, no kube client):
 //! - [`codec`]: the one place YAML/JSON text is turned into values and back.
 //! - [`version_range`]: blang/semver range grammar used by `skipRange` and `olm.package.required`.
-//! - [`catalog`]: file-based catalog (FBC) documents, the linked model, and `opm validate` rules.
+//! - [`catalog`]: file-based catalog (FBC) documents, the linked model, `opm validate` rules, the
+//!   one catalog loader and the legacy ConfigMap catalog format.
 //! - [`graph`]: a channel's upgrade graph: head, cycles, stranded entries, next hop, upgrade path.
 //! - [`bundle`]: registry+v1 bundle directories (as in-memory file trees) and their FBC rendering.
 //! - [`resolve`]: a Subscription's next bundle, its dependencies, and its status (plain-language failures).

@@ -9,7 +9,13 @@
 //! 2. [`property`]: typed bundle properties (`olm.package`, `olm.gvk`, `olm.package.required`,
 //!    `olm.bundle.object`, `olm.csv.metadata`, ...);
 //! 3. [`model`]: the linked catalog, package → channels → bundles, built without ever failing;
-//! 4. [`validate`]: every rule `opm validate` applies, collected into one [`ValidationReport`].
+//! 4. [`validate`]: every rule `opm validate` applies, collected into one [`ValidationReport`]
+//!    of [`Problem`]s ([`problem`], shared by the model builder and the validator so that neither
+//!    imports the other).
+//!
+//! Beside them, [`load`] is the one loader that turns texts (files, ConfigMap data, the catalog
+//! embedded in the controller) into a servable model, and [`legacy`] converts upstream's legacy
+//! ConfigMap catalog (`packages`, `clusterServiceVersions`, `customResourceDefinitions`) to FBC.
 //!
 //! Everything here is pure: files are read by [`crate::source`].
 //!
