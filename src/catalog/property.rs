@@ -55,6 +55,10 @@ use crate::{
     version_range::{self, Range},
 };
 
+mod fast;
+
+use fast::{FastCsvMetadata, csv_metadata_fits_fast_path, parse_fast};
+
 /// `olm.package`.
 pub const TYPE_PACKAGE: &str = "olm.package";
 /// `olm.gvk`.
@@ -396,58 +400,6 @@ pub struct CsvMetadata {
     pub extra: BTreeMap<String, RawJson>,
 }
 
-/// The fast path for `olm.csv.metadata`: decoded straight from the JSON text. Any field not
-/// listed here, or of the wrong type, sends the value to the precise path instead.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct FastCsvMetadata {
-    #[serde(default, deserialize_with = "nullable_map")]
-    annotations: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "nullable_map")]
-    labels: BTreeMap<String, String>,
-    display_name: Option<String>,
-    description: Option<String>,
-    install_modes: Option<Vec<InstallMode>>,
-    #[serde(default, deserialize_with = "nullable_list")]
-    keywords: Vec<String>,
-    maintainers: Option<Vec<Maintainer>>,
-    links: Option<Vec<AppLink>>,
-    provider: Option<AppLink>,
-    maturity: Option<String>,
-    min_kube_version: Option<String>,
-    crd_descriptions: Option<CrdDescriptions>,
-    api_service_definitions: Option<RawJson>,
-    #[serde(rename = "nativeAPIs")]
-    native_apis: Option<RawJson>,
-}
-
-impl From<FastCsvMetadata> for CsvMetadata {
-    fn from(f: FastCsvMetadata) -> Self {
-        let mut extra = BTreeMap::new();
-        if let Some(v) = f.api_service_definitions {
-            extra.insert("apiServiceDefinitions".to_owned(), v);
-        }
-        if let Some(v) = f.native_apis {
-            extra.insert("nativeAPIs".to_owned(), v);
-        }
-        CsvMetadata {
-            annotations: f.annotations,
-            labels: f.labels,
-            display_name: f.display_name.unwrap_or_default(),
-            description: f.description.unwrap_or_default(),
-            install_modes: f.install_modes.unwrap_or_default(),
-            keywords: f.keywords,
-            maintainers: f.maintainers.unwrap_or_default(),
-            links: f.links.unwrap_or_default(),
-            provider: f.provider,
-            maturity: f.maturity.unwrap_or_default(),
-            min_kube_version: f.min_kube_version.unwrap_or_default(),
-            crd_descriptions: f.crd_descriptions.unwrap_or_default(),
-            extra,
-        }
-    }
-}
-
 fn is_empty_crds(c: &CrdDescriptions) -> bool {
     c.owned.is_empty() && c.required.is_empty()
 }
@@ -551,163 +503,6 @@ fn type_csv_metadata(value: &RawJson) -> Option<CsvMetadata> {
     match value.to_value() {
         Value::Object(map) => csv_metadata_precise(map).ok(),
         _ => None,
-    }
-}
-
-/// True when [`FastCsvMetadata`] would decode `value`: the same shape, with every leaf checked
-/// for its JSON type but nothing allocated (no strings, maps or lists are built).
-fn csv_metadata_fits_fast_path(value: &RawJson) -> bool {
-    value.parse::<check::CsvMetadata>().is_ok()
-}
-
-/// Mirrors of [`FastCsvMetadata`] and the types it holds, with the same serde attributes, so that
-/// they accept exactly the JSON it accepts while building nothing. Their fields exist only to be
-/// checked, never read.
-#[allow(dead_code)]
-mod check {
-    use std::fmt;
-
-    use serde::{
-        Deserialize, Deserializer,
-        de::{IgnoredAny, MapAccess, Visitor},
-    };
-
-    use super::nullable;
-
-    /// Accepts a string (and only a string), like `String`.
-    #[derive(Default)]
-    pub(super) struct Str;
-
-    impl<'de> Deserialize<'de> for Str {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct V;
-            impl Visitor<'_> for V {
-                type Value = Str;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a string")
-                }
-                fn visit_str<E>(self, _: &str) -> Result<Str, E> {
-                    Ok(Str)
-                }
-            }
-            deserializer.deserialize_str(V)
-        }
-    }
-
-    /// Accepts what `nullable_map` accepts: `null` or a map of strings to strings or `null`s.
-    #[derive(Default)]
-    pub(super) struct StrMap;
-
-    impl<'de> Deserialize<'de> for StrMap {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = ();
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a map")
-                }
-                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-                    while map.next_entry::<Str, Option<Str>>()?.is_some() {}
-                    Ok(())
-                }
-            }
-            struct Map;
-            impl<'de> Deserialize<'de> for Map {
-                fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                    deserializer.deserialize_map(V).map(|()| Map)
-                }
-            }
-            Option::<Map>::deserialize(deserializer).map(|_| StrMap)
-        }
-    }
-
-    /// Accepts what `nullable_list` accepts: `null` or a list of strings or `null`s.
-    #[derive(Default)]
-    pub(super) struct StrList;
-
-    impl<'de> Deserialize<'de> for StrList {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            Option::<Vec<Option<Str>>>::deserialize(deserializer).map(|_| StrList)
-        }
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct AppLink {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        url: Str,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct Maintainer {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        email: Str,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct InstallMode {
-        #[serde(rename = "type")]
-        #[serde(deserialize_with = "nullable")]
-        type_: Str,
-        #[serde(deserialize_with = "nullable")]
-        supported: bool,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default, rename_all = "camelCase")]
-    pub(super) struct CrdDescription {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        version: Str,
-        #[serde(deserialize_with = "nullable")]
-        kind: Str,
-        #[serde(deserialize_with = "nullable")]
-        display_name: Str,
-        #[serde(deserialize_with = "nullable")]
-        description: Str,
-        resources: Option<IgnoredAny>,
-        spec_descriptors: Option<IgnoredAny>,
-        status_descriptors: Option<IgnoredAny>,
-        action_descriptors: Option<IgnoredAny>,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct CrdDescriptions {
-        #[serde(deserialize_with = "nullable")]
-        owned: Vec<CrdDescription>,
-        #[serde(deserialize_with = "nullable")]
-        required: Vec<CrdDescription>,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase")]
-    pub(super) struct CsvMetadata {
-        #[serde(default)]
-        annotations: StrMap,
-        #[serde(default)]
-        labels: StrMap,
-        display_name: Option<Str>,
-        description: Option<Str>,
-        install_modes: Option<Vec<InstallMode>>,
-        #[serde(default)]
-        keywords: StrList,
-        maintainers: Option<Vec<Maintainer>>,
-        links: Option<Vec<AppLink>>,
-        provider: Option<AppLink>,
-        maturity: Option<Str>,
-        min_kube_version: Option<Str>,
-        crd_descriptions: Option<CrdDescriptions>,
-        api_service_definitions: Option<IgnoredAny>,
-        #[serde(rename = "nativeAPIs")]
-        native_apis: Option<IgnoredAny>,
     }
 }
 
@@ -1027,86 +822,6 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
     Ok(parsed)
 }
 
-/// The fast path: known property values decoded straight from their JSON text. `None` when the
-/// value has an unknown field, a key in another case or a wrong type (the precise path then
-/// decodes it and names the problem); `Some(Err)` for checks that need no precise path.
-fn parse_fast(type_: &str, value: &RawJson) -> Option<Result<Property, (Option<String>, String)>> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase")]
-    struct FastPackage {
-        package_name: Option<String>,
-        version: Option<String>,
-        release: Option<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct FastGvk {
-        group: Option<String>,
-        version: Option<String>,
-        kind: Option<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase")]
-    struct FastPackageRequired {
-        package_name: Option<String>,
-        version_range: Option<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct FastObject {
-        data: Option<String>,
-    }
-    let s = Option::unwrap_or_default;
-    Some(Ok(match type_ {
-        TYPE_PACKAGE => {
-            let p: FastPackage = value.parse().ok()?;
-            Property::Package(PackageProperty {
-                package_name: s(p.package_name),
-                version: s(p.version),
-                release: s(p.release),
-            })
-        }
-        TYPE_GVK | TYPE_GVK_REQUIRED => {
-            let g: FastGvk = value.parse().ok()?;
-            let gvk = Gvk {
-                group: s(g.group),
-                version: s(g.version),
-                kind: s(g.kind),
-            };
-            if type_ == TYPE_GVK {
-                Property::Gvk(gvk)
-            } else {
-                Property::GvkRequired(gvk)
-            }
-        }
-        TYPE_PACKAGE_REQUIRED => {
-            let p: FastPackageRequired = value.parse().ok()?;
-            let raw_range = s(p.version_range);
-            match Range::parse(&raw_range) {
-                Ok(version_range) => Property::PackageRequired(PackageRequired {
-                    package_name: s(p.package_name),
-                    version_range,
-                }),
-                Err(err) => {
-                    return Some(Err((
-                        Some("versionRange".to_owned()),
-                        format!("invalid range {raw_range:?}: {err}"),
-                    )));
-                }
-            }
-        }
-        TYPE_BUNDLE_OBJECT => {
-            let o: FastObject = value.parse().ok()?;
-            Property::BundleObject(BundleObject::Data(s(o.data)))
-        }
-        TYPE_CSV_METADATA => {
-            let m: FastCsvMetadata = value.parse().ok()?;
-            Property::CsvMetadata(Box::new(LazyCsvMetadata::from(CsvMetadata::from(m))))
-        }
-        _ => return None,
-    }))
-}
-
 const CSV_METADATA_KEYS: &[&str] = &[
     "annotations",
     "labels",
@@ -1312,53 +1027,6 @@ mod tests {
             assert_eq!(meta.maintainers[0].name, "");
             assert!(!meta.install_modes[0].supported);
         }
-    }
-
-    #[test]
-    fn the_csv_metadata_check_accepts_exactly_what_the_fast_path_decodes() {
-        let cases = [
-            json!({}),
-            json!({"annotations": {"a": null, "b": "x"}, "labels": null, "keywords": [null, "k"]}),
-            json!({"annotations": {"a": 1}}),
-            json!({"annotations": []}),
-            json!({"keywords": "redis"}),
-            json!({"keywords": [1]}),
-            json!({"displayName": null, "description": "d", "maturity": "alpha", "minKubeVersion": "1.2"}),
-            json!({"displayName": 3}),
-            json!({"installModes": [{"type": "OwnNamespace", "supported": true, "extra": 1}]}),
-            json!({"installModes": [{"type": "OwnNamespace", "supported": "yes"}]}),
-            json!({"installModes": [["AllNamespaces", true]]}),
-            json!({"installModes": {"type": "OwnNamespace"}}),
-            json!({"maintainers": [{"name": null, "email": "e"}], "links": [{"name": "n", "url": 1}]}),
-            json!({"provider": {"name": "p"}, "links": null}),
-            json!({"provider": "p"}),
-            json!({"crdDescriptions": {"owned": [{"name": "a.b", "specDescriptors": [{"x": 1}], "resources": null}]}}),
-            json!({"crdDescriptions": {"owned": [{"name": 1}]}}),
-            json!({"crdDescriptions": {"required": null, "other": []}}),
-            json!({"crdDescriptions": []}),
-            json!({"apiServiceDefinitions": {"owned": []}, "nativeAPIs": [{"kind": "Pod"}]}),
-            json!({"DisplayName": "D"}),
-            json!({"unknown": 1}),
-            json!({"displayName": "a", "displayName2": "b"}),
-            json!([]),
-            json!("text"),
-        ];
-        for value in cases {
-            let raw = RawJson::from_value(&value);
-            assert_eq!(
-                csv_metadata_fits_fast_path(&raw),
-                raw.parse::<FastCsvMetadata>().is_ok(),
-                "{value}"
-            );
-        }
-        // A duplicate key is refused by both.
-        let dup = RawJson::from_value(&json!({"displayName": "a"}));
-        let dup_text: RawJson = serde_json::from_str(r#"{"displayName":"a","displayName":"b"}"#).unwrap();
-        assert!(csv_metadata_fits_fast_path(&dup));
-        assert_eq!(
-            csv_metadata_fits_fast_path(&dup_text),
-            dup_text.parse::<FastCsvMetadata>().is_ok()
-        );
     }
 
     #[test]
