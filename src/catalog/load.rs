@@ -17,7 +17,7 @@
 //! [`Refused`]). Referential problems the model builder meets (a channel entry without its
 //! bundle, ...) leave that corner out of the model but do not refuse the whole catalog, so one bad
 //! package never blocks the others; they are kept with the catalog ([`LoadedCatalog::problems`])
-//! for the CatalogSource's status. The full `opm validate` rule set is [`super::validate`]'s job.
+//! for the CatalogSource's status. The full `opm validate` rule set is [`validate`](mod@super::validate)'s job.
 //!
 //! Everything here is pure: no file system, no clock, no client.
 

@@ -9,7 +9,7 @@
 //! 2. [`property`]: typed bundle properties (`olm.package`, `olm.gvk`, `olm.package.required`,
 //!    `olm.bundle.object`, `olm.csv.metadata`, ...);
 //! 3. [`model`]: the linked catalog, package → channels → bundles, built without ever failing;
-//! 4. [`validate`]: every rule `opm validate` applies, collected into one [`ValidationReport`]
+//! 4. [`validate`](mod@validate): every rule `opm validate` applies, collected into one [`ValidationReport`]
 //!    of [`Problem`]s ([`problem`], shared by the model builder and the validator so that neither
 //!    imports the other).
 //!

@@ -11,7 +11,7 @@
 //!   of the channels it is in; lookups go through [`Model::package`] and [`Package::bundle`];
 //! - **building never fails.** opm stops at the first referential error; [`Model::build`] keeps
 //!   going, leaves out what cannot be linked, and returns every problem it met as a
-//!   [`Problem`] for the validation report. Later rules ([`crate::catalog::validate`]) run on the
+//!   [`Problem`] for the validation report. Later rules ([`catalog::validate`](mod@crate::catalog::validate)) run on the
 //!   model. So `kubectl-olm catalog ...` can still browse a catalog with a broken corner.
 //!
 //! What is left out, and why (each is reported):

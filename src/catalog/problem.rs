@@ -1,9 +1,9 @@
 //! problem: one broken catalog rule ([`Violation`]) and where it is ([`Problem`]).
 //!
-//! These are the values [`super::model`] (problems met while linking) and [`super::validate`]
+//! These are the values [`super::model`] (problems met while linking) and [`validate`](mod@super::validate)
 //! (every `opm validate` rule) both produce, so they live apart from either: the model builder and
 //! the validator depend on this module and never on each other. The rules themselves, and how a
-//! report is drawn, are documented in [`super::validate`].
+//! report is drawn, are documented in [`validate`](mod@super::validate).
 
 use std::fmt;
 

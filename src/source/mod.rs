@@ -5,7 +5,7 @@
 //! the architecture test (`tests/architecture.rs`) keeps `std::fs` out of the core. It reads
 //! bytes and hands text to [`crate::catalog::declcfg::DeclarativeConfig::decode_str`]; everything
 //! after that is pure ([`crate::catalog::load`] links a catalog for the controller,
-//! [`crate::catalog::validate`] checks one for the CLI). What opm does, and what we do:
+//! [`catalog::validate`](mod@crate::catalog::validate) checks one for the CLI). What opm does, and what we do:
 //!
 //! - a directory is walked recursively in sorted order (so results and messages are
 //!   deterministic), and every regular file not ignored by a `.indexignore` is decoded, whatever its
