@@ -44,13 +44,40 @@ pub fn embedded_builtin() -> Result<LoadedCatalog, Refused> {
     load::load_texts(EMBEDDED_BUILTIN.iter().copied(), BUILTIN_VERSION)
 }
 
+/// Why the `--builtin-catalog` directory could not be read (a catalog that is read but refused
+/// is not an error here: [`CatalogCache::builtin`] reports it on every builtin CatalogSource).
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinDirError {
+    /// The directory does not exist.
+    #[error(
+        "--builtin-catalog {} does not exist; pass the directory holding the catalog, or leave the flag out to serve the catalog embedded at build time",
+        .path.display()
+    )]
+    NotFound {
+        /// The directory given.
+        path: std::path::PathBuf,
+    },
+    /// A file or directory under it could not be read.
+    #[error(transparent)]
+    Read(source::Error),
+}
+
+impl From<source::Error> for BuiltinDirError {
+    fn from(err: source::Error) -> Self {
+        match err {
+            source::Error::NotFound { path } => BuiltinDirError::NotFound { path },
+            other => BuiltinDirError::Read(other),
+        }
+    }
+}
+
 /// Loads a catalog directory as the built-in catalog, the way `kubectl-olm catalog validate`
 /// reads it ([`source::load_path`]: `.indexignore` honoured, every file decoded).
 ///
 /// # Errors
-/// [`source::Error`] when the directory cannot be read; the inner [`Refused`] when its files do
+/// [`BuiltinDirError`] when the directory cannot be read; the inner [`Refused`] when its files do
 /// not make a servable catalog.
-pub fn builtin_from_dir(dir: &Path) -> source::Result<Result<LoadedCatalog, Refused>> {
+pub fn builtin_from_dir(dir: &Path) -> Result<Result<LoadedCatalog, Refused>, BuiltinDirError> {
     let loaded = source::load_path(dir)?;
     let problems = loaded.problems.into_iter().map(LoadProblem::from).collect();
     Ok(load::link(loaded.config, problems, BUILTIN_VERSION))
@@ -66,9 +93,9 @@ impl CatalogCache {
     /// A cache whose built-in catalog is the embedded one, or the files of `dir` when given.
     ///
     /// # Errors
-    /// [`source::Error`] when `dir` cannot be read (a catalog that is refused is not an error
+    /// [`BuiltinDirError`] when `dir` cannot be read (a catalog that is refused is not an error
     /// here: [`CatalogCache::builtin`] reports it).
-    pub fn new(dir: Option<&Path>) -> source::Result<Self> {
+    pub fn new(dir: Option<&Path>) -> Result<Self, BuiltinDirError> {
         let builtin = match dir {
             Some(dir) => builtin_from_dir(dir)?,
             None => embedded_builtin(),
@@ -213,6 +240,10 @@ mod tests {
         let Err(err) = CatalogCache::new(Some(Path::new("/nonexistent/catalog"))) else {
             panic!("a missing directory must fail")
         };
-        assert!(err.to_string().contains("/nonexistent/catalog"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("--builtin-catalog /nonexistent/catalog does not exist"),
+            "{err}"
+        );
     }
 }
