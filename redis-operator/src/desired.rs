@@ -423,7 +423,7 @@ pub fn claim_prefix(rc: &RedisCluster) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis_operator::crd::RedisClusterSpec;
+    use crate::crd::RedisClusterSpec;
 
     fn rc(spec: serde_json::Value) -> RedisCluster {
         let spec: RedisClusterSpec = serde_json::from_value(spec).expect("spec");

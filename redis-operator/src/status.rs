@@ -255,7 +255,7 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
-    use crate::redis_operator::crd::RedisClusterSpec;
+    use crate::crd::RedisClusterSpec;
 
     fn rc(size: i32) -> RedisCluster {
         let spec: RedisClusterSpec = serde_json::from_value(serde_json::json!({"size": size})).expect("spec");

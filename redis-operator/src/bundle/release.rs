@@ -317,7 +317,7 @@ impl Release {
     }
 
     fn alm_examples(&self) -> String {
-        let mut spec = json!({"size": 3, "image": crate::redis_operator::crd::DEFAULT_REDIS_IMAGE});
+        let mut spec = json!({"size": 3, "image": crate::crd::DEFAULT_REDIS_IMAGE});
         if self.has(ResourcesAndStorage) {
             spec["resources"] =
                 json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}});
