@@ -25,7 +25,6 @@
 //! - [`telemetry`]: structured logging setup.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
-//! - [`redis_operator`]: the bundled Redis operator (`RedisCluster`), shipped through the catalog.
 #![warn(missing_docs)]
 
 pub mod api;
@@ -38,7 +37,6 @@ pub mod graph;
 pub mod k8s;
 pub mod metrics;
 pub mod plan;
-pub mod redis_operator;
 pub mod resolve;
 pub mod source;
 pub mod status;

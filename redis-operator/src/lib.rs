@@ -1,6 +1,8 @@
-//! redis_operator: the bundled Redis operator, which reconciles `RedisCluster` objects.
+//! redis_operator: the Redis operator shipped in the olm-rs catalog, which reconciles `RedisCluster`
+//! objects.
 //!
-//! The operator follows the same split as the rest of olm-rs: pure modules decide, a thin shell acts.
+//! A crate of its own in the olm-rs workspace: it shares no code with the OLM side (it is what OLM
+//! installs, not part of OLM). It follows the same split: pure modules decide, a thin shell acts.
 //!
 //! Pure (no I/O, no clock):
 //! - [`crd`]: the `RedisCluster` API (`cache.example.com/v1`), whose generated schema is the CRD shipped
@@ -9,22 +11,20 @@
 //! - [`desired`]: the owned objects (ConfigMap, Services, StatefulSet, PodDisruptionBudget) from a spec.
 //! - [`status`]: the status and its conditions from observed pods and the reconcile outcome.
 //! - [`cluster_mode::plan`]: slot plans, roles and re-sharding moves of cluster mode.
-//! - [`release`], [`rbac`], [`manifest_yaml`]: the release history, the permissions the code uses and
-//!   the registry+v1 bundles rendered from them.
+//! - [`bundle`]: the release history, the permissions the code uses and the registry+v1 bundles
+//!   rendered from them.
 //! - [`metrics`]: the Prometheus metrics and their text format.
 //!
 //! Shell (I/O):
 //! - [`controller`]: the reconcile loop against the Kubernetes API.
 //! - [`cluster_mode`]: forming and re-sharding a Redis Cluster over RESP.
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz`.
+pub mod bundle;
 pub mod cluster_mode;
 pub mod config;
 pub mod controller;
 pub mod crd;
 pub mod desired;
 pub mod http;
-pub mod manifest_yaml;
 pub mod metrics;
-pub mod rbac;
-pub mod release;
 pub mod status;

@@ -8,7 +8,7 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use olm_rs::redis_operator::{controller, crd, http, metrics::Metrics, release};
+use redis_operator::{bundle::release, controller, crd, http, metrics::Metrics};
 
 #[derive(Parser)]
 #[command(

@@ -1,17 +1,17 @@
 //! The checked-in Redis operator bundles are exactly what the operator's code renders.
 //!
-//! Regenerate with `cargo run --bin redis-operator -- bundles --out bundles/redis-operator`.
+//! Regenerate with `cargo run -p redis-operator -- bundles --out bundles/redis-operator`.
 
 use std::path::Path;
 
-use olm_rs::redis_operator::{crd, release};
+use redis_operator::{bundle::release, crd};
 
 fn bundles_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/bundles/redis-operator"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../bundles/redis-operator"))
 }
 
 const REGENERATE: &str =
-    "regenerate with: cargo run --bin redis-operator -- bundles --out bundles/redis-operator";
+    "regenerate with: cargo run -p redis-operator -- bundles --out bundles/redis-operator";
 
 #[test]
 fn the_latest_bundle_ships_the_crd_generated_from_the_rust_type() {

@@ -6,7 +6,7 @@
 //! moved to the three that stay and the removed nodes are forgotten. Without `redis-server` the test
 //! is skipped, unless `CI=true`, where it fails.
 
-mod support;
+use olm_test_support as support;
 
 use std::{
     net::TcpListener,
@@ -15,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use olm_rs::redis_operator::cluster_mode::{
+use redis_operator::cluster_mode::{
     ClusterError, Node, Options, converge,
     plan::{info_field, parse_cluster_nodes},
     resp::{Connection, Reply},

@@ -21,7 +21,7 @@
 //! `CI=true`) every test prints why and passes. Operator logs are kept in
 //! `$CARGO_TARGET_TMPDIR/redis-operator-<namespace>.log` and printed when a test fails.
 
-mod support;
+use olm_test_support as support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -399,7 +399,7 @@ async fn tutorial_flow(cluster: &TestCluster, ns: &TestNamespace) {
 /// kubeconfig (in the returned temp dir) that impersonates it with the admin's credentials.
 async fn csv_service_account(cluster: &TestCluster, ns: &str) -> (tempfile::TempDir, PathBuf) {
     let csv_path = format!(
-        "{}/bundles/redis-operator/1.0.0/manifests/redis-operator.clusterserviceversion.yaml",
+        "{}/../bundles/redis-operator/1.0.0/manifests/redis-operator.clusterserviceversion.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&csv_path).expect("reading the 1.0.0 CSV");
@@ -751,7 +751,7 @@ impl OlmController {
             .and_then(|l| l.local_addr())
             .expect("a free port");
         let process = support::LoggedChild::spawn(
-            Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+            Command::new(support::workspace_bin("olm-controller"))
                 .arg("run")
                 .arg("--kubeconfig")
                 .arg(cluster.kubeconfig_path())
@@ -792,7 +792,7 @@ async fn after_olm_installs_the_operator_through_a_subscription_its_service_acco
 
     // The shipped catalog, served from a ConfigMap CatalogSource.
     let path = format!(
-        "{}/catalog/redis-operator/catalog.yaml",
+        "{}/../catalog/redis-operator/catalog.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).expect("reading the shipped catalog");

@@ -44,9 +44,9 @@ pub const WAIT: Duration = Duration::from_secs(90);
 /// (`kubectl delete ns -l olm-rs.test/namespace=true`).
 pub const NAMESPACE_LABEL: &str = "olm-rs.test/namespace";
 
-/// The repository root (the crate's manifest directory).
+/// The repository root (the workspace root, two levels above this crate).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 /// The data directory of the launcher's cluster: `$OLMRS_CLUSTER_DIR` or

@@ -1,9 +1,13 @@
-//! Shared helpers for the integration test suites (`mod support;` in each `tests/*.rs`).
+//! Shared helpers for the integration test suites of every package in the workspace (the root's
+//! `tests/*.rs` reach it as `mod support;`, the Redis operator's as `use olm_test_support as
+//! support;`).
 //!
-//! Each test binary compiles this module on its own and uses only part of it.
-#![allow(dead_code)]
+//! The rule it enforces: a test that needs something outside the process (a tool, the local
+//! cluster, another package's binary) finds it or says exactly what is missing; under `CI=true` a
+//! missing piece fails the test instead of skipping it.
 
 pub mod cluster;
+pub mod image;
 
 /// Whether `program` (a Debian package's command, installed by `.ci/run`) answers `--version`.
 /// Without it a test skips with a message naming the package to install, except under `CI=true`,
@@ -21,6 +25,29 @@ pub fn tool_available(program: &str, package: &str) -> bool {
         eprintln!("skipping: {program} not installed (apt-get install -y {package})");
     }
     found
+}
+
+/// A binary of another package of the workspace (`olm-controller` for the Redis operator's
+/// end-to-end suite), from the target directory this test was built in. `cargo test --workspace`
+/// (what `make test` runs) builds every package's binaries before any test runs; cargo exposes
+/// `CARGO_BIN_EXE_*` only for the test's own package, hence this look-up.
+///
+/// # Panics
+/// When the binary is missing, with the command that builds it.
+pub fn workspace_bin(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    // target/<profile>/deps/<test>-<hash>  ->  target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("the test runs from target/<profile>/deps");
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build --bin {name}` (or run `cargo test --workspace`)",
+        bin.display()
+    );
+    bin
 }
 
 /// A child process whose stdout and stderr go to a log file: killed when dropped, and the last

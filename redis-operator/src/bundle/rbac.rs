@@ -13,7 +13,7 @@
 //! no `update`. Owned objects are removed by garbage collection through their owner references, so
 //! there is no `delete` on them; the finalizer scales the StatefulSet to zero with a merge patch.
 
-use super::release::Feature;
+use super::feature::Feature;
 
 /// One RBAC policy rule, with the feature that made the code need it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,7 +24,8 @@ use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
-use super::{crd::RedisCluster, manifest_yaml::to_yaml, rbac};
+use super::{feature::Feature, manifest_yaml::to_yaml, rbac};
+use crate::crd::RedisCluster;
 
 /// The package name in the catalog.
 pub const PACKAGE: &str = "redis-operator";
@@ -32,17 +33,6 @@ pub const PACKAGE: &str = "redis-operator";
 pub const IMAGE_REPOSITORY: &str = "ghcr.io/olm-rs/redis-operator";
 /// The port serving `/metrics`, `/healthz` and `/readyz`.
 pub const HTTP_PORT: u16 = 8080;
-
-/// A capability a release introduced; older releases lack it in their CRD, CSV and permissions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feature {
-    /// 0.2.0: `spec.resources`, `spec.storage` (PVCs, cleanup finalizer) and a PodDisruptionBudget.
-    ResourcesAndStorage,
-    /// 0.3.0: `spec.redisConfig` with the directive deny-list and the `Degraded` condition.
-    RedisConfig,
-    /// 1.0.0-rc.1: `spec.mode: cluster` and `spec.replicasPerPrimary` (sharded Redis Cluster).
-    ClusterMode,
-}
 
 /// One published version of the operator.
 #[derive(Clone, Copy, Debug)]

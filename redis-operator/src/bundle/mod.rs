@@ -1,0 +1,15 @@
+//! bundle: the operator's packaging for OLM, rendered from its code.
+//!
+//! The registry+v1 bundles in `bundles/redis-operator/` are generated from these modules and
+//! checked in (`redis-operator bundles --out bundles/redis-operator`; `tests/redis_bundles.rs`
+//! fails when the files drift):
+//! - [`feature`]: what each release could do;
+//! - [`release`]: the release history, and each release's CSV, CRD and metadata;
+//! - [`rbac`]: the one list of API permissions the code uses, filtered per release;
+//! - [`manifest_yaml`]: the kubectl-style YAML writer the files are written with.
+pub mod feature;
+pub mod manifest_yaml;
+pub mod rbac;
+pub mod release;
+
+pub use feature::Feature;
