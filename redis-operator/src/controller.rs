@@ -9,7 +9,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -148,8 +151,32 @@ pub fn parse_namespaces(value: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs the controllers until a termination signal.
-pub async fn run(client: Client, namespaces: Vec<String>, metrics: Arc<Metrics>, pod_name: Option<String>) {
+/// Counts the watched scopes whose RedisCluster store has not finished its initial list; the
+/// last one to finish makes the operator ready (`/readyz`), so a rollout never counts a pod whose
+/// caches are still cold.
+struct SyncGate {
+    pending: AtomicUsize,
+    ready: Arc<AtomicBool>,
+}
+
+impl SyncGate {
+    fn synced(&self) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.ready.store(true, Ordering::Release);
+            tracing::info!("every RedisCluster store is synced: ready");
+        }
+    }
+}
+
+/// Runs the controllers until a termination signal; `ready` turns true once every watched
+/// scope's store has its initial list.
+pub async fn run(
+    client: Client,
+    namespaces: Vec<String>,
+    metrics: Arc<Metrics>,
+    pod_name: Option<String>,
+    ready: Arc<AtomicBool>,
+) {
     let reporter = Reporter {
         controller: FIELD_MANAGER.into(),
         instance: pod_name,
@@ -165,10 +192,14 @@ pub async fn run(client: Client, namespaces: Vec<String>, metrics: Arc<Metrics>,
     } else {
         namespaces.into_iter().map(Some).collect()
     };
+    let gate = Arc::new(SyncGate {
+        pending: AtomicUsize::new(scopes.len()),
+        ready,
+    });
     join_all(
         scopes
             .into_iter()
-            .map(|ns| run_one(client.clone(), ns, ctx.clone())),
+            .map(|ns| run_one(client.clone(), ns, ctx.clone(), gate.clone())),
     )
     .await;
 }
@@ -183,10 +214,16 @@ where
     }
 }
 
-async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>) {
+async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>, gate: Arc<SyncGate>) {
     tracing::info!(namespace = ns.as_deref().unwrap_or("*"), "watching RedisClusters");
     let clusters: Api<RedisCluster> = api(&client, ns.as_deref());
     let (reader, writer) = reflector::store();
+    let store = reader.clone();
+    tokio::spawn(async move {
+        if store.wait_until_ready().await.is_ok() {
+            gate.synced();
+        }
+    });
     let stream = watcher(clusters, watcher::Config::default())
         .default_backoff()
         .reflect(writer)

@@ -24,7 +24,11 @@ pub fn respond(request_line: &str, metrics: &Metrics, ready: bool) -> (&'static 
         return ("405 Method Not Allowed", "text/plain", "only GET\n".into());
     }
     match path {
-        "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        "/metrics" => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.render(),
+        ),
         "/healthz" => ("200 OK", "text/plain", "ok\n".into()),
         "/readyz" if ready => ("200 OK", "text/plain", "ok\n".into()),
         "/readyz" => ("503 Service Unavailable", "text/plain", "not ready\n".into()),

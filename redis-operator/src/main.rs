@@ -3,10 +3,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
-};
+use std::sync::{Arc, atomic::AtomicBool};
 
 use redis_operator::{bundle::release, controller, crd, http, metrics::Metrics};
 
@@ -87,8 +84,8 @@ async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -
         .map_or_else(|_| http_addr.to_owned(), |a| a.to_string());
     tracing::info!(%http_addr, ?namespaces, "starting redis-operator");
     let server = tokio::spawn(http::serve(listener, metrics.clone(), ready.clone()));
-    ready.store(true, Ordering::Relaxed);
-    controller::run(client, namespaces, metrics, pod_name).await;
+    // Not ready until the controller's stores have their initial lists (controller::run sets it).
+    controller::run(client, namespaces, metrics, pod_name, ready).await;
     server.abort();
     Ok(())
 }

@@ -1,115 +1,117 @@
-//! metrics: the operator's Prometheus metrics and their text exposition format.
+//! metrics: the operator's Prometheus metrics, on `prometheus-client` like the OLM controller's.
 //!
 //! Three families, as the operator tutorials recommend: reconcile duration as a histogram labelled by
 //! result (`success`/`error`), reconcile errors by error kind, and the number of RedisClusters the
-//! operator manages. Written by hand (a mutex-guarded map and a formatter) because three families do
-//! not justify a metrics crate; the output follows the Prometheus text format 0.0.4.
+//! operator manages. Exposed in the OpenMetrics text format by [`Metrics::render`].
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
-    fmt::Write as _,
-    sync::Mutex,
+    collections::BTreeSet,
+    sync::{Mutex, MutexGuard},
+};
+
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
 };
 
 /// Histogram bucket upper bounds, in seconds.
 pub const BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
 }
 
-#[derive(Default)]
-struct Inner {
-    durations: BTreeMap<&'static str, Histogram>,
-    errors: BTreeMap<String, u64>,
-    managed: BTreeSet<String>,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    error: String,
+}
+
+fn new_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
 /// The operator's metrics; shared between the controller and the HTTP server.
-#[derive(Default)]
 pub struct Metrics {
-    inner: Mutex<Inner>,
+    registry: Registry,
+    durations: Family<ResultLabels, Histogram, fn() -> Histogram>,
+    errors: Family<ErrorLabels, Counter>,
+    managed: Gauge,
+    managed_keys: Mutex<BTreeSet<String>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("redis_operator");
+        let durations = Family::<ResultLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            new_histogram as fn() -> Histogram,
+        );
+        let errors = Family::<ErrorLabels, Counter>::default();
+        let managed = Gauge::default();
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time spent in one reconcile",
+            durations.clone(),
+        );
+        registry.register("reconcile_errors", "Reconcile errors by kind", errors.clone());
+        registry.register(
+            "managed_clusters",
+            "RedisClusters managed by this operator",
+            managed.clone(),
+        );
+        Self {
+            registry,
+            durations,
+            errors,
+            managed,
+            managed_keys: Mutex::default(),
+        }
+    }
 }
 
 impl Metrics {
     /// Records one reconcile of `seconds` with `result` (`success` or `error`).
     pub fn observe_reconcile(&self, result: &'static str, seconds: f64) {
-        if let Ok(mut m) = self.inner.lock() {
-            let h = m.durations.entry(result).or_default();
-            for (i, le) in BUCKETS.iter().enumerate() {
-                if seconds <= *le {
-                    h.counts[i] += 1;
-                }
-            }
-            h.count += 1;
-            h.sum += seconds;
-        }
+        self.durations
+            .get_or_create(&ResultLabels { result })
+            .observe(seconds);
     }
 
     /// Counts one reconcile error of `kind`.
     pub fn count_error(&self, kind: &str) {
-        if let Ok(mut m) = self.inner.lock() {
-            *m.errors.entry(kind.to_owned()).or_default() += 1;
-        }
+        self.errors
+            .get_or_create(&ErrorLabels {
+                error: kind.to_owned(),
+            })
+            .inc();
     }
 
     /// Marks `key` (`namespace/name`) as managed or not.
     pub fn set_managed(&self, key: &str, managed: bool) {
-        if let Ok(mut m) = self.inner.lock() {
-            if managed {
-                m.managed.insert(key.to_owned());
-            } else {
-                m.managed.remove(key);
-            }
+        let mut keys = lock(&self.managed_keys);
+        if managed {
+            keys.insert(key.to_owned());
+        } else {
+            keys.remove(key);
         }
+        self.managed.set(i64::try_from(keys.len()).unwrap_or(i64::MAX));
     }
 
-    /// The metrics in Prometheus text format.
+    /// The metrics in the OpenMetrics text format.
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let Ok(m) = self.inner.lock() else { return out };
-        out.push_str("# HELP redis_operator_reconcile_duration_seconds Time spent in one reconcile.\n");
-        out.push_str("# TYPE redis_operator_reconcile_duration_seconds histogram\n");
-        for (result, h) in &m.durations {
-            for (i, le) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "redis_operator_reconcile_duration_seconds_bucket{{result=\"{result}\",le=\"{le}\"}} {}",
-                    h.counts[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "redis_operator_reconcile_duration_seconds_bucket{{result=\"{result}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "redis_operator_reconcile_duration_seconds_sum{{result=\"{result}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "redis_operator_reconcile_duration_seconds_count{{result=\"{result}\"}} {}",
-                h.count
-            );
-        }
-        out.push_str("# HELP redis_operator_reconcile_errors_total Reconcile errors by kind.\n");
-        out.push_str("# TYPE redis_operator_reconcile_errors_total counter\n");
-        for (kind, n) in &m.errors {
-            let _ = writeln!(
-                out,
-                "redis_operator_reconcile_errors_total{{error=\"{kind}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP redis_operator_managed_clusters RedisClusters managed by this operator.\n");
-        out.push_str("# TYPE redis_operator_managed_clusters gauge\n");
-        let _ = writeln!(out, "redis_operator_managed_clusters {}", m.managed.len());
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
         out
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 
@@ -124,11 +126,34 @@ mod tests {
         m.observe_reconcile("success", 3.0);
         m.observe_reconcile("error", 0.01);
         let text = m.render();
-        assert!(text.contains("duration_seconds_bucket{result=\"success\",le=\"0.1\"} 0\n"));
-        assert!(text.contains("duration_seconds_bucket{result=\"success\",le=\"0.25\"} 1\n"));
-        assert!(text.contains("duration_seconds_bucket{result=\"success\",le=\"5\"} 2\n"));
-        assert!(text.contains("duration_seconds_count{result=\"success\"} 2\n"));
-        assert!(text.contains("duration_seconds_bucket{result=\"error\",le=\"0.01\"} 1\n"));
+        assert!(
+            text.contains("# TYPE redis_operator_reconcile_duration_seconds histogram\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_bucket{le=\"0.1\",result=\"success\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_bucket{le=\"0.25\",result=\"success\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_bucket{le=\"5.0\",result=\"success\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_bucket{le=\"+Inf\",result=\"success\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_count{result=\"success\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("duration_seconds_bucket{le=\"0.01\",result=\"error\"} 1\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -139,8 +164,13 @@ mod tests {
         m.set_managed("ns/a", true);
         m.set_managed("ns/b", true);
         m.set_managed("ns/a", false);
+        m.set_managed("ns/b", true);
         let text = m.render();
-        assert!(text.contains("redis_operator_reconcile_errors_total{error=\"apply\"} 2\n"));
-        assert!(text.contains("redis_operator_managed_clusters 1\n"));
+        assert!(
+            text.contains("redis_operator_reconcile_errors_total{error=\"apply\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("redis_operator_managed_clusters 1\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -113,7 +113,7 @@ async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_
     if !support::tool_available("redis-server", "redis-server") {
         return;
     }
-    // Known flake, not yet understood (README, "Known gaps"): in about one run in eight the
+    // Known flake, not yet understood (docs/redis-operator.md, "Known gaps"): in about one run in eight the
     // scale-up's converge ended with 3 primaries instead of 4 (now a `TooFewPrimaries` error). A
     // failed attempt prints every node's CLUSTER NODES view, and the whole scenario runs once more
     // on fresh servers; a deterministic failure still fails the test.
@@ -274,7 +274,7 @@ async fn scenario() {
     let shrunk = shrink(servers.nodes.as_slice(), 6, 1, opts)
         .await
         .expect("shrink to 3 primaries");
-    // Printed for `--nocapture` (the README shows this output).
+    // Printed for `--nocapture` (docs/redis-operator.md shows this output).
     eprintln!("{shrunk:?}");
     assert_eq!(shrunk.removed, ["redis-6", "redis-7"]);
     assert_eq!(shrunk.slots_moved, 4096, "{shrunk:?}");

@@ -615,7 +615,7 @@ async fn metrics_and_health_endpoints_answer_with_the_reconcile_histogram() {
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(body.contains("# TYPE redis_operator_reconcile_duration_seconds histogram"));
     assert!(
-        body.contains("redis_operator_reconcile_duration_seconds_bucket{result=\"success\",le=\"+Inf\"}")
+        body.contains("redis_operator_reconcile_duration_seconds_bucket{le=\"+Inf\",result=\"success\"}")
     );
     assert!(body.contains("redis_operator_managed_clusters 1\n"), "{body}");
     // Retried like /healthz and /readyz above.
