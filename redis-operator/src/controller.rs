@@ -8,10 +8,9 @@
 //! requeue after five minutes to catch drift; failures back off exponentially per object.
 
 use std::{
-    collections::HashMap,
     sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+        atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -37,6 +36,10 @@ use kube::{
         reflector::ObjectRef,
         watcher,
     },
+};
+use operator_runtime::{
+    backoff::{PerObject, Policy},
+    http::{Readiness, ReadyState},
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -131,14 +134,14 @@ pub struct Context {
     client: Client,
     recorder: Recorder,
     metrics: Arc<Metrics>,
-    failures: Mutex<HashMap<ObjectRef<RedisCluster>, u32>>,
+    failures: PerObject<ObjectRef<RedisCluster>>,
 }
 
-/// The backoff after `failures` consecutive failures: 5 s doubling up to 5 minutes.
-#[must_use]
-pub fn backoff(failures: u32) -> Duration {
-    Duration::from_secs(5u64.saturating_mul(1u64 << failures.min(6))).min(RESYNC)
-}
+/// The backoff after consecutive failures: 5 s doubling up to the resync interval (5 minutes).
+pub const BACKOFF: Policy = Policy {
+    first: Duration::from_secs(5),
+    max: RESYNC,
+};
 
 /// Parses `WATCH_NAMESPACE` (comma list; empty means all namespaces).
 #[must_use]
@@ -156,26 +159,26 @@ pub fn parse_namespaces(value: &str) -> Vec<String> {
 /// caches are still cold.
 struct SyncGate {
     pending: AtomicUsize,
-    ready: Arc<AtomicBool>,
+    ready: Arc<Readiness>,
 }
 
 impl SyncGate {
     fn synced(&self) {
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.ready.store(true, Ordering::Release);
+            self.ready.set(ReadyState::Ready);
             tracing::info!("every RedisCluster store is synced: ready");
         }
     }
 }
 
-/// Runs the controllers until a termination signal; `ready` turns true once every watched
-/// scope's store has its initial list.
+/// Runs the controllers until a termination signal; `ready` goes from `Syncing` to `Ready` once
+/// every watched scope's store has its initial list.
 pub async fn run(
     client: Client,
     namespaces: Vec<String>,
     metrics: Arc<Metrics>,
     pod_name: Option<String>,
-    ready: Arc<AtomicBool>,
+    ready: Arc<Readiness>,
 ) {
     let reporter = Reporter {
         controller: FIELD_MANAGER.into(),
@@ -185,13 +188,14 @@ pub async fn run(
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         metrics,
-        failures: Mutex::new(HashMap::new()),
+        failures: PerObject::new(BACKOFF),
     });
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
     } else {
         namespaces.into_iter().map(Some).collect()
     };
+    ready.set(ReadyState::Syncing);
     let gate = Arc::new(SyncGate {
         pending: AtomicUsize::new(scopes.len()),
         ready,
@@ -366,10 +370,8 @@ async fn reconcile(rc: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, E
     ctx.metrics
         .observe_reconcile(if result.is_ok() { "success" } else { "error" }, seconds);
     ctx.metrics.set_managed(&key, !deleting);
-    if result.is_ok()
-        && let Ok(mut f) = ctx.failures.lock()
-    {
-        f.remove(&ObjectRef::from_obj(&*rc));
+    if result.is_ok() {
+        ctx.failures.reset(&ObjectRef::from_obj(&*rc));
     }
     tracing::info!(cluster = %key, seconds, ok = result.is_ok(), ?step, "reconciled");
     result
@@ -377,32 +379,14 @@ async fn reconcile(rc: Arc<RedisCluster>, ctx: Arc<Context>) -> Result<Action, E
 
 fn error_policy(rc: Arc<RedisCluster>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.count_error(error.metric_label());
-    let n = ctx
-        .failures
-        .lock()
-        .map(|mut f| {
-            let n = f.entry(ObjectRef::from_obj(&*rc)).or_insert(0);
-            *n += 1;
-            *n
-        })
-        .unwrap_or(1);
+    let (n, wait) = ctx.failures.fail(ObjectRef::from_obj(&*rc));
     tracing::warn!(cluster = %rc.name_any(), error = %error_chain(error), failures = n, "reconcile failed");
-    Action::requeue(backoff(n - 1))
+    Action::requeue(wait)
 }
 
 /// An error and its causes, joined with `: ` (the top-level messages name the step, the causes
 /// carry the apiserver's answer, such as which verb was forbidden).
-#[must_use]
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub use operator_runtime::error_chain;
 
 async fn publish(ctx: &Context, rc: &RedisCluster, type_: EventType, reason: &str, note: String) {
     // kube's Recorder folds events with the same type, reason and action into one series and keeps
@@ -790,7 +774,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_from_five_seconds_and_stops_at_the_resync_interval() {
-        let secs: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
+        let secs: Vec<u64> = (1..=9).map(|n| BACKOFF.delay(n).as_secs()).collect();
         assert_eq!(secs, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
     }
 

@@ -3,7 +3,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use std::sync::{Arc, atomic::AtomicBool};
+use std::sync::Arc;
+
+use operator_runtime::http::{Readiness, ReadyState};
 
 use redis_operator::{bundle::release, controller, crd, http, metrics::Metrics};
 
@@ -63,18 +65,13 @@ fn main() -> Result<()> {
 }
 
 async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -> Result<()> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    operator_runtime::telemetry::init(operator_runtime::telemetry::LogFormat::Json);
     let namespaces = controller::parse_namespaces(watch_namespace);
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API")?;
     let metrics = Arc::new(Metrics::default());
-    let ready = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(Readiness::default());
     let listener = tokio::net::TcpListener::bind(http_addr)
         .await
         .with_context(|| format!("binding {http_addr}"))?;
@@ -85,7 +82,8 @@ async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -
     tracing::info!(%http_addr, ?namespaces, "starting redis-operator");
     let server = tokio::spawn(http::serve(listener, metrics.clone(), ready.clone()));
     // Not ready until the controller's stores have their initial lists (controller::run sets it).
-    controller::run(client, namespaces, metrics, pod_name, ready).await;
+    controller::run(client, namespaces, metrics, pod_name, ready.clone()).await;
+    ready.set(ReadyState::Stopping);
     server.abort();
     Ok(())
 }

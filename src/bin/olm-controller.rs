@@ -63,17 +63,7 @@ struct RunArgs {
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration '{text}'; use e.g. 60s, 2m or 1h"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(format!("invalid duration unit in '{text}'; use s, m or h")),
-    };
-    Ok(std::time::Duration::from_secs(secs))
+    operator_runtime::duration::parse(text)
 }
 
 fn run(args: RunArgs) -> anyhow::Result<()> {

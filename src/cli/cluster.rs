@@ -20,6 +20,10 @@ use kube::{
 
 use crate::cli::CliError;
 
+/// The `caused by` chain of an error on one line, and the `--timeout` grammar, as every binary
+/// of the workspace writes and reads them.
+pub use operator_runtime::{duration::parse as parse_duration, error_chain};
+
 /// How long to wait for a TCP connection to the apiserver before saying it is unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for one API response.
@@ -174,58 +178,6 @@ pub fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 404)
 }
 
-/// An error and its sources joined with `: `.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
-}
-
-/// Parses a wait timeout: `30s`, `2m`, `1m30s`, `500ms` or a bare number of seconds.
-///
-/// # Errors
-/// A message naming the value and the accepted forms.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("invalid duration {text:?}: use a number of seconds or units like 30s, 2m, 1m30s, 500ms");
-    let text_trim = text.trim();
-    if text_trim.is_empty() {
-        return Err(bad());
-    }
-    if let Ok(secs) = text_trim.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text_trim;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        total += match unit {
-            "ms" => Duration::from_millis(value),
-            "s" => Duration::from_secs(value),
-            "m" => Duration::from_secs(value.saturating_mul(60)),
-            "h" => Duration::from_secs(value.saturating_mul(3600)),
-            _ => return Err(bad()),
-        };
-    }
-    Ok(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,22 +213,5 @@ mod tests {
             ConfigSource::Env("/a".into()).describe(),
             "kubeconfig /a (from KUBECONFIG)"
         );
-    }
-
-    #[test]
-    fn durations_accept_seconds_and_units() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-    }
-
-    #[test]
-    fn bad_durations_say_which_forms_work() {
-        for bad in ["", "s", "10x", "1.5s", "m5"] {
-            let e = parse_duration(bad).unwrap_err();
-            assert!(e.contains("30s, 2m"), "{bad}: {e}");
-        }
     }
 }

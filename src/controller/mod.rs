@@ -144,7 +144,7 @@ pub struct Shared {
     pub catalogs: cache::CatalogCache,
     /// Reflector stores.
     pub stores: Stores,
-    backoff: Mutex<HashMap<String, u32>>,
+    backoff: operator_runtime::backoff::PerObject<String>,
     discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
     status_writes: Mutex<HashMap<String, StatusWrite>>,
     event_permits: Arc<tokio::sync::Semaphore>,
@@ -431,15 +431,12 @@ impl Context {
 
     /// Forgets the failure count of `key` (a successful reconcile).
     pub fn reset_backoff(&self, key: &str) {
-        lock(&self.shared.backoff).remove(key);
+        self.shared.backoff.reset(&key.to_owned());
     }
 
     /// Counts one more failure of `key` and returns the delay before the next try.
     pub fn next_backoff(&self, key: &str) -> Duration {
-        let mut map = lock(&self.shared.backoff);
-        let attempts = map.entry(key.to_owned()).or_insert(0);
-        *attempts = attempts.saturating_add(1);
-        backoff_delay(*attempts)
+        self.shared.backoff.fail(key.to_owned()).1
     }
 }
 
@@ -452,8 +449,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Exponential backoff per object: 1 s, 2 s, 4 s, ... capped at 5 minutes.
 pub fn backoff_delay(attempts: u32) -> Duration {
-    let exp = attempts.saturating_sub(1).min(9);
-    Duration::from_secs((1u64 << exp).min(300))
+    operator_runtime::backoff::delay(attempts)
 }
 
 /// The backoff key of an object.
@@ -509,9 +505,8 @@ pub async fn run(client: Client, config: Config) -> anyhow_free::Result<()> {
     ));
 
     let elector = config.leader_elect.then(|| {
-        let identity = std::env::var("POD_NAME")
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| format!("olm-controller-{}", std::process::id()));
+        let identity =
+            crate::k8s::lease::identity(std::env::var("POD_NAME").ok(), std::env::var("HOSTNAME").ok());
         crate::k8s::lease::LeaderElector::new(
             client.clone(),
             &config.lease_namespace,
@@ -563,25 +558,7 @@ pub mod anyhow_free {
 }
 
 async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    operator_runtime::shutdown::signal().await;
 }
 
 async fn log_result<T, E: std::fmt::Display>(controller: &'static str, result: std::result::Result<T, E>) {
@@ -774,7 +751,7 @@ async fn run_controllers(
         metrics,
         catalogs,
         stores: stores.clone(),
-        backoff: Mutex::default(),
+        backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),
         status_writes: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),

@@ -17,6 +17,7 @@ use crate::{
     },
     cli::{CliError, error::known_list},
 };
+use operator_runtime::error_chain;
 
 /// A loaded catalog.
 pub struct Catalog {
@@ -44,17 +45,6 @@ pub fn read(dir: &Path) -> Result<(DeclarativeConfig, Vec<DecodeError>), CliErro
         message: error_chain(&e),
     })?;
     Ok((loaded.config, loaded.problems))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// Loads the catalog at `dir` for browsing.
