@@ -42,6 +42,7 @@ pub mod catalog_source;
 pub mod csv;
 pub mod operator_group;
 pub mod steps;
+pub mod subscription;
 
 /// Longest Kubernetes object name we generate (a DNS-1123 label; also the label-value limit).
 pub const MAX_NAME_LENGTH: usize = 63;

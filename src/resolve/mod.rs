@@ -118,7 +118,6 @@
 
 mod error;
 mod input;
-pub mod status;
 
 #[cfg(test)]
 mod tests;
