@@ -1,5 +1,7 @@
-//! Subscription controller: observe → resolve ([`crate::resolve`]) → create this Subscription's
-//! own InstallPlan → write the status computed by [`crate::resolve::status`].
+//! Subscription controller: observe (client) → decide ([`crate::plan::subscription::decide`], no
+//! client) → act: create this Subscription's own InstallPlan, built by
+//! [`crate::plan::subscription::install_plan`] (client) → report the status computed by
+//! [`crate::plan::subscription::next_status`] (no client) and write it (client).
 //!
 //! # One reconcile
 //!
@@ -7,20 +9,17 @@
 //!    own and the global catalog namespace's) with their parsed models from the catalog cache
 //!    ([`super::cache`], built once per ConfigMap `resourceVersion` and shared by `Arc`), the
 //!    CSVs, Subscriptions, InstallPlans and OperatorGroups of the namespace.
-//! 2. **Resolve**, unless the Subscription waits on an InstallPlan it references
-//!    ([`status::needs_resolution`]): exactly one OperatorGroup must exist (else
-//!    `ResolutionFailed`, naming the fix), then [`resolve::resolve`] picks the next bundle and the
-//!    dependencies that come with it. One rule of the shell stays on top: an upgrade starts only
-//!    from a CSV in phase `Succeeded`. Its replacement re-owns the shared ServiceAccounts, so a
-//!    CSV still `Pending` would never succeed, and the replacement would wait forever for it to
-//!    become `Replacing` (which needs `Succeeded`).
+//! 2. **Decide**, unless the Subscription waits on an InstallPlan it references
+//!    ([`status::needs_resolution`]): the pure [`status::decide`] (exactly one OperatorGroup,
+//!    [`crate::resolve::resolve`], an upgrade only from a `Succeeded` CSV, the bundle still in its
+//!    catalog; see [`crate::plan::subscription`]).
 //! 3. **Plan**: the InstallPlan has a deterministic name
 //!    ([`crate::plan::steps::install_plan_name`], from the Subscription's uid and the CSV), is
 //!    looked up in the store and created (a create, so an existing plan is never overwritten:
 //!    a conflict reads it instead), is owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
 //!    from the bundle's inlined objects in the catalog model). A controller that crashes after
 //!    creating it finds it again instead of making a second one.
-//! 4. **Status**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
+//! 4. **Report**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
 //!    status does not flip); the write is skipped when nothing but timestamps changed
 //!    ([`status::status_changed`]). A new `ResolutionFailed` message is also a Warning Event, once
 //!    per new message.
@@ -48,35 +47,30 @@
 
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::{
-    api::core::v1::ObjectReference,
-    apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
     Api, Resource, ResourceExt,
     api::PostParams,
     runtime::{controller::Action, reflector::ObjectRef},
 };
-use serde_json::Value;
 
 use super::{Context, Error, Result, cache::LoadedCatalog, instrumented};
 use crate::{
     api::{
         reasons::subscription as reason,
         v1alpha1::{
-            CatalogSource, CsvPhase, InstallPlan, InstallPlanSpec, InstallPlanStatus, Subscription,
-            SubscriptionConditionType as T, connection_state,
+            CatalogSource, InstallPlan, Subscription, SubscriptionConditionType as T, connection_state,
         },
     },
-    catalog::model::Bundle,
     k8s::apply,
-    plan::steps::{self, StepsInput},
-    resolve::{
-        self, Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv, Request,
-        Resolution, Selected,
-        status::{self, CatalogHealthObservation, ResolutionStep, StatusInput},
+    plan::{
+        steps,
+        subscription::{
+            self as status, CatalogHealthObservation, Decision, Install, Observed, ResolutionStep,
+            StatusInput,
+        },
     },
+    resolve::{Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv},
 };
 
 /// Reconciles one Subscription.
@@ -84,8 +78,8 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     instrumented(Arc::clone(&sub), Arc::clone(&ctx), reconcile_inner(sub, ctx)).await
 }
 
-/// What this reconcile decided, before the status is computed.
-enum Decision {
+/// What this reconcile did: the decision, with an [`Decision::Install`] carried out.
+enum Outcome {
     NotRun,
     Failed(&'static str, String),
     UpToDate(Option<String>),
@@ -210,19 +204,47 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         }
     }
 
-    // Resolve and plan.
+    // Decide (no client), then act on an install (client).
+    let csv_phases: Vec<_> = csv_objects
+        .iter()
+        .map(|c| (c.name_any(), c.status.as_ref().and_then(|s| s.phase.clone())))
+        .collect();
     let decision = if status::needs_resolution(old.as_ref()) {
-        decide(&sub, &ctx, &ns, &catalogs, &installed, &csv_objects).await?
+        let operator_groups = stores
+            .operator_groups
+            .state()
+            .iter()
+            .filter(|g| in_ns(g.namespace()))
+            .map(|g| g.name_any())
+            .collect();
+        status::decide(&Observed {
+            subscription: &sub,
+            namespace: &ns,
+            operator_groups,
+            catalogs: &catalogs,
+            installed: &installed,
+            csv_phases: &csv_phases,
+        })
     } else {
         Decision::NotRun
     };
+    let decision = match decision {
+        Decision::NotRun => Outcome::NotRun,
+        Decision::Failed(reason, message) => Outcome::Failed(reason, message),
+        Decision::UpToDate(adopted) => Outcome::UpToDate(adopted),
+        Decision::WaitingForSucceeded(adopted) => Outcome::WaitingForSucceeded(adopted),
+        Decision::Install(install) => match create_plan(&sub, &ctx, &ns, &install).await? {
+            Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
+            Err(message) => Outcome::Failed(reason::ERROR_PREVENTED_RESOLUTION, message),
+        },
+    };
     let action = match &decision {
-        Decision::NotRun => Action::requeue(Duration::from_secs(30)),
+        Outcome::NotRun => Action::requeue(Duration::from_secs(30)),
         // The CSV event that woke us may be ahead of the shared CSV store: look again soon.
-        Decision::WaitingForSucceeded(_) => Action::requeue(Duration::from_secs(3)),
-        Decision::Failed(..) => Action::requeue(Duration::from_secs(60)),
-        Decision::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
-        Decision::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
+        Outcome::WaitingForSucceeded(_) => Action::requeue(Duration::from_secs(3)),
+        Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
+        Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
+        Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
     };
 
     // Status.
@@ -230,12 +252,12 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     let csv_refs: Vec<&str> = csv_names.iter().map(String::as_str).collect();
     let plan_refs: Vec<&InstallPlan> = plans.iter().map(AsRef::as_ref).collect();
     let resolution = match &decision {
-        Decision::NotRun => ResolutionStep::NotRun,
-        Decision::Failed(reason, message) => ResolutionStep::Failed { reason, message },
-        Decision::UpToDate(adopted) | Decision::WaitingForSucceeded(adopted) => ResolutionStep::UpToDate {
+        Outcome::NotRun => ResolutionStep::NotRun,
+        Outcome::Failed(reason, message) => ResolutionStep::Failed { reason, message },
+        Outcome::UpToDate(adopted) | Outcome::WaitingForSucceeded(adopted) => ResolutionStep::UpToDate {
             adopted: adopted.as_deref(),
         },
-        Decision::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
+        Outcome::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
     };
     let next = status::next_status(&StatusInput {
         subscription: &sub,
@@ -245,7 +267,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         resolution,
         now: &now,
     });
-    if let Decision::Failed(_, message) = &decision {
+    if let Outcome::Failed(_, message) = &decision {
         let is_new = old
             .as_ref()
             .and_then(|o| o.condition(&T::ResolutionFailed))
@@ -278,110 +300,18 @@ fn catalog_problem(cs: &CatalogSource) -> String {
     }
 }
 
-/// Resolution for a Subscription that needs it, and the InstallPlan it leads to.
-async fn decide(
-    sub: &Subscription,
-    ctx: &Context,
-    ns: &str,
-    catalogs: &Catalogs<'_>,
-    installed: &Installed,
-    csvs: &[Arc<crate::api::v1alpha1::ClusterServiceVersion>],
-) -> Result<Decision> {
-    let mut groups: Vec<String> = ctx
-        .shared
-        .stores
-        .operator_groups
-        .state()
-        .iter()
-        .filter(|g| g.namespace().as_deref() == Some(ns))
-        .map(|g| g.name_any())
-        .collect();
-    groups.sort();
-    if groups.len() != 1 {
-        let found = if groups.is_empty() {
-            "none".to_owned()
-        } else {
-            groups.join(", ")
-        };
-        return Ok(Decision::Failed(
-            reason::ERROR_PREVENTED_RESOLUTION,
-            format!(
-                "expected 1 OperatorGroup in namespace {ns}, found {}: {found}; {}",
-                groups.len(),
-                if groups.is_empty() {
-                    "create one (e.g. manifests/samples/operatorgroup.yaml)"
-                } else {
-                    "delete all but one"
-                }
-            ),
-        ));
-    }
-
-    let request = Request::from_subscription(sub);
-    let resolution = match resolve::resolve(&request, catalogs, installed) {
-        Ok(r) => r,
-        Err(e) => return Ok(Decision::Failed(e.reason(), e.to_string())),
-    };
-    let Some(selected) = resolution.install() else {
-        return Ok(Decision::UpToDate(resolution.adopted.clone()));
-    };
-    if let Some(replaces) = selected.replaces() {
-        let succeeded = csvs.iter().any(|c| {
-            c.name_any() == replaces
-                && c.status.as_ref().and_then(|s| s.phase.clone()) == Some(CsvPhase::Succeeded)
-        });
-        if !succeeded {
-            return Ok(Decision::WaitingForSucceeded(resolution.adopted.clone()));
-        }
-    }
-    let Some(bundle) = selected.lookup(catalogs) else {
-        return Ok(Decision::Failed(
-            reason::ERROR_PREVENTED_RESOLUTION,
-            format!(
-                "bundle {} is no longer in catalog {}; resolution will run again",
-                selected.bundle, selected.catalog
-            ),
-        ));
-    };
-    match create_plan(sub, ctx, ns, &resolution, selected, bundle).await? {
-        Ok(plan) => Ok(Decision::NewPlan(selected.bundle.clone(), Box::new(plan))),
-        Err(message) => Ok(Decision::Failed(reason::ERROR_PREVENTED_RESOLUTION, message)),
-    }
-}
-
-/// The bundle's inlined objects and its other properties (for the CSV's
-/// `operatorframework.io/properties` annotation); a broken inlined object is an error naming it.
-pub fn bundle_manifests(bundle: &Bundle) -> std::result::Result<(Vec<Value>, Vec<Value>), String> {
-    let mut objects = Vec::new();
-    for (i, object) in bundle.objects().into_iter().enumerate() {
-        match object {
-            Ok(v) => objects.push(v),
-            Err(e) => return Err(format!("inlined object #{} (olm.bundle.object): {e}", i + 1)),
-        }
-    }
-    let properties = bundle
-        .properties
-        .to_list()
-        .into_iter()
-        .filter(|p| !matches!(p, crate::catalog::property::Property::BundleObject(_)))
-        .filter_map(|p| serde_json::to_value(p).ok())
-        .collect();
-    Ok((objects, properties))
-}
-
-/// Creates (or finds again) this Subscription's InstallPlan for `selected`, with a Subscription
-/// step per dependency. `Ok(Err(message))` is a planning failure to report on the Subscription.
+/// Creates (or finds again) this Subscription's InstallPlan for `install`, built by the pure
+/// [`status::install_plan`]. `Ok(Err(message))` is a planning failure to report on the
+/// Subscription.
 async fn create_plan(
     sub: &Subscription,
     ctx: &Context,
     ns: &str,
-    resolution: &Resolution,
-    selected: &Selected,
-    bundle: &Bundle,
+    install: &Install<'_>,
 ) -> Result<std::result::Result<InstallPlan, String>> {
+    let selected = &install.selected;
     let csv = selected.bundle.as_str();
     let uid = sub.uid().unwrap_or_default();
-    let sub_name = sub.name_any();
     let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
     // The deterministic name; a plan of that name for another CSV (a hash collision) moves us
     // to the next attempt. The store answers without a round trip; a plan it has not seen yet
@@ -412,50 +342,10 @@ async fn create_plan(
             None => break,
         }
     }
-    let catalog = &selected.catalog;
-    let mut plan = match bundle_manifests(bundle).and_then(|(objects, properties)| {
-        steps::bundle_steps(&StepsInput {
-            manifests: &objects,
-            namespace: ns,
-            replaces: selected.replaces(),
-            package: &selected.package,
-            source_name: &catalog.name,
-            source_namespace: &catalog.namespace,
-            properties: &properties,
-        })
-        .map_err(|e| e.to_string())
-    }) {
-        Ok(plan) => plan,
-        Err(e) => return Ok(Err(format!("bundle {csv} in catalog {catalog}: {e}"))),
+    let (new_plan, ip_status) = match status::install_plan(sub, ns, &ip_name, install) {
+        Ok(built) => built,
+        Err(message) => return Ok(Err(message)),
     };
-    for dependency in &resolution.dependencies {
-        let generated = dependency.subscription(ns, &ip_name);
-        match steps::subscription_step(&generated, &dependency.bundle.bundle) {
-            Ok(step) => plan.push(step),
-            Err(e) => return Ok(Err(format!("dependency {}: {e}", dependency.subscription_name))),
-        }
-    }
-    let approval = status::plan_approval(&sub.spec);
-    let mut new_plan = InstallPlan::new(
-        &ip_name,
-        InstallPlanSpec {
-            source: Some(catalog.name.clone()),
-            source_namespace: Some(catalog.namespace.clone()),
-            cluster_service_version_names: vec![csv.to_owned()],
-            approval: approval.approval.clone(),
-            approved: approval.approved,
-            generation: None,
-        },
-    );
-    new_plan.metadata.namespace = Some(ns.to_owned());
-    new_plan.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "operators.coreos.com/v1alpha1".into(),
-        kind: "Subscription".into(),
-        name: sub_name,
-        uid: uid.clone(),
-        controller: Some(true),
-        block_owner_deletion: Some(false),
-    }]);
     // A create, not an apply: a plan of this name that already exists (the store lags behind
     // it) is read rather than overwritten, so a user's approval or another CSV's plan is never
     // reset.
@@ -486,21 +376,15 @@ async fn create_plan(
             Err(e) => return Err(Error::apply(format!("InstallPlan {ns}/{ip_name}"))(e)),
         },
     };
-    let ip_status = InstallPlanStatus {
-        phase: approval.phase,
-        catalog_sources: vec![catalog.name.clone()],
-        plan,
-        ..Default::default()
-    };
     apply::apply_status(&api, &ip_name, &ip_status, &ctx.manager)
         .await
         .map_err(Error::status(format!("InstallPlan {ns}/{ip_name}")))?;
     created.status = Some(ip_status);
     ctx.shared.metrics.install_plan_count.inc();
-    let with = if resolution.dependencies.is_empty() {
+    let with = if install.dependencies.is_empty() {
         String::new()
     } else {
-        let names: Vec<&str> = resolution
+        let names: Vec<&str> = install
             .dependencies
             .iter()
             .map(|d| d.subscription_name.as_str())
@@ -519,42 +403,4 @@ async fn create_plan(
 /// Whether `ip` is the plan for `csv`.
 fn plans_csv(ip: &InstallPlan, csv: &str) -> bool {
     ip.spec.cluster_service_version_names.iter().any(|n| n == csv)
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::catalog::{DeclarativeConfig, Model, declcfg::Origin};
-
-    #[test]
-    fn a_bundles_objects_are_unpacked_and_its_other_properties_kept_for_the_annotation() {
-        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-            "metadata": {"name": "a.v1"}});
-        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, csv.to_string());
-        let mut cfg = DeclarativeConfig::default();
-        for (i, doc) in [
-            json!({"schema": "olm.package", "name": "a", "defaultChannel": "s"}),
-            json!({"schema": "olm.channel", "package": "a", "name": "s", "entries": [{"name": "a.v1"}]}),
-            json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "", "properties": [
-                {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
-                {"type": "olm.package.required", "value": {"packageName": "b", "versionRange": ">=1.0.0"}},
-                {"type": "olm.bundle.object", "value": {"data": data}},
-            ]}),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            cfg.add_value(Origin::new("c.json", i + 1), doc).unwrap();
-        }
-        let model = Model::from_config(cfg);
-        let bundle = model.package("a").unwrap().bundle("a.v1").unwrap();
-        let (objects, properties) = bundle_manifests(bundle).unwrap();
-        assert_eq!(objects, [csv]);
-        let types: Vec<&str> = properties.iter().filter_map(|p| p["type"].as_str()).collect();
-        assert_eq!(types, ["olm.package", "olm.package.required"]);
-        assert_eq!(properties[0]["value"]["packageName"], "a");
-        assert_eq!(properties[1]["value"]["versionRange"], ">=1.0.0");
-    }
 }

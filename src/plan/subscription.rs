@@ -1,6 +1,30 @@
-//! status: a Subscription's next `status`, computed from what the controller observed.
+//! subscription: everything the Subscription controller decides, as pure functions of what it
+//! observed: whether to resolve, what the resolution leads to ([`decide`]), the InstallPlan to
+//! create for it ([`install_plan`]), and the Subscription's next `status` ([`next_status`]).
+//! The controller (`controller::subscription`) only observes, creates the plan, and writes.
 //!
-//! # The rule
+//! # The decision
+//!
+//! [`decide`] runs when [`needs_resolution`] says so, in this order:
+//!
+//! 1. **Exactly one OperatorGroup** in the namespace (upstream's resolver refuses to run
+//!    otherwise): none or several is `ResolutionFailed` / `ErrorPreventedResolution`, naming the
+//!    groups and the fix.
+//! 2. **Resolution** ([`crate::resolve::resolve`]): the next bundle and its dependencies, or a
+//!    plain-language failure with upstream's reason.
+//! 3. **Nothing to install**: up to date (perhaps adopting an existing CSV).
+//! 4. **An upgrade starts only from a `Succeeded` CSV.** The replacement re-owns the shared
+//!    ServiceAccounts, so a CSV still `Pending` would never succeed, and the replacement would wait
+//!    forever for it to become `Replacing` (which needs `Succeeded`): the decision is to wait.
+//! 5. **The chosen bundle must still be in its catalog** (the catalog may have changed since it
+//!    was resolved against); otherwise a failure, and resolution runs again.
+//!
+//! The result is an [`Install`] of the selected bundle. [`install_plan`] then builds the
+//! InstallPlan for it (under the name the controller picked, see
+//! [`crate::plan::steps::install_plan_name`]): the bundle's steps, a Subscription step per
+//! dependency, the approval of [`plan_approval`], and the owner reference to the Subscription.
+//!
+//! # The status
 //!
 //! A Subscription's status answers three questions for the user: *which CSV is being worked
 //! towards* (`currentCSV`), *which CSV is really there* (`installedCSV`), and *what is OLM waiting
@@ -29,7 +53,7 @@
 //!    `ErrorPreventedResolution`) and its plain-language message; any success removes the
 //!    condition. A new InstallPlan sets `currentCSV`, `installPlanRef`, the deprecated
 //!    `installplan` reference, `installPlanGeneration` and `state: UpgradePending`. An adopted CSV
-//!    (see [`super::Resolution::adopted`]) becomes `currentCSV`.
+//!    (see [`crate::resolve::Resolution::adopted`]) becomes `currentCSV`.
 //! 3. **CSV state** (upstream `ensureSubscriptionCSVState`): when `currentCSV` names a CSV that
 //!    exists, it becomes `installedCSV` and the state is `AtLatestKnown` (existence only, not phase
 //!    `Succeeded`, as upstream); when it names a missing CSV the state is `UpgradePending`.
@@ -63,18 +87,216 @@
 //! [`crate::status::status_unchanged`]), so an unchanged world gives a byte-for-byte equal status
 //! and the controller skips the write.
 
-use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::Time};
-use kube::ResourceExt;
-
-use crate::api::{
-    ConditionStatus,
-    reasons::subscription as reason,
-    v1alpha1::{
-        API_VERSION, Approval, InstallPlan, InstallPlanConditionType, InstallPlanPhase, InstallPlanReference,
-        Subscription, SubscriptionCatalogHealth, SubscriptionCondition, SubscriptionConditionType as Cond,
-        SubscriptionSpec, SubscriptionState, SubscriptionStatus,
-    },
+use k8s_openapi::{
+    api::core::v1::ObjectReference,
+    apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
 };
+use kube::ResourceExt;
+use serde_json::Value;
+
+use crate::{
+    api::{
+        ConditionStatus,
+        reasons::subscription as reason,
+        v1alpha1::{
+            API_VERSION, Approval, CsvPhase, InstallPlan, InstallPlanConditionType, InstallPlanPhase,
+            InstallPlanReference, InstallPlanSpec, InstallPlanStatus, Subscription,
+            SubscriptionCatalogHealth, SubscriptionCondition, SubscriptionConditionType as Cond,
+            SubscriptionSpec, SubscriptionState, SubscriptionStatus,
+        },
+    },
+    catalog::model::Bundle,
+    plan::steps::{self, StepsInput},
+    resolve::{self, Catalogs, Dependency, Installed, Request, Selected},
+};
+
+/// What the Subscription controller observed for one decision.
+#[derive(Debug)]
+pub struct Observed<'a> {
+    /// The Subscription.
+    pub subscription: &'a Subscription,
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// The names of the OperatorGroups in that namespace.
+    pub operator_groups: Vec<String>,
+    /// The catalogs the namespace can see, with their models.
+    pub catalogs: &'a Catalogs<'a>,
+    /// What the namespace has installed (CSVs and Subscriptions), as resolution sees it.
+    pub installed: &'a Installed,
+    /// The CSVs of the namespace and their phases.
+    pub csv_phases: &'a [(String, Option<CsvPhase>)],
+}
+
+/// A bundle to install: what resolution selected, its dependencies, and the bundle itself.
+#[derive(Debug)]
+pub struct Install<'a> {
+    /// The selected bundle.
+    pub selected: Selected,
+    /// The dependencies that come with it (each becomes a Subscription step).
+    pub dependencies: Vec<Dependency>,
+    /// The bundle, as the catalog has it.
+    pub bundle: &'a Bundle,
+}
+
+/// What a reconcile decided, before the status is computed.
+#[derive(Debug)]
+pub enum Decision<'a> {
+    /// Resolution did not run (the Subscription waits on its InstallPlan).
+    NotRun,
+    /// Resolution failed: the reason and the plain-language message.
+    Failed(&'static str, String),
+    /// Nothing to install; the CSV this Subscription adopted, if any.
+    UpToDate(Option<String>),
+    /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
+    WaitingForSucceeded(Option<String>),
+    /// Install this bundle.
+    Install(Box<Install<'a>>),
+}
+
+/// The decision for a Subscription that [`needs_resolution`] (see the module documentation).
+pub fn decide<'a>(observed: &Observed<'a>) -> Decision<'a> {
+    let ns = observed.namespace;
+    let mut groups = observed.operator_groups.clone();
+    groups.sort();
+    if groups.len() != 1 {
+        let found = if groups.is_empty() {
+            "none".to_owned()
+        } else {
+            groups.join(", ")
+        };
+        return Decision::Failed(
+            reason::ERROR_PREVENTED_RESOLUTION,
+            format!(
+                "expected 1 OperatorGroup in namespace {ns}, found {}: {found}; {}",
+                groups.len(),
+                if groups.is_empty() {
+                    "create one (e.g. manifests/samples/operatorgroup.yaml)"
+                } else {
+                    "delete all but one"
+                }
+            ),
+        );
+    }
+    let request = Request::from_subscription(observed.subscription);
+    let resolution = match resolve::resolve(&request, observed.catalogs, observed.installed) {
+        Ok(r) => r,
+        Err(e) => return Decision::Failed(e.reason(), e.to_string()),
+    };
+    let Some(selected) = resolution.install() else {
+        return Decision::UpToDate(resolution.adopted.clone());
+    };
+    if let Some(replaces) = selected.replaces() {
+        let succeeded = observed
+            .csv_phases
+            .iter()
+            .any(|(name, phase)| name == replaces && *phase == Some(CsvPhase::Succeeded));
+        if !succeeded {
+            return Decision::WaitingForSucceeded(resolution.adopted.clone());
+        }
+    }
+    let Some(bundle) = selected.lookup(observed.catalogs) else {
+        return Decision::Failed(
+            reason::ERROR_PREVENTED_RESOLUTION,
+            format!(
+                "bundle {} is no longer in catalog {}; resolution will run again",
+                selected.bundle, selected.catalog
+            ),
+        );
+    };
+    let selected = selected.clone();
+    Decision::Install(Box::new(Install {
+        selected,
+        dependencies: resolution.dependencies,
+        bundle,
+    }))
+}
+
+/// The bundle's inlined objects and its other properties (for the CSV's
+/// `operatorframework.io/properties` annotation); a broken inlined object is an error naming it.
+///
+/// # Errors
+/// The first inlined object that does not decode, by position.
+pub fn bundle_manifests(bundle: &Bundle) -> Result<(Vec<Value>, Vec<Value>), String> {
+    let mut objects = Vec::new();
+    for (i, object) in bundle.objects().into_iter().enumerate() {
+        match object {
+            Ok(v) => objects.push(v),
+            Err(e) => return Err(format!("inlined object #{} (olm.bundle.object): {e}", i + 1)),
+        }
+    }
+    let properties = bundle
+        .properties
+        .to_list()
+        .into_iter()
+        .filter(|p| !matches!(p, crate::catalog::property::Property::BundleObject(_)))
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .collect();
+    Ok((objects, properties))
+}
+
+/// The InstallPlan `name` for `install`, owned by `sub`, and the status it starts with.
+///
+/// # Errors
+/// A planning failure to report on the Subscription (a broken inlined object, a manifest the
+/// steps cannot place, a dependency that cannot become a Subscription step), naming the bundle.
+pub fn install_plan(
+    sub: &Subscription,
+    namespace: &str,
+    name: &str,
+    install: &Install<'_>,
+) -> Result<(InstallPlan, InstallPlanStatus), String> {
+    let selected = &install.selected;
+    let csv = selected.bundle.as_str();
+    let catalog = &selected.catalog;
+    let mut plan = bundle_manifests(install.bundle)
+        .and_then(|(objects, properties)| {
+            steps::bundle_steps(&StepsInput {
+                manifests: &objects,
+                namespace,
+                replaces: selected.replaces(),
+                package: &selected.package,
+                source_name: &catalog.name,
+                source_namespace: &catalog.namespace,
+                properties: &properties,
+            })
+            .map_err(|e| e.to_string())
+        })
+        .map_err(|e| format!("bundle {csv} in catalog {catalog}: {e}"))?;
+    for dependency in &install.dependencies {
+        let generated = dependency.subscription(namespace, name);
+        let step = steps::subscription_step(&generated, &dependency.bundle.bundle)
+            .map_err(|e| format!("dependency {}: {e}", dependency.subscription_name))?;
+        plan.push(step);
+    }
+    let approval = plan_approval(&sub.spec);
+    let mut ip = InstallPlan::new(
+        name,
+        InstallPlanSpec {
+            source: Some(catalog.name.clone()),
+            source_namespace: Some(catalog.namespace.clone()),
+            cluster_service_version_names: vec![csv.to_owned()],
+            approval: approval.approval.clone(),
+            approved: approval.approved,
+            generation: None,
+        },
+    );
+    ip.metadata.namespace = Some(namespace.to_owned());
+    ip.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: API_VERSION.into(),
+        kind: "Subscription".into(),
+        name: sub.name_any(),
+        uid: sub.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(false),
+    }]);
+    let status = InstallPlanStatus {
+        phase: approval.phase,
+        catalog_sources: vec![catalog.name.clone()],
+        plan,
+        ..Default::default()
+    };
+    Ok((ip, status))
+}
 
 /// The health of one catalog the Subscription's namespace can see, as the controller observed it.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +314,7 @@ pub enum ResolutionStep<'a> {
     /// Resolution was not run (for example while an InstallPlan is pending, see
     /// [`needs_resolution`]); `ResolutionFailed` is left as it is.
     NotRun,
-    /// Resolution failed; for a [`super::ResolutionError`] `e`, pass `e.reason()` and
+    /// Resolution failed; for a [`crate::resolve::ResolutionError`] `e`, pass `e.reason()` and
     /// `e.to_string()`.
     Failed {
         /// Condition reason (`ConstraintsNotSatisfiable` or `ErrorPreventedResolution`).
@@ -103,7 +325,7 @@ pub enum ResolutionStep<'a> {
     /// Resolution found nothing to install for this Subscription.
     UpToDate {
         /// A CSV of the package, present in the namespace and owned by no Subscription, that
-        /// this Subscription adopted (see [`super::Resolution::adopted`]).
+        /// this Subscription adopted (see [`crate::resolve::Resolution::adopted`]).
         adopted: Option<&'a str>,
     },
     /// Resolution chose `csv` and the controller created `plan` for it.
@@ -523,566 +745,4 @@ fn plan_message(plan: &InstallPlan) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::jiff::Timestamp;
-    use serde_json::{Value, json};
-
-    use super::*;
-
-    fn time(seconds: i64) -> Time {
-        Time(Timestamp::from_second(seconds).expect("valid test time"))
-    }
-
-    fn subscription(approval: &str, status: Option<Value>) -> Subscription {
-        let mut sub = json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "Subscription",
-            "metadata": {"name": "redis", "namespace": "operators"},
-            "spec": {"source": "ops", "sourceNamespace": "olm", "name": "redis-operator",
-                     "channel": "stable", "installPlanApproval": approval},
-        });
-        if let (Some(obj), Some(status)) = (sub.as_object_mut(), status) {
-            obj.insert("status".to_owned(), status);
-        }
-        serde_json::from_value(sub).expect("test subscription")
-    }
-
-    fn plan(name: &str, approval: &str, approved: bool, mut status: Value) -> InstallPlan {
-        if let Some(obj) = status.as_object_mut() {
-            obj.entry("phase").or_insert_with(|| json!(""));
-            obj.entry("catalogSources").or_insert_with(|| json!([]));
-        }
-        serde_json::from_value(json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "InstallPlan",
-            "metadata": {"name": name, "namespace": "operators", "uid": format!("uid-{name}")},
-            "spec": {"clusterServiceVersionNames": ["redis-operator.v0.2.0"],
-                     "approval": approval, "approved": approved, "generation": 2},
-            "status": status,
-        }))
-        .expect("test install plan")
-    }
-
-    fn healthy_catalogs() -> Vec<CatalogHealthObservation> {
-        vec![CatalogHealthObservation {
-            catalog: ObjectReference {
-                name: Some("ops".to_owned()),
-                namespace: Some("olm".to_owned()),
-                uid: Some("uid-ops".to_owned()),
-                ..ObjectReference::default()
-            },
-            healthy: true,
-        }]
-    }
-
-    fn cond(st: &SubscriptionStatus, t: Cond) -> Option<&SubscriptionCondition> {
-        st.condition(&t)
-    }
-
-    fn summary(st: &SubscriptionStatus) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
-        (
-            st.state.as_ref().map(|s| s.as_str()),
-            st.current_csv.as_deref(),
-            st.installed_csv.as_deref(),
-            st.install_plan_ref.as_ref().and_then(|r| r.name.as_deref()),
-        )
-    }
-
-    #[test]
-    fn a_new_plan_makes_the_subscription_upgrade_pending_with_a_pending_condition() {
-        let sub = subscription("Automatic", None);
-        let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
-        let health = healthy_catalogs();
-        let now = time(100);
-        let st = next_status(&StatusInput {
-            subscription: &sub,
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &[],
-            resolution: ResolutionStep::NewPlan {
-                csv: "redis-operator.v0.2.0",
-                plan: &ip,
-            },
-            now: &now,
-        });
-        assert_eq!(
-            summary(&st),
-            (
-                Some("UpgradePending"),
-                Some("redis-operator.v0.2.0"),
-                None,
-                Some("install-1")
-            )
-        );
-        assert_eq!(st.install_plan_generation, Some(2));
-        assert_eq!(
-            st.install_plan.as_ref().map(|r| r.uuid.as_str()),
-            Some("uid-install-1")
-        );
-        let pending = cond(&st, Cond::InstallPlanPending).expect("pending condition");
-        assert_eq!(pending.status, ConditionStatus::True);
-        assert_eq!(pending.reason.as_deref(), Some("Installing"));
-        let health = cond(&st, Cond::CatalogSourcesUnhealthy).expect("health condition");
-        assert_eq!(health.status, ConditionStatus::False);
-        assert_eq!(health.reason.as_deref(), Some("AllCatalogSourcesHealthy"));
-        assert_eq!(st.catalog_health.len(), 1);
-        assert_eq!(st.last_updated, now);
-    }
-
-    #[test]
-    fn the_state_machine_follows_the_plan_and_the_csv() {
-        struct Case {
-            name: &'static str,
-            approval: &'static str,
-            status: Value,
-            plan: Option<(bool, Value)>,
-            csvs: &'static [&'static str],
-            expected: (Option<&'static str>, Option<&'static str>, Option<&'static str>),
-            condition: Option<(Cond, &'static str)>,
-        }
-        let pending_upgrade = json!({
-            "state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
-            "installedCSV": "redis-operator.v0.1.0", "lastUpdated": "2026-01-01T00:00:00Z",
-            "installPlanRef": {"name": "install-1", "namespace": "operators"}
-        });
-        let pending_first = json!({
-            "state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
-            "lastUpdated": "2026-01-01T00:00:00Z",
-            "installPlanRef": {"name": "install-1", "namespace": "operators"}
-        });
-        let cases = [
-            Case {
-                name: "a Manual upgrade waiting for approval is UpgradeAvailable",
-                approval: "Manual",
-                status: pending_upgrade.clone(),
-                plan: Some((false, json!({"phase": "RequiresApproval"}))),
-                csvs: &["redis-operator.v0.1.0"],
-                expected: (
-                    Some("UpgradeAvailable"),
-                    Some("redis-operator.v0.2.0"),
-                    Some("redis-operator.v0.1.0"),
-                ),
-                condition: Some((Cond::InstallPlanPending, "RequiresApproval")),
-            },
-            Case {
-                name: "an approved upgrade is UpgradePending again",
-                approval: "Manual",
-                status: pending_upgrade.clone(),
-                plan: Some((true, json!({"phase": "Installing"}))),
-                csvs: &["redis-operator.v0.1.0"],
-                expected: (
-                    Some("UpgradePending"),
-                    Some("redis-operator.v0.2.0"),
-                    Some("redis-operator.v0.1.0"),
-                ),
-                condition: Some((Cond::InstallPlanPending, "Installing")),
-            },
-            Case {
-                name: "a first install waiting for approval stays UpgradePending",
-                approval: "Manual",
-                status: pending_first.clone(),
-                plan: Some((false, json!({"phase": "RequiresApproval"}))),
-                csvs: &[],
-                expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
-                condition: Some((Cond::InstallPlanPending, "RequiresApproval")),
-            },
-            Case {
-                name: "once the CSV exists the Subscription is AtLatestKnown",
-                approval: "Automatic",
-                status: pending_first.clone(),
-                plan: Some((true, json!({"phase": "Complete"}))),
-                csvs: &["redis-operator.v0.2.0"],
-                expected: (
-                    Some("AtLatestKnown"),
-                    Some("redis-operator.v0.2.0"),
-                    Some("redis-operator.v0.2.0"),
-                ),
-                condition: None,
-            },
-            Case {
-                name: "a plan with no phase yet is not yet reconciled",
-                approval: "Automatic",
-                status: pending_first.clone(),
-                plan: Some((true, json!({}))),
-                csvs: &[],
-                expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
-                condition: Some((Cond::InstallPlanPending, "InstallPlanNotYetReconciled")),
-            },
-            Case {
-                name: "a failed plan reports the Installed condition's reason",
-                approval: "Automatic",
-                status: pending_first.clone(),
-                plan: Some((
-                    true,
-                    json!({"phase": "Failed", "conditions": [{
-                    "type": "Installed", "status": "False", "reason": "InstallComponentFailed",
-                    "message": "error creating clusterrole redis: forbidden"}]}),
-                )),
-                csvs: &[],
-                expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
-                condition: Some((Cond::InstallPlanFailed, "InstallComponentFailed")),
-            },
-            Case {
-                name: "a failed plan without an Installed condition reports InstallPlanFailed",
-                approval: "Automatic",
-                status: pending_first.clone(),
-                plan: Some((true, json!({"phase": "Failed"}))),
-                csvs: &[],
-                expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
-                condition: Some((Cond::InstallPlanFailed, "InstallPlanFailed")),
-            },
-            Case {
-                name: "a pending plan deleted while UpgradePending clears the reference to resolve again",
-                approval: "Automatic",
-                status: pending_first.clone(),
-                plan: None,
-                csvs: &[],
-                expected: (Some(""), None, None),
-                condition: None,
-            },
-            Case {
-                name: "a plan deleted after the install is reported missing",
-                approval: "Automatic",
-                status: json!({
-                    "state": "AtLatestKnown", "currentCSV": "redis-operator.v0.2.0",
-                    "installedCSV": "redis-operator.v0.2.0", "lastUpdated": "2026-01-01T00:00:00Z",
-                    "installPlanRef": {"name": "install-1", "namespace": "operators"}
-                }),
-                plan: None,
-                csvs: &["redis-operator.v0.2.0"],
-                expected: (
-                    Some("AtLatestKnown"),
-                    Some("redis-operator.v0.2.0"),
-                    Some("redis-operator.v0.2.0"),
-                ),
-                condition: Some((Cond::InstallPlanMissing, "ReferencedInstallPlanNotFound")),
-            },
-        ];
-        for case in cases {
-            let sub = subscription(case.approval, Some(case.status.clone()));
-            let ip = case
-                .plan
-                .as_ref()
-                .map(|(approved, status)| plan("install-1", case.approval, *approved, status.clone()));
-            let plans: Vec<&InstallPlan> = ip.iter().collect();
-            let health = healthy_catalogs();
-            let now = time(200);
-            let st = next_status(&StatusInput {
-                subscription: &sub,
-                catalog_health: &health,
-                csvs: case.csvs,
-                install_plans: &plans,
-                resolution: ResolutionStep::NotRun,
-                now: &now,
-            });
-            let (state, current, installed, _) = summary(&st);
-            assert_eq!((state, current, installed), case.expected, "{}", case.name);
-            let ip_conditions: Vec<(&Cond, Option<&str>)> = st
-                .conditions
-                .iter()
-                .filter(|c| c.type_ != Cond::CatalogSourcesUnhealthy)
-                .map(|c| (&c.type_, c.reason.as_deref()))
-                .collect();
-            let expected: Vec<(&Cond, Option<&str>)> =
-                case.condition.iter().map(|(t, r)| (t, Some(*r))).collect();
-            assert_eq!(ip_conditions, expected, "{}", case.name);
-        }
-    }
-
-    #[test]
-    fn plan_messages_come_from_the_plan_or_say_how_to_approve() {
-        let sub = subscription(
-            "Manual",
-            Some(
-                json!({"state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
-                "lastUpdated": "2026-01-01T00:00:00Z",
-                "installPlanRef": {"name": "install-1", "namespace": "operators"}}),
-            ),
-        );
-        let health = healthy_catalogs();
-        let now = time(300);
-        let run = |ip: &InstallPlan| {
-            let plans = [ip];
-            next_status(&StatusInput {
-                subscription: &sub,
-                catalog_health: &health,
-                csvs: &[],
-                install_plans: &plans,
-                resolution: ResolutionStep::NotRun,
-                now: &now,
-            })
-        };
-        let waiting = run(&plan(
-            "install-1",
-            "Manual",
-            false,
-            json!({"phase": "RequiresApproval"}),
-        ));
-        assert_eq!(
-            cond(&waiting, Cond::InstallPlanPending).and_then(|c| c.message.as_deref()),
-            Some(
-                "InstallPlan operators/install-1 waits for approval: run `kubectl-olm approve \
-                 install-1 -n operators` or `kubectl patch installplan install-1 -n operators \
-                 --type merge -p '{\"spec\":{\"approved\":true}}'`"
-            )
-        );
-        let failed = run(&plan(
-            "install-1",
-            "Manual",
-            true,
-            json!({"phase": "Failed", "conditions": [{"type": "Installed", "status": "False",
-                "reason": "InstallComponentFailed", "message": "error creating clusterrole redis"}]}),
-        ));
-        assert_eq!(
-            cond(&failed, Cond::InstallPlanFailed).and_then(|c| c.message.as_deref()),
-            Some("error creating clusterrole redis")
-        );
-        let unpacking = run(&plan(
-            "install-1",
-            "Manual",
-            true,
-            json!({"phase": "Installing", "bundleLookups": [{
-                "path": "example.com/redis:v0.2.0", "identifier": "redis-operator.v0.2.0",
-                "replaces": "", "catalogSourceRef": {"name": "ops", "namespace": "olm"},
-                "conditions": [{"type": "BundleLookupPending", "status": "True",
-                    "reason": "JobIncomplete", "message": "unpack job not completed"}]}]}),
-        ));
-        assert_eq!(
-            cond(&unpacking, Cond::InstallPlanPending).and_then(|c| c.message.as_deref()),
-            Some("unpack job not completed.")
-        );
-    }
-
-    #[test]
-    fn resolution_failures_set_and_successes_clear_resolution_failed() {
-        let health = healthy_catalogs();
-        let now = time(400);
-        let sub = subscription("Automatic", None);
-        let failed = next_status(&StatusInput {
-            subscription: &sub,
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &[],
-            resolution: ResolutionStep::Failed {
-                reason: reason::CONSTRAINTS_NOT_SATISFIABLE,
-                message: "package redis-operator has no channel 'stabel'",
-            },
-            now: &now,
-        });
-        let c = cond(&failed, Cond::ResolutionFailed).expect("condition");
-        assert_eq!(c.status, ConditionStatus::True);
-        assert_eq!(c.reason.as_deref(), Some("ConstraintsNotSatisfiable"));
-        assert_eq!(
-            c.message.as_deref(),
-            Some("package redis-operator has no channel 'stabel'")
-        );
-        assert_eq!(failed.state, None);
-
-        let mut sub = sub;
-        sub.status = Some(failed);
-        for step in [ResolutionStep::NotRun, ResolutionStep::UpToDate { adopted: None }] {
-            let st = next_status(&StatusInput {
-                subscription: &sub,
-                catalog_health: &health,
-                csvs: &[],
-                install_plans: &[],
-                resolution: step,
-                now: &now,
-            });
-            let kept = matches!(step, ResolutionStep::NotRun);
-            assert_eq!(cond(&st, Cond::ResolutionFailed).is_some(), kept, "{step:?}");
-        }
-    }
-
-    #[test]
-    fn an_adopted_csv_becomes_current_and_installed() {
-        let sub = subscription("Automatic", None);
-        let health = healthy_catalogs();
-        let now = time(500);
-        let st = next_status(&StatusInput {
-            subscription: &sub,
-            catalog_health: &health,
-            csvs: &["redis-operator.v0.1.0"],
-            install_plans: &[],
-            resolution: ResolutionStep::UpToDate {
-                adopted: Some("redis-operator.v0.1.0"),
-            },
-            now: &now,
-        });
-        assert_eq!(
-            summary(&st),
-            (
-                Some("AtLatestKnown"),
-                Some("redis-operator.v0.1.0"),
-                Some("redis-operator.v0.1.0"),
-                None
-            )
-        );
-    }
-
-    #[test]
-    fn catalog_health_names_the_targeted_or_other_unhealthy_catalogs() {
-        let obs = |ns: &str, name: &str, healthy: bool| CatalogHealthObservation {
-            catalog: ObjectReference {
-                name: Some(name.to_owned()),
-                namespace: Some(ns.to_owned()),
-                ..ObjectReference::default()
-            },
-            healthy,
-        };
-        let cases = [
-            (
-                vec![],
-                true,
-                "NoCatalogSourcesFound",
-                "dependency resolution requires at least one catalogsource",
-            ),
-            (
-                vec![obs("olm", "other", true)],
-                true,
-                "UnhealthyCatalogSourceFound",
-                "targeted catalogsource olm/ops missing",
-            ),
-            (
-                vec![obs("olm", "ops", false)],
-                true,
-                "UnhealthyCatalogSourceFound",
-                "targeted catalogsource olm/ops unhealthy",
-            ),
-            (
-                vec![
-                    obs("olm", "ops", true),
-                    obs("operators", "zeta", false),
-                    obs("olm", "beta", false),
-                ],
-                true,
-                "UnhealthyCatalogSourceFound",
-                "catalogsource olm/beta, operators/zeta unhealthy; the targeted catalogsource \
-                 olm/ops is healthy and unhealthy catalogs are skipped when looking up dependencies",
-            ),
-            (
-                vec![obs("olm", "ops", true)],
-                false,
-                "AllCatalogSourcesHealthy",
-                "all available catalogsources are healthy",
-            ),
-        ];
-        let sub = subscription("Automatic", None);
-        let now = time(600);
-        for (observed, unhealthy, reason, message) in cases {
-            let st = next_status(&StatusInput {
-                subscription: &sub,
-                catalog_health: &observed,
-                csvs: &[],
-                install_plans: &[],
-                resolution: ResolutionStep::NotRun,
-                now: &now,
-            });
-            let c = cond(&st, Cond::CatalogSourcesUnhealthy).expect("condition");
-            assert_eq!(c.status, ConditionStatus::from_bool(unhealthy), "{message}");
-            assert_eq!(c.reason.as_deref(), Some(reason));
-            assert_eq!(c.message.as_deref(), Some(message));
-            let listed: Vec<(String, String)> = st
-                .catalog_health
-                .iter()
-                .map(|h| ref_key(&h.catalog_source_ref))
-                .collect();
-            let mut sorted = listed.clone();
-            sorted.sort();
-            assert_eq!(listed, sorted, "catalogHealth is sorted");
-        }
-    }
-
-    #[test]
-    fn an_unchanged_world_gives_an_unchanged_status_with_its_old_times() {
-        let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
-        let health = healthy_catalogs();
-        let first_time = time(700);
-        let first = next_status(&StatusInput {
-            subscription: &subscription("Automatic", None),
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &[],
-            resolution: ResolutionStep::NewPlan {
-                csv: "redis-operator.v0.2.0",
-                plan: &ip,
-            },
-            now: &first_time,
-        });
-        let mut sub = subscription("Automatic", None);
-        sub.status = Some(first.clone());
-        let later = time(900);
-        let plans = [&ip];
-        let second = next_status(&StatusInput {
-            subscription: &sub,
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &plans,
-            resolution: ResolutionStep::NotRun,
-            now: &later,
-        });
-        assert!(!status_changed(Some(&first), &second));
-        assert_eq!(second, first, "times are kept too");
-
-        // The CSV appearing changes the state, stamps lastUpdated, keeps untouched conditions'
-        // transition times.
-        let csvs = ["redis-operator.v0.2.0"];
-        let third = next_status(&StatusInput {
-            subscription: &sub,
-            catalog_health: &health,
-            csvs: &csvs,
-            install_plans: &plans,
-            resolution: ResolutionStep::NotRun,
-            now: &later,
-        });
-        assert!(status_changed(Some(&first), &third));
-        assert_eq!(third.last_updated, later);
-        assert_eq!(
-            cond(&third, Cond::CatalogSourcesUnhealthy).and_then(|c| c.last_transition_time.clone()),
-            Some(first_time)
-        );
-    }
-
-    #[test]
-    fn resolution_waits_while_a_referenced_plan_is_pending() {
-        let mut st = SubscriptionStatus::new(time(0));
-        assert!(needs_resolution(None));
-        assert!(needs_resolution(Some(&st)));
-        st.state = Some(SubscriptionState::UpgradePending);
-        assert!(needs_resolution(Some(&st)), "pending without a plan resolves");
-        st.install_plan_ref = Some(ObjectReference {
-            name: Some("install-1".to_owned()),
-            ..ObjectReference::default()
-        });
-        assert!(!needs_resolution(Some(&st)));
-        st.state = Some(SubscriptionState::UpgradeAvailable);
-        assert!(!needs_resolution(Some(&st)));
-        st.state = Some(SubscriptionState::AtLatestKnown);
-        assert!(needs_resolution(Some(&st)), "at latest known looks for upgrades");
-    }
-
-    #[test]
-    fn each_subscription_plan_takes_that_subscription_approval() {
-        let manual = subscription("Manual", None);
-        let automatic = subscription("Automatic", None);
-        let odd = subscription("manual", None);
-        assert_eq!(
-            plan_approval(&manual.spec),
-            PlanApproval {
-                approval: Approval::Manual,
-                approved: false,
-                phase: InstallPlanPhase::RequiresApproval
-            }
-        );
-        for spec in [&automatic.spec, &odd.spec] {
-            assert_eq!(
-                plan_approval(spec),
-                PlanApproval {
-                    approval: Approval::Automatic,
-                    approved: true,
-                    phase: InstallPlanPhase::Installing
-                }
-            );
-        }
-    }
-}
+mod tests;

@@ -97,7 +97,7 @@
 //!   Subscription gates every other operator's installs and upgrades, and approving the plan
 //!   approves all of them (reference §3.2, §5 #6). Here each Subscription is resolved on its own
 //!   and gets its own InstallPlan whose approval is that Subscription's
-//!   (`status::plan_approval`): a Manual Subscription never holds back an Automatic one, and
+//!   ([`crate::plan::subscription::plan_approval`]): a Manual Subscription never holds back an Automatic one, and
 //!   approving a plan installs exactly what its Subscription asked for. Dependencies are
 //!   installed through their own generated (Automatic) Subscriptions, created by the parent's
 //!   InstallPlan: a Manual parent therefore gates its dependencies until it is approved, and no
@@ -106,9 +106,9 @@
 //!
 //! # Subscription status
 //!
-//! [`status`] turns a resolution result, the referenced InstallPlan and the CSVs present into the
-//! Subscription's next `status` (state, `currentCSV`, `installedCSV`, `installPlanRef`,
-//! `catalogHealth` and the conditions), with upstream's reasons and polarity.
+//! [`crate::plan::subscription`] turns a resolution result, the referenced InstallPlan and the CSVs
+//! present into the Subscription's next `status` (state, `currentCSV`, `installedCSV`,
+//! `installPlanRef`, `catalogHealth` and the conditions), with upstream's reasons and polarity.
 
 #![allow(
     clippy::result_large_err,

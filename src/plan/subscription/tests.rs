@@ -1,0 +1,818 @@
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn time(seconds: i64) -> Time {
+    Time(Timestamp::from_second(seconds).expect("valid test time"))
+}
+
+fn subscription(approval: &str, status: Option<Value>) -> Subscription {
+    let mut sub = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": "redis", "namespace": "operators"},
+        "spec": {"source": "ops", "sourceNamespace": "olm", "name": "redis-operator",
+                 "channel": "stable", "installPlanApproval": approval},
+    });
+    if let (Some(obj), Some(status)) = (sub.as_object_mut(), status) {
+        obj.insert("status".to_owned(), status);
+    }
+    serde_json::from_value(sub).expect("test subscription")
+}
+
+fn plan(name: &str, approval: &str, approved: bool, mut status: Value) -> InstallPlan {
+    if let Some(obj) = status.as_object_mut() {
+        obj.entry("phase").or_insert_with(|| json!(""));
+        obj.entry("catalogSources").or_insert_with(|| json!([]));
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "InstallPlan",
+        "metadata": {"name": name, "namespace": "operators", "uid": format!("uid-{name}")},
+        "spec": {"clusterServiceVersionNames": ["redis-operator.v0.2.0"],
+                 "approval": approval, "approved": approved, "generation": 2},
+        "status": status,
+    }))
+    .expect("test install plan")
+}
+
+fn healthy_catalogs() -> Vec<CatalogHealthObservation> {
+    vec![CatalogHealthObservation {
+        catalog: ObjectReference {
+            name: Some("ops".to_owned()),
+            namespace: Some("olm".to_owned()),
+            uid: Some("uid-ops".to_owned()),
+            ..ObjectReference::default()
+        },
+        healthy: true,
+    }]
+}
+
+fn cond(st: &SubscriptionStatus, t: Cond) -> Option<&SubscriptionCondition> {
+    st.condition(&t)
+}
+
+fn summary(st: &SubscriptionStatus) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
+    (
+        st.state.as_ref().map(|s| s.as_str()),
+        st.current_csv.as_deref(),
+        st.installed_csv.as_deref(),
+        st.install_plan_ref.as_ref().and_then(|r| r.name.as_deref()),
+    )
+}
+
+#[test]
+fn a_new_plan_makes_the_subscription_upgrade_pending_with_a_pending_condition() {
+    let sub = subscription("Automatic", None);
+    let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
+    let health = healthy_catalogs();
+    let now = time(100);
+    let st = next_status(&StatusInput {
+        subscription: &sub,
+        catalog_health: &health,
+        csvs: &[],
+        install_plans: &[],
+        resolution: ResolutionStep::NewPlan {
+            csv: "redis-operator.v0.2.0",
+            plan: &ip,
+        },
+        now: &now,
+    });
+    assert_eq!(
+        summary(&st),
+        (
+            Some("UpgradePending"),
+            Some("redis-operator.v0.2.0"),
+            None,
+            Some("install-1")
+        )
+    );
+    assert_eq!(st.install_plan_generation, Some(2));
+    assert_eq!(
+        st.install_plan.as_ref().map(|r| r.uuid.as_str()),
+        Some("uid-install-1")
+    );
+    let pending = cond(&st, Cond::InstallPlanPending).expect("pending condition");
+    assert_eq!(pending.status, ConditionStatus::True);
+    assert_eq!(pending.reason.as_deref(), Some("Installing"));
+    let health = cond(&st, Cond::CatalogSourcesUnhealthy).expect("health condition");
+    assert_eq!(health.status, ConditionStatus::False);
+    assert_eq!(health.reason.as_deref(), Some("AllCatalogSourcesHealthy"));
+    assert_eq!(st.catalog_health.len(), 1);
+    assert_eq!(st.last_updated, now);
+}
+
+#[test]
+fn the_state_machine_follows_the_plan_and_the_csv() {
+    struct Case {
+        name: &'static str,
+        approval: &'static str,
+        status: Value,
+        plan: Option<(bool, Value)>,
+        csvs: &'static [&'static str],
+        expected: (Option<&'static str>, Option<&'static str>, Option<&'static str>),
+        condition: Option<(Cond, &'static str)>,
+    }
+    let pending_upgrade = json!({
+        "state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
+        "installedCSV": "redis-operator.v0.1.0", "lastUpdated": "2026-01-01T00:00:00Z",
+        "installPlanRef": {"name": "install-1", "namespace": "operators"}
+    });
+    let pending_first = json!({
+        "state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
+        "lastUpdated": "2026-01-01T00:00:00Z",
+        "installPlanRef": {"name": "install-1", "namespace": "operators"}
+    });
+    let cases = [
+        Case {
+            name: "a Manual upgrade waiting for approval is UpgradeAvailable",
+            approval: "Manual",
+            status: pending_upgrade.clone(),
+            plan: Some((false, json!({"phase": "RequiresApproval"}))),
+            csvs: &["redis-operator.v0.1.0"],
+            expected: (
+                Some("UpgradeAvailable"),
+                Some("redis-operator.v0.2.0"),
+                Some("redis-operator.v0.1.0"),
+            ),
+            condition: Some((Cond::InstallPlanPending, "RequiresApproval")),
+        },
+        Case {
+            name: "an approved upgrade is UpgradePending again",
+            approval: "Manual",
+            status: pending_upgrade.clone(),
+            plan: Some((true, json!({"phase": "Installing"}))),
+            csvs: &["redis-operator.v0.1.0"],
+            expected: (
+                Some("UpgradePending"),
+                Some("redis-operator.v0.2.0"),
+                Some("redis-operator.v0.1.0"),
+            ),
+            condition: Some((Cond::InstallPlanPending, "Installing")),
+        },
+        Case {
+            name: "a first install waiting for approval stays UpgradePending",
+            approval: "Manual",
+            status: pending_first.clone(),
+            plan: Some((false, json!({"phase": "RequiresApproval"}))),
+            csvs: &[],
+            expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
+            condition: Some((Cond::InstallPlanPending, "RequiresApproval")),
+        },
+        Case {
+            name: "once the CSV exists the Subscription is AtLatestKnown",
+            approval: "Automatic",
+            status: pending_first.clone(),
+            plan: Some((true, json!({"phase": "Complete"}))),
+            csvs: &["redis-operator.v0.2.0"],
+            expected: (
+                Some("AtLatestKnown"),
+                Some("redis-operator.v0.2.0"),
+                Some("redis-operator.v0.2.0"),
+            ),
+            condition: None,
+        },
+        Case {
+            name: "a plan with no phase yet is not yet reconciled",
+            approval: "Automatic",
+            status: pending_first.clone(),
+            plan: Some((true, json!({}))),
+            csvs: &[],
+            expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
+            condition: Some((Cond::InstallPlanPending, "InstallPlanNotYetReconciled")),
+        },
+        Case {
+            name: "a failed plan reports the Installed condition's reason",
+            approval: "Automatic",
+            status: pending_first.clone(),
+            plan: Some((
+                true,
+                json!({"phase": "Failed", "conditions": [{
+                "type": "Installed", "status": "False", "reason": "InstallComponentFailed",
+                "message": "error creating clusterrole redis: forbidden"}]}),
+            )),
+            csvs: &[],
+            expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
+            condition: Some((Cond::InstallPlanFailed, "InstallComponentFailed")),
+        },
+        Case {
+            name: "a failed plan without an Installed condition reports InstallPlanFailed",
+            approval: "Automatic",
+            status: pending_first.clone(),
+            plan: Some((true, json!({"phase": "Failed"}))),
+            csvs: &[],
+            expected: (Some("UpgradePending"), Some("redis-operator.v0.2.0"), None),
+            condition: Some((Cond::InstallPlanFailed, "InstallPlanFailed")),
+        },
+        Case {
+            name: "a pending plan deleted while UpgradePending clears the reference to resolve again",
+            approval: "Automatic",
+            status: pending_first.clone(),
+            plan: None,
+            csvs: &[],
+            expected: (Some(""), None, None),
+            condition: None,
+        },
+        Case {
+            name: "a plan deleted after the install is reported missing",
+            approval: "Automatic",
+            status: json!({
+                "state": "AtLatestKnown", "currentCSV": "redis-operator.v0.2.0",
+                "installedCSV": "redis-operator.v0.2.0", "lastUpdated": "2026-01-01T00:00:00Z",
+                "installPlanRef": {"name": "install-1", "namespace": "operators"}
+            }),
+            plan: None,
+            csvs: &["redis-operator.v0.2.0"],
+            expected: (
+                Some("AtLatestKnown"),
+                Some("redis-operator.v0.2.0"),
+                Some("redis-operator.v0.2.0"),
+            ),
+            condition: Some((Cond::InstallPlanMissing, "ReferencedInstallPlanNotFound")),
+        },
+    ];
+    for case in cases {
+        let sub = subscription(case.approval, Some(case.status.clone()));
+        let ip = case
+            .plan
+            .as_ref()
+            .map(|(approved, status)| plan("install-1", case.approval, *approved, status.clone()));
+        let plans: Vec<&InstallPlan> = ip.iter().collect();
+        let health = healthy_catalogs();
+        let now = time(200);
+        let st = next_status(&StatusInput {
+            subscription: &sub,
+            catalog_health: &health,
+            csvs: case.csvs,
+            install_plans: &plans,
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        });
+        let (state, current, installed, _) = summary(&st);
+        assert_eq!((state, current, installed), case.expected, "{}", case.name);
+        let ip_conditions: Vec<(&Cond, Option<&str>)> = st
+            .conditions
+            .iter()
+            .filter(|c| c.type_ != Cond::CatalogSourcesUnhealthy)
+            .map(|c| (&c.type_, c.reason.as_deref()))
+            .collect();
+        let expected: Vec<(&Cond, Option<&str>)> =
+            case.condition.iter().map(|(t, r)| (t, Some(*r))).collect();
+        assert_eq!(ip_conditions, expected, "{}", case.name);
+    }
+}
+
+#[test]
+fn plan_messages_come_from_the_plan_or_say_how_to_approve() {
+    let sub = subscription(
+        "Manual",
+        Some(
+            json!({"state": "UpgradePending", "currentCSV": "redis-operator.v0.2.0",
+            "lastUpdated": "2026-01-01T00:00:00Z",
+            "installPlanRef": {"name": "install-1", "namespace": "operators"}}),
+        ),
+    );
+    let health = healthy_catalogs();
+    let now = time(300);
+    let run = |ip: &InstallPlan| {
+        let plans = [ip];
+        next_status(&StatusInput {
+            subscription: &sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &plans,
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        })
+    };
+    let waiting = run(&plan(
+        "install-1",
+        "Manual",
+        false,
+        json!({"phase": "RequiresApproval"}),
+    ));
+    assert_eq!(
+        cond(&waiting, Cond::InstallPlanPending).and_then(|c| c.message.as_deref()),
+        Some(
+            "InstallPlan operators/install-1 waits for approval: run `kubectl-olm approve \
+             install-1 -n operators` or `kubectl patch installplan install-1 -n operators \
+             --type merge -p '{\"spec\":{\"approved\":true}}'`"
+        )
+    );
+    let failed = run(&plan(
+        "install-1",
+        "Manual",
+        true,
+        json!({"phase": "Failed", "conditions": [{"type": "Installed", "status": "False",
+            "reason": "InstallComponentFailed", "message": "error creating clusterrole redis"}]}),
+    ));
+    assert_eq!(
+        cond(&failed, Cond::InstallPlanFailed).and_then(|c| c.message.as_deref()),
+        Some("error creating clusterrole redis")
+    );
+    let unpacking = run(&plan(
+        "install-1",
+        "Manual",
+        true,
+        json!({"phase": "Installing", "bundleLookups": [{
+            "path": "example.com/redis:v0.2.0", "identifier": "redis-operator.v0.2.0",
+            "replaces": "", "catalogSourceRef": {"name": "ops", "namespace": "olm"},
+            "conditions": [{"type": "BundleLookupPending", "status": "True",
+                "reason": "JobIncomplete", "message": "unpack job not completed"}]}]}),
+    ));
+    assert_eq!(
+        cond(&unpacking, Cond::InstallPlanPending).and_then(|c| c.message.as_deref()),
+        Some("unpack job not completed.")
+    );
+}
+
+#[test]
+fn resolution_failures_set_and_successes_clear_resolution_failed() {
+    let health = healthy_catalogs();
+    let now = time(400);
+    let sub = subscription("Automatic", None);
+    let failed = next_status(&StatusInput {
+        subscription: &sub,
+        catalog_health: &health,
+        csvs: &[],
+        install_plans: &[],
+        resolution: ResolutionStep::Failed {
+            reason: reason::CONSTRAINTS_NOT_SATISFIABLE,
+            message: "package redis-operator has no channel 'stabel'",
+        },
+        now: &now,
+    });
+    let c = cond(&failed, Cond::ResolutionFailed).expect("condition");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some("ConstraintsNotSatisfiable"));
+    assert_eq!(
+        c.message.as_deref(),
+        Some("package redis-operator has no channel 'stabel'")
+    );
+    assert_eq!(failed.state, None);
+
+    let mut sub = sub;
+    sub.status = Some(failed);
+    for step in [ResolutionStep::NotRun, ResolutionStep::UpToDate { adopted: None }] {
+        let st = next_status(&StatusInput {
+            subscription: &sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &[],
+            resolution: step,
+            now: &now,
+        });
+        let kept = matches!(step, ResolutionStep::NotRun);
+        assert_eq!(cond(&st, Cond::ResolutionFailed).is_some(), kept, "{step:?}");
+    }
+}
+
+#[test]
+fn an_adopted_csv_becomes_current_and_installed() {
+    let sub = subscription("Automatic", None);
+    let health = healthy_catalogs();
+    let now = time(500);
+    let st = next_status(&StatusInput {
+        subscription: &sub,
+        catalog_health: &health,
+        csvs: &["redis-operator.v0.1.0"],
+        install_plans: &[],
+        resolution: ResolutionStep::UpToDate {
+            adopted: Some("redis-operator.v0.1.0"),
+        },
+        now: &now,
+    });
+    assert_eq!(
+        summary(&st),
+        (
+            Some("AtLatestKnown"),
+            Some("redis-operator.v0.1.0"),
+            Some("redis-operator.v0.1.0"),
+            None
+        )
+    );
+}
+
+#[test]
+fn catalog_health_names_the_targeted_or_other_unhealthy_catalogs() {
+    let obs = |ns: &str, name: &str, healthy: bool| CatalogHealthObservation {
+        catalog: ObjectReference {
+            name: Some(name.to_owned()),
+            namespace: Some(ns.to_owned()),
+            ..ObjectReference::default()
+        },
+        healthy,
+    };
+    let cases = [
+        (
+            vec![],
+            true,
+            "NoCatalogSourcesFound",
+            "dependency resolution requires at least one catalogsource",
+        ),
+        (
+            vec![obs("olm", "other", true)],
+            true,
+            "UnhealthyCatalogSourceFound",
+            "targeted catalogsource olm/ops missing",
+        ),
+        (
+            vec![obs("olm", "ops", false)],
+            true,
+            "UnhealthyCatalogSourceFound",
+            "targeted catalogsource olm/ops unhealthy",
+        ),
+        (
+            vec![
+                obs("olm", "ops", true),
+                obs("operators", "zeta", false),
+                obs("olm", "beta", false),
+            ],
+            true,
+            "UnhealthyCatalogSourceFound",
+            "catalogsource olm/beta, operators/zeta unhealthy; the targeted catalogsource \
+             olm/ops is healthy and unhealthy catalogs are skipped when looking up dependencies",
+        ),
+        (
+            vec![obs("olm", "ops", true)],
+            false,
+            "AllCatalogSourcesHealthy",
+            "all available catalogsources are healthy",
+        ),
+    ];
+    let sub = subscription("Automatic", None);
+    let now = time(600);
+    for (observed, unhealthy, reason, message) in cases {
+        let st = next_status(&StatusInput {
+            subscription: &sub,
+            catalog_health: &observed,
+            csvs: &[],
+            install_plans: &[],
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        });
+        let c = cond(&st, Cond::CatalogSourcesUnhealthy).expect("condition");
+        assert_eq!(c.status, ConditionStatus::from_bool(unhealthy), "{message}");
+        assert_eq!(c.reason.as_deref(), Some(reason));
+        assert_eq!(c.message.as_deref(), Some(message));
+        let listed: Vec<(String, String)> = st
+            .catalog_health
+            .iter()
+            .map(|h| ref_key(&h.catalog_source_ref))
+            .collect();
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(listed, sorted, "catalogHealth is sorted");
+    }
+}
+
+#[test]
+fn an_unchanged_world_gives_an_unchanged_status_with_its_old_times() {
+    let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
+    let health = healthy_catalogs();
+    let first_time = time(700);
+    let first = next_status(&StatusInput {
+        subscription: &subscription("Automatic", None),
+        catalog_health: &health,
+        csvs: &[],
+        install_plans: &[],
+        resolution: ResolutionStep::NewPlan {
+            csv: "redis-operator.v0.2.0",
+            plan: &ip,
+        },
+        now: &first_time,
+    });
+    let mut sub = subscription("Automatic", None);
+    sub.status = Some(first.clone());
+    let later = time(900);
+    let plans = [&ip];
+    let second = next_status(&StatusInput {
+        subscription: &sub,
+        catalog_health: &health,
+        csvs: &[],
+        install_plans: &plans,
+        resolution: ResolutionStep::NotRun,
+        now: &later,
+    });
+    assert!(!status_changed(Some(&first), &second));
+    assert_eq!(second, first, "times are kept too");
+
+    // The CSV appearing changes the state, stamps lastUpdated, keeps untouched conditions'
+    // transition times.
+    let csvs = ["redis-operator.v0.2.0"];
+    let third = next_status(&StatusInput {
+        subscription: &sub,
+        catalog_health: &health,
+        csvs: &csvs,
+        install_plans: &plans,
+        resolution: ResolutionStep::NotRun,
+        now: &later,
+    });
+    assert!(status_changed(Some(&first), &third));
+    assert_eq!(third.last_updated, later);
+    assert_eq!(
+        cond(&third, Cond::CatalogSourcesUnhealthy).and_then(|c| c.last_transition_time.clone()),
+        Some(first_time)
+    );
+}
+
+#[test]
+fn resolution_waits_while_a_referenced_plan_is_pending() {
+    let mut st = SubscriptionStatus::new(time(0));
+    assert!(needs_resolution(None));
+    assert!(needs_resolution(Some(&st)));
+    st.state = Some(SubscriptionState::UpgradePending);
+    assert!(needs_resolution(Some(&st)), "pending without a plan resolves");
+    st.install_plan_ref = Some(ObjectReference {
+        name: Some("install-1".to_owned()),
+        ..ObjectReference::default()
+    });
+    assert!(!needs_resolution(Some(&st)));
+    st.state = Some(SubscriptionState::UpgradeAvailable);
+    assert!(!needs_resolution(Some(&st)));
+    st.state = Some(SubscriptionState::AtLatestKnown);
+    assert!(needs_resolution(Some(&st)), "at latest known looks for upgrades");
+}
+
+#[test]
+fn each_subscription_plan_takes_that_subscription_approval() {
+    let manual = subscription("Manual", None);
+    let automatic = subscription("Automatic", None);
+    let odd = subscription("manual", None);
+    assert_eq!(
+        plan_approval(&manual.spec),
+        PlanApproval {
+            approval: Approval::Manual,
+            approved: false,
+            phase: InstallPlanPhase::RequiresApproval
+        }
+    );
+    for spec in [&automatic.spec, &odd.spec] {
+        assert_eq!(
+            plan_approval(spec),
+            PlanApproval {
+                approval: Approval::Automatic,
+                approved: true,
+                phase: InstallPlanPhase::Installing
+            }
+        );
+    }
+}
+
+#[test]
+fn a_bundles_objects_are_unpacked_and_its_other_properties_kept_for_the_annotation() {
+    use crate::catalog::{DeclarativeConfig, Model, declcfg::Origin};
+
+    let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": "a.v1"}});
+    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, csv.to_string());
+    let mut cfg = DeclarativeConfig::default();
+    for (i, doc) in [
+        json!({"schema": "olm.package", "name": "a", "defaultChannel": "s"}),
+        json!({"schema": "olm.channel", "package": "a", "name": "s", "entries": [{"name": "a.v1"}]}),
+        json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "", "properties": [
+            {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
+            {"type": "olm.package.required", "value": {"packageName": "b", "versionRange": ">=1.0.0"}},
+            {"type": "olm.bundle.object", "value": {"data": data}},
+        ]}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        cfg.add_value(Origin::new("c.json", i + 1), doc).unwrap();
+    }
+    let model = Model::from_config(cfg);
+    let bundle = model.package("a").unwrap().bundle("a.v1").unwrap();
+    let (objects, properties) = bundle_manifests(bundle).unwrap();
+    assert_eq!(objects, [csv]);
+    let types: Vec<&str> = properties.iter().filter_map(|p| p["type"].as_str()).collect();
+    assert_eq!(types, ["olm.package", "olm.package.required"]);
+    assert_eq!(properties[0]["value"]["packageName"], "a");
+    assert_eq!(properties[1]["value"]["versionRange"], ">=1.0.0");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decision and the InstallPlan it leads to
+// ---------------------------------------------------------------------------------------------
+
+mod decision {
+    use std::collections::BTreeMap;
+
+    use base64::Engine as _;
+    use serde_json::json;
+
+    use super::super::*;
+    use crate::{
+        api::v1alpha1::{InstallPlanPhase, StepStatus},
+        catalog::{DeclarativeConfig, Model, declcfg::Origin},
+        resolve::{Catalog, CatalogKey, ExistingSubscription, InstalledCsv},
+    };
+
+    fn object(value: &serde_json::Value) -> serde_json::Value {
+        json!({"type": "olm.bundle.object", "value": {"data":
+            base64::engine::general_purpose::STANDARD.encode(value.to_string())}})
+    }
+
+    fn csv(name: &str, replaces: Option<&str>) -> serde_json::Value {
+        let mut spec = json!({"displayName": "A", "version": name.trim_start_matches("a.v").to_owned() + ".0.0",
+            "install": {"strategy": "deployment", "spec": {"deployments": []}},
+            "installModes": [{"type": "OwnNamespace", "supported": true},
+                             {"type": "AllNamespaces", "supported": true}]});
+        if let Some(r) = replaces {
+            spec["replaces"] = json!(r);
+        }
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+               "metadata": {"name": name}, "spec": spec})
+    }
+
+    /// Package `a`, channel `stable`: a.v1 ← a.v2 (replaces), every bundle inlined.
+    fn model() -> Model {
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable",
+                   "entries": [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}]}),
+            json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "", "properties": [
+                {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
+                object(&csv("a.v1", None))]}),
+            json!({"schema": "olm.bundle", "package": "a", "name": "a.v2", "image": "", "properties": [
+                {"type": "olm.package", "value": {"packageName": "a", "version": "2.0.0"}},
+                object(&csv("a.v2", Some("a.v1")))]}),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        Model::from_config(cfg)
+    }
+
+    fn subscription(approval: &str) -> Subscription {
+        serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "a", "namespace": "ops", "uid": "u-1"},
+            "spec": {"source": "cat", "sourceNamespace": "olm", "name": "a", "channel": "stable",
+                     "installPlanApproval": approval}}))
+        .unwrap()
+    }
+
+    fn catalogs(model: &Model) -> Catalogs<'_> {
+        Catalogs {
+            global_namespace: "olm".into(),
+            catalogs: vec![Catalog {
+                key: CatalogKey::new("olm", "cat"),
+                priority: 0,
+                model: Some(model),
+                problem: None,
+            }],
+        }
+    }
+
+    /// The namespace with `installed` (a CSV of package `a` in `phase`) and the Subscription.
+    fn installed(sub: &Subscription, csv: Option<(&str, &str)>) -> Installed {
+        Installed {
+            csvs: csv
+                .map(|(name, phase)| InstalledCsv {
+                    name: name.into(),
+                    version: Some(semver::Version::new(1, 0, 0)),
+                    package: Some("a".into()),
+                    provided_gvks: Vec::new(),
+                    phase: CsvPhase::parse(phase),
+                })
+                .into_iter()
+                .collect(),
+            subscriptions: vec![ExistingSubscription::from_subscription(sub)],
+        }
+    }
+
+    fn decide_with<'a>(
+        sub: &'a Subscription,
+        groups: &[&str],
+        catalogs: &'a Catalogs<'a>,
+        installed: &'a Installed,
+        phases: &'a [(String, Option<CsvPhase>)],
+    ) -> Decision<'a> {
+        decide(&Observed {
+            subscription: sub,
+            namespace: "ops",
+            operator_groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            catalogs,
+            installed,
+            csv_phases: phases,
+        })
+    }
+
+    #[test]
+    fn without_exactly_one_operator_group_resolution_fails_naming_the_fix() {
+        let (model, sub) = (model(), subscription("Automatic"));
+        let (cats, inst) = (catalogs(&model), installed(&sub, None));
+        let Decision::Failed(reason, message) = decide_with(&sub, &[], &cats, &inst, &[]) else {
+            panic!("expected a failure")
+        };
+        assert_eq!(reason, reason::ERROR_PREVENTED_RESOLUTION);
+        assert!(message.contains("found 0: none; create one"), "{message}");
+        let Decision::Failed(_, message) = decide_with(&sub, &["og-b", "og-a"], &cats, &inst, &[]) else {
+            panic!("expected a failure")
+        };
+        assert!(
+            message.contains("found 2: og-a, og-b; delete all but one"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_fresh_subscription_installs_the_channel_head() {
+        let (model, sub) = (model(), subscription("Automatic"));
+        let (cats, inst) = (catalogs(&model), installed(&sub, None));
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        assert_eq!(install.selected.bundle, "a.v2");
+        assert_eq!(install.bundle.name, "a.v2");
+        assert!(install.dependencies.is_empty());
+    }
+
+    #[test]
+    fn an_upgrade_waits_until_the_installed_csv_has_succeeded() {
+        let (model, mut sub) = (model(), subscription("Automatic"));
+        sub.status = serde_json::from_value(json!({"installedCSV": "a.v1", "currentCSV": "a.v1",
+            "state": "AtLatestKnown", "lastUpdated": "2026-01-01T00:00:00Z"}))
+        .unwrap();
+        let (cats, inst) = (catalogs(&model), installed(&sub, Some(("a.v1", "Installing"))));
+        let installing = [("a.v1".to_owned(), Some(CsvPhase::Installing))];
+        assert!(matches!(
+            decide_with(&sub, &["og"], &cats, &inst, &installing),
+            Decision::WaitingForSucceeded(_)
+        ));
+        let succeeded = [("a.v1".to_owned(), Some(CsvPhase::Succeeded))];
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &succeeded) else {
+            panic!("expected the upgrade")
+        };
+        assert_eq!(install.selected.bundle, "a.v2");
+        assert_eq!(install.selected.replaces(), Some("a.v1"));
+    }
+
+    #[test]
+    fn the_install_plan_is_owned_by_the_subscription_and_approved_as_it_asks() {
+        let model = model();
+        let cats = catalogs(&model);
+        for (approval, approved, phase) in [
+            ("Manual", false, InstallPlanPhase::RequiresApproval),
+            ("Automatic", true, InstallPlanPhase::Installing),
+        ] {
+            let sub = subscription(approval);
+            let inst = installed(&sub, None);
+            let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+                panic!("expected an install")
+            };
+            let (ip, status) = install_plan(&sub, "ops", "install-abc", &install).unwrap();
+            assert_eq!(ip.metadata.name.as_deref(), Some("install-abc"));
+            assert_eq!(ip.metadata.namespace.as_deref(), Some("ops"));
+            let owner = &ip.metadata.owner_references.as_ref().unwrap()[0];
+            assert_eq!(
+                (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+                ("Subscription", "a", "u-1")
+            );
+            assert_eq!(owner.controller, Some(true));
+            assert_eq!(ip.spec.cluster_service_version_names, ["a.v2"]);
+            assert_eq!(
+                (ip.spec.source.as_deref(), ip.spec.source_namespace.as_deref()),
+                (Some("cat"), Some("olm"))
+            );
+            assert_eq!(ip.spec.approved, approved, "{approval}");
+            assert_eq!(status.phase, phase, "{approval}");
+            assert_eq!(status.catalog_sources, ["cat"]);
+            let kinds: BTreeMap<&str, &StepStatus> = status
+                .plan
+                .iter()
+                .map(|s| (s.resource.kind.as_str(), &s.status))
+                .collect();
+            assert!(kinds.contains_key("ClusterServiceVersion"), "{kinds:?}");
+        }
+    }
+
+    #[test]
+    fn a_bundle_whose_inlined_object_is_broken_is_a_planning_failure_naming_it() {
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
+            json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "", "properties": [
+                {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
+                {"type": "olm.bundle.object", "value": {"data": "bm90IGpzb24gb3IgeWFtbDogWw=="}}]}),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        let model = Model::from_config(cfg);
+        let (cats, sub) = (catalogs(&model), subscription("Automatic"));
+        let inst = installed(&sub, None);
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        let err = install_plan(&sub, "ops", "install-abc", &install).unwrap_err();
+        assert!(
+            err.starts_with("bundle a.v1 in catalog olm/cat: inlined object #1"),
+            "{err}"
+        );
+    }
+}
