@@ -1,4 +1,6 @@
-//! InstallPlan controller: the approval gate, then the plan's steps applied in order.
+//! InstallPlan controller: the approval gate, then the plan's steps applied in order. The rules
+//! (gate, order, how a manifest is prepared) are the pure [`crate::plan::install_plan`]; this module
+//! observes, applies (client) and reports the status and Events (client).
 //!
 //! - Manual plans stay `RequiresApproval` until `spec.approved: true`; Automatic plans go
 //!   straight to `Installing` (and `startTime` is set).
@@ -39,130 +41,82 @@ use kube::{
     core::{GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Context, Error, EventNote, Result, instrumented};
 use crate::{
-    api::{
-        ConditionStatus, labels,
-        v1alpha1::{
-            Approval, ClusterServiceVersion, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
-            InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
-        },
+    api::v1alpha1::{
+        ClusterServiceVersion, InstallPlan, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
     },
     k8s::apply,
-    plan::{operator_group::member_annotations, steps},
+    plan::{
+        install_plan::{
+            crd_established, gate, installed_condition, prepare_object, sequential_and_concurrent,
+        },
+        operator_group::member_annotations,
+        steps,
+    },
 };
 
-/// What the approval gate says (pure).
-pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
-    let phase = ip.status.as_ref().map(|s| s.phase.clone()).unwrap_or_default();
-    if phase.is_terminal() {
-        return phase;
-    }
-    if ip.spec.approval == Approval::Manual && !ip.spec.approved {
-        InstallPlanPhase::RequiresApproval
-    } else {
-        InstallPlanPhase::Installing
-    }
-}
-
-/// Prepares a step's manifest for apply (pure): the namespace forced for namespaced kinds
-/// (steps from [`crate::plan::steps::bundle_steps`] already carry it; older plans may not),
-/// and the CSV owner reference on namespaced objects other than the CSV itself
-/// ([`crate::plan::steps::with_owner`]). Cluster-scoped objects already carry the `olm.owner*`
-/// labels from planning.
-///
-/// A CSV also gets `member` (the OperatorGroup member annotations,
-/// [`crate::plan::operator_group::member_annotations`]) when the namespace's one group already
-/// lists its targets: the CSV controller would otherwise write them right after the create.
-pub fn prepare_object(
-    mut object: Value,
-    namespace: &str,
-    namespaced: bool,
-    owner: Option<(&str, &str)>,
-    member: Option<&BTreeMap<String, String>>,
-) -> Value {
-    if !object.get("metadata").is_some_and(Value::is_object) {
-        object["metadata"] = json!({});
-    }
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    if namespaced {
-        object["metadata"]["namespace"] = json!(namespace);
-    }
-    if kind == steps::CSV_KIND {
-        // The cleanup finalizer goes on with the CSV's creation, so the CSV controller does
-        // not spend its first reconcile (and an API round trip) adding it.
-        let finalizers = object["metadata"]
-            .get("finalizers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let finalizer = json!(labels::CSV_CLEANUP_FINALIZER);
-        if !finalizers.contains(&finalizer) {
-            let mut finalizers = finalizers;
-            finalizers.push(finalizer);
-            object["metadata"]["finalizers"] = Value::Array(finalizers);
-        }
-        if let Some(member) = member {
-            if !object["metadata"]
-                .get("annotations")
-                .is_some_and(Value::is_object)
-            {
-                object["metadata"]["annotations"] = json!({});
-            }
-            for (key, value) in member {
-                object["metadata"]["annotations"][key] = json!(value);
-            }
-        }
-    }
-    match owner {
-        Some((csv_name, csv_uid)) if namespaced && steps::owned_by_csv(&kind) => {
-            steps::with_owner(&object, csv_name, csv_uid)
-        }
-        _ => object,
-    }
-}
-
-/// The order in which the plan's steps are executed: CRDs first (as listed), then the CSV, then
-/// everything else in plan order. The CSV is hoisted so that its uid exists when the
-/// namespaced objects listed before it (ServiceAccounts, Roles, RoleBindings) are applied with
-/// their owner reference; the CSV itself waits in `Pending` until they exist.
-pub fn execution_order(plan: &[Step]) -> Vec<usize> {
-    let rank = |s: &Step| match s.resource.kind.as_str() {
-        "CustomResourceDefinition" => 0,
-        steps::CSV_KIND => 1,
-        _ => 2,
-    };
-    let mut order: Vec<usize> = (0..plan.len()).collect();
-    order.sort_by_key(|&i| rank(&plan[i]));
-    order
-}
-
-fn crd_established(crd: &CustomResourceDefinition) -> bool {
-    crd.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            let is = |t: &str| cs.iter().any(|c| c.type_ == t && c.status == "True");
-            is("Established") && is("NamesAccepted")
-        })
-}
-
-fn installed_condition(ok: bool, message: Option<String>) -> InstallPlanCondition {
-    let now = Time(Timestamp::now());
-    InstallPlanCondition {
-        type_: Some(InstallPlanConditionType::Installed),
-        status: Some(ConditionStatus::from_bool(ok)),
-        last_update_time: Some(now.clone()),
-        last_transition_time: Some(now),
-        reason: (!ok).then_some(InstallPlanConditionReason::InstallComponentFailed),
-        message,
-    }
+/// Why a step could not be applied this time. The message (the `Display`) goes into the plan's
+/// status and, once the retry timeout has passed, into its `Installed=False` condition, so each
+/// names the object and what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// Reading a CRD to see whether it is established failed.
+    #[error("failed to read {what}: {source}")]
+    ReadCrd {
+        /// `CustomResourceDefinition <name>`.
+        what: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
+    /// Reading the CSV for its uid failed.
+    #[error("failed to read CSV {name}: {source}")]
+    ReadCsv {
+        /// The CSV.
+        name: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
+    /// The step's manifest is not JSON.
+    #[error("the manifest of {what} is not valid JSON: {source}")]
+    InvalidManifest {
+        /// `<kind> <name>`.
+        what: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// The step has no manifest.
+    #[error("step {what} has no manifest")]
+    NoManifest {
+        /// `<kind> <name>`.
+        what: String,
+    },
+    /// The API server does not serve the step's kind.
+    #[error("api-server resource not found installing {what}: {source}")]
+    Discover {
+        /// `<kind> <name>`.
+        what: String,
+        /// The discovery error.
+        source: kube::Error,
+    },
+    /// A namespaced object owned by the CSV waits for the CSV to exist.
+    #[error("waiting for ClusterServiceVersion {csv} before {what}")]
+    WaitingForCsv {
+        /// The CSV.
+        csv: String,
+        /// `<kind> <name>`.
+        what: String,
+    },
+    /// The server-side apply failed.
+    #[error("error creating {what}: {source}")]
+    Apply {
+        /// `<kind> <name>`.
+        what: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
 }
 
 /// Reconciles one InstallPlan.
@@ -215,7 +169,7 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         Ok(()) if !waiting => {
             status.phase = InstallPlanPhase::Complete;
             status.message = None;
-            status.conditions = vec![installed_condition(true, None)];
+            status.conditions = vec![installed_condition(true, None, &Time(Timestamp::now()))];
             events.push(note(
                 &reference,
                 false,
@@ -225,7 +179,8 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             Action::await_change()
         }
         Ok(()) => Action::requeue(Duration::from_secs(2)),
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             let started = status.start_time.as_ref().map_or_else(Timestamp::now, |t| t.0);
             let timeout = SignedDuration::try_from(ctx.shared.config.install_plan_retry_timeout)
                 .unwrap_or(SignedDuration::from_secs(60));
@@ -235,7 +190,11 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
             } else {
                 status.phase = InstallPlanPhase::Failed;
                 status.message = Some(message.clone());
-                status.conditions = vec![installed_condition(false, Some(message.clone()))];
+                status.conditions = vec![installed_condition(
+                    false,
+                    Some(message.clone()),
+                    &Time(Timestamp::now()),
+                )];
                 events.push(note(&reference, true, "InstallComponentFailed", message));
                 Action::await_change()
             }
@@ -271,19 +230,11 @@ async fn write(
 
 /// Applies every step not done yet: CRDs and the CSV first, in order, then the other objects
 /// (ServiceAccounts, RBAC, Services, ...) concurrently, since none depends on another once the
-/// CSV's uid is known. Returns the first failure as a message naming the object.
-async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result::Result<(), String> {
+/// CSV's uid is known. Returns the first failure, naming the object.
+async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result::Result<(), StepError> {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
     let mut owners: HashMap<String, String> = HashMap::new();
-    let order = execution_order(plan);
-    let (first, rest): (Vec<usize>, Vec<usize>) = order.into_iter().partition(|&i| {
-        plan.get(i).is_some_and(|s| {
-            matches!(
-                s.resource.kind.as_str(),
-                "CustomResourceDefinition" | steps::CSV_KIND
-            )
-        })
-    });
+    let (first, rest) = sequential_and_concurrent(plan);
     for index in first {
         let Some(step) = plan.get_mut(index) else { continue };
         if matches!(step.status, StepStatus::Created | StepStatus::Present) {
@@ -294,7 +245,7 @@ async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result
             match crds.get_opt(&step.resource.name).await {
                 Ok(Some(crd)) if crd_established(&crd) => step.status = StepStatus::Created,
                 Ok(_) => {}
-                Err(err) => return Err(format!("failed to read {what}: {err}")),
+                Err(source) => return Err(StepError::ReadCrd { what, source }),
             }
             continue;
         }
@@ -348,8 +299,8 @@ async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result
                     step.status = status;
                 }
             }
-            Err(message) => {
-                first_error.get_or_insert(message);
+            Err(error) => {
+                first_error.get_or_insert(error);
             }
         }
     }
@@ -360,7 +311,7 @@ async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result
 const STEP_CONCURRENCY: usize = 8;
 
 /// The uid of the CSV `name` in `ns`: from the reflector store, else (not seen yet) the API.
-async fn csv_uid(ctx: &Context, ns: &str, name: &str) -> std::result::Result<Option<String>, String> {
+async fn csv_uid(ctx: &Context, ns: &str, name: &str) -> std::result::Result<Option<String>, StepError> {
     let key = ObjectRef::<ClusterServiceVersion>::new(name).within(ns);
     if let Some(csv) = ctx.shared.stores.csvs.get(&key) {
         return Ok(csv.uid());
@@ -368,7 +319,10 @@ async fn csv_uid(ctx: &Context, ns: &str, name: &str) -> std::result::Result<Opt
     let csvs: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), ns);
     match csvs.get_opt(name).await {
         Ok(found) => Ok(found.and_then(|c| c.uid())),
-        Err(err) => Err(format!("failed to read CSV {name}: {err}")),
+        Err(source) => Err(StepError::ReadCsv {
+            name: name.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -399,18 +353,18 @@ async fn apply_step(
     step: &Step,
     owners: Option<&HashMap<String, String>>,
     created: &mut HashMap<String, String>,
-) -> std::result::Result<StepStatus, String> {
+) -> std::result::Result<StepStatus, StepError> {
     let r = &step.resource;
     let what = format!("{} {}", r.kind, r.name);
     let manifest: Value = match r.manifest.as_deref().map(serde_json::from_str) {
         Some(Ok(v)) => v,
-        Some(Err(err)) => return Err(format!("the manifest of {what} is not valid JSON: {err}")),
-        None => return Err(format!("step {what} has no manifest")),
+        Some(Err(source)) => return Err(StepError::InvalidManifest { what, source }),
+        None => return Err(StepError::NoManifest { what }),
     };
     let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
     let (resource, caps) = match ctx.shared.discover(&gvk).await {
         Ok(found) => found,
-        Err(err) => return Err(format!("api-server resource not found installing {what}: {err}")),
+        Err(source) => return Err(StepError::Discover { what, source }),
     };
     let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
     let owned = steps::owned_by_csv(&r.kind);
@@ -420,10 +374,10 @@ async fn apply_step(
         .map(|uid| (step.resolving.clone(), uid.clone()));
     if namespaced && owned && owner.is_none() {
         // The CSV step comes first; its object may not be visible yet. Try again shortly.
-        return Err(format!(
-            "waiting for ClusterServiceVersion {} before {what}",
-            step.resolving
-        ));
+        return Err(StepError::WaitingForCsv {
+            csv: step.resolving.clone(),
+            what,
+        });
     }
     let member = (r.kind == steps::CSV_KIND)
         .then(|| member_annotations_in(ctx, ns))
@@ -464,7 +418,7 @@ async fn apply_step(
                 created.insert(r.name.clone(), uid);
             }
         }
-        Err(err) => return Err(format!("error creating {what}: {err}")),
+        Err(source) => return Err(StepError::Apply { what, source }),
     }
     if r.kind == "CustomResourceDefinition" {
         let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
@@ -474,122 +428,4 @@ async fn apply_step(
         });
     }
     Ok(StepStatus::Created)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::v1alpha1::InstallPlanSpec;
-
-    fn ip(approval: Approval, approved: bool) -> InstallPlan {
-        InstallPlan::new(
-            "install-abc",
-            InstallPlanSpec {
-                source: None,
-                source_namespace: None,
-                cluster_service_version_names: vec!["a.v1".into()],
-                approval,
-                approved,
-                generation: None,
-            },
-        )
-    }
-
-    #[test]
-    fn a_manual_plan_waits_for_approval_and_an_automatic_one_installs() {
-        assert_eq!(
-            gate(&ip(Approval::Manual, false)),
-            InstallPlanPhase::RequiresApproval
-        );
-        assert_eq!(gate(&ip(Approval::Manual, true)), InstallPlanPhase::Installing);
-        assert_eq!(gate(&ip(Approval::Automatic, true)), InstallPlanPhase::Installing);
-    }
-
-    #[test]
-    fn terminal_plans_stay_terminal() {
-        let mut plan = ip(Approval::Manual, false);
-        plan.status = Some(InstallPlanStatus {
-            phase: InstallPlanPhase::Complete,
-            ..Default::default()
-        });
-        assert_eq!(gate(&plan), InstallPlanPhase::Complete);
-    }
-
-    #[test]
-    fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_none() {
-        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "other"}});
-        let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")), None);
-        assert_eq!(out["metadata"]["namespace"], "ns");
-        assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "uid-1");
-        assert_eq!(
-            out["metadata"]["ownerReferences"][0]["kind"],
-            "ClusterServiceVersion"
-        );
-
-        let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
-        let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")), None);
-        assert!(out["metadata"].get("namespace").is_none());
-        assert!(out["metadata"].get("ownerReferences").is_none());
-    }
-
-    #[test]
-    fn the_csv_is_never_owned_by_itself() {
-        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "a.v1"}});
-        let out = prepare_object(csv, "ns", true, Some(("a.v1", "u")), None);
-        assert!(out["metadata"].get("ownerReferences").is_none());
-    }
-
-    #[test]
-    fn a_csv_is_created_with_its_finalizer_and_the_member_annotations_over_its_own() {
-        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-            "metadata": {"name": "a.v1", "annotations": {"capabilities": "Basic Install",
-                "olm.targetNamespaces": "stale"}}});
-        let member = member_annotations("og", "ns", &["ns".to_owned()]);
-        let out = prepare_object(csv, "ns", true, None, Some(&member));
-        let annotations = &out["metadata"]["annotations"];
-        assert_eq!(annotations["capabilities"], "Basic Install");
-        assert_eq!(annotations["olm.operatorGroup"], "og");
-        assert_eq!(annotations["olm.operatorNamespace"], "ns");
-        assert_eq!(annotations["olm.targetNamespaces"], "ns");
-        assert_eq!(
-            out["metadata"]["finalizers"],
-            json!([labels::CSV_CLEANUP_FINALIZER])
-        );
-
-        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}});
-        let out = prepare_object(sa, "ns", true, None, Some(&member));
-        assert!(
-            out["metadata"].get("annotations").is_none(),
-            "only the CSV carries them"
-        );
-    }
-
-    fn step(kind: &str, name: &str) -> Step {
-        Step {
-            resolving: "a.v1".into(),
-            resource: crate::api::v1alpha1::StepResource {
-                kind: kind.into(),
-                name: name.into(),
-                ..Default::default()
-            },
-            optional: false,
-            status: StepStatus::Unknown,
-        }
-    }
-
-    #[test]
-    fn crds_run_first_then_the_csv_then_the_rest_in_plan_order() {
-        let plan = vec![
-            step("CustomResourceDefinition", "a"),
-            step("ServiceAccount", "sa"),
-            step("Role", "r"),
-            step("ClusterServiceVersion", "a.v1"),
-            step("Service", "svc"),
-        ];
-        let names: Vec<&str> = execution_order(&plan)
-            .into_iter()
-            .map(|i| plan[i].resource.name.as_str())
-            .collect();
-        assert_eq!(names, ["a", "a.v1", "sa", "r", "svc"]);
-    }
 }

@@ -40,6 +40,7 @@ use serde::Serialize;
 
 pub mod catalog_source;
 pub mod csv;
+pub mod install_plan;
 pub mod operator_group;
 pub mod steps;
 pub mod subscription;

@@ -1,0 +1,294 @@
+//! install_plan: the InstallPlan controller's pure rules: the approval gate, the order the
+//! steps are applied in, and how a step's manifest is prepared for its apply.
+//!
+//! - **The gate** ([`gate`]): a terminal plan stays as it is; a Manual plan waits in
+//!   `RequiresApproval` until `spec.approved: true`; anything else installs.
+//! - **The order** ([`execution_order`]): CRDs first, then the CSV, then everything else in plan
+//!   order. The CSV is hoisted so that its uid exists when the namespaced objects listed before it
+//!   (ServiceAccounts, Roles, RoleBindings) get their owner reference.
+//! - **The object** ([`prepare_object`]): the namespace forced for namespaced kinds, the CSV
+//!   created with its cleanup finalizer and the OperatorGroup member annotations, and the CSV
+//!   owner reference on the namespaced objects it owns.
+//!
+//! The controller (`controller::install_plan`) applies the steps and writes the status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    apimachinery::pkg::apis::meta::v1::Time,
+};
+use serde_json::{Value, json};
+
+use crate::{
+    api::{
+        ConditionStatus, labels,
+        v1alpha1::{
+            Approval, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
+            InstallPlanConditionType, InstallPlanPhase, Step,
+        },
+    },
+    plan::steps,
+};
+
+/// What the approval gate says (pure).
+pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
+    let phase = ip.status.as_ref().map(|s| s.phase.clone()).unwrap_or_default();
+    if phase.is_terminal() {
+        return phase;
+    }
+    if ip.spec.approval == Approval::Manual && !ip.spec.approved {
+        InstallPlanPhase::RequiresApproval
+    } else {
+        InstallPlanPhase::Installing
+    }
+}
+
+/// Prepares a step's manifest for apply (pure): the namespace forced for namespaced kinds
+/// (steps from [`crate::plan::steps::bundle_steps`] already carry it; older plans may not),
+/// and the CSV owner reference on namespaced objects other than the CSV itself
+/// ([`crate::plan::steps::with_owner`]). Cluster-scoped objects already carry the `olm.owner*`
+/// labels from planning.
+///
+/// A CSV also gets `member` (the OperatorGroup member annotations,
+/// [`crate::plan::operator_group::member_annotations`]) when the namespace's one group already
+/// lists its targets: the CSV controller would otherwise write them right after the create.
+pub fn prepare_object(
+    mut object: Value,
+    namespace: &str,
+    namespaced: bool,
+    owner: Option<(&str, &str)>,
+    member: Option<&BTreeMap<String, String>>,
+) -> Value {
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if namespaced {
+        object["metadata"]["namespace"] = json!(namespace);
+    }
+    if kind == steps::CSV_KIND {
+        // The cleanup finalizer goes on with the CSV's creation, so the CSV controller does
+        // not spend its first reconcile (and an API round trip) adding it.
+        let finalizers = object["metadata"]
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let finalizer = json!(labels::CSV_CLEANUP_FINALIZER);
+        if !finalizers.contains(&finalizer) {
+            let mut finalizers = finalizers;
+            finalizers.push(finalizer);
+            object["metadata"]["finalizers"] = Value::Array(finalizers);
+        }
+        if let Some(member) = member {
+            if !object["metadata"]
+                .get("annotations")
+                .is_some_and(Value::is_object)
+            {
+                object["metadata"]["annotations"] = json!({});
+            }
+            for (key, value) in member {
+                object["metadata"]["annotations"][key] = json!(value);
+            }
+        }
+    }
+    match owner {
+        Some((csv_name, csv_uid)) if namespaced && steps::owned_by_csv(&kind) => {
+            steps::with_owner(&object, csv_name, csv_uid)
+        }
+        _ => object,
+    }
+}
+
+/// The order in which the plan's steps are executed: CRDs first (as listed), then the CSV, then
+/// everything else in plan order. The CSV is hoisted so that its uid exists when the
+/// namespaced objects listed before it (ServiceAccounts, Roles, RoleBindings) are applied with
+/// their owner reference; the CSV itself waits in `Pending` until they exist.
+pub fn execution_order(plan: &[Step]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..plan.len()).collect();
+    order.sort_by_key(|&i| rank(&plan[i]));
+    order
+}
+
+fn rank(step: &Step) -> u8 {
+    match step.resource.kind.as_str() {
+        "CustomResourceDefinition" => 0,
+        steps::CSV_KIND => 1,
+        _ => 2,
+    }
+}
+
+/// [`execution_order`] split in two: the steps applied one by one (CRDs, then the CSV), and the
+/// rest, which depend on nothing but the CSV's uid and are applied concurrently.
+pub fn sequential_and_concurrent(plan: &[Step]) -> (Vec<usize>, Vec<usize>) {
+    execution_order(plan)
+        .into_iter()
+        .partition(|&i| plan.get(i).is_some_and(|s| rank(s) < 2))
+}
+
+/// Whether a CRD is served: `Established` and `NamesAccepted` both `True`.
+pub fn crd_established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            let is = |t: &str| cs.iter().any(|c| c.type_ == t && c.status == "True");
+            is("Established") && is("NamesAccepted")
+        })
+}
+
+/// The plan's `Installed` condition at `now`: `True`, or `False` with `InstallComponentFailed`
+/// and the message naming the object.
+pub fn installed_condition(ok: bool, message: Option<String>, now: &Time) -> InstallPlanCondition {
+    InstallPlanCondition {
+        type_: Some(InstallPlanConditionType::Installed),
+        status: Some(ConditionStatus::from_bool(ok)),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+        reason: (!ok).then_some(InstallPlanConditionReason::InstallComponentFailed),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        api::v1alpha1::{InstallPlanSpec, InstallPlanStatus, StepStatus},
+        plan::operator_group::member_annotations,
+    };
+
+    fn ip(approval: Approval, approved: bool) -> InstallPlan {
+        InstallPlan::new(
+            "install-abc",
+            InstallPlanSpec {
+                source: None,
+                source_namespace: None,
+                cluster_service_version_names: vec!["a.v1".into()],
+                approval,
+                approved,
+                generation: None,
+            },
+        )
+    }
+
+    #[test]
+    fn a_manual_plan_waits_for_approval_and_an_automatic_one_installs() {
+        assert_eq!(
+            gate(&ip(Approval::Manual, false)),
+            InstallPlanPhase::RequiresApproval
+        );
+        assert_eq!(gate(&ip(Approval::Manual, true)), InstallPlanPhase::Installing);
+        assert_eq!(gate(&ip(Approval::Automatic, true)), InstallPlanPhase::Installing);
+    }
+
+    #[test]
+    fn terminal_plans_stay_terminal() {
+        let mut plan = ip(Approval::Manual, false);
+        plan.status = Some(InstallPlanStatus {
+            phase: InstallPlanPhase::Complete,
+            ..Default::default()
+        });
+        assert_eq!(gate(&plan), InstallPlanPhase::Complete);
+    }
+
+    #[test]
+    fn namespaced_objects_get_an_owner_reference_and_cluster_scoped_ones_none() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "other"}});
+        let out = prepare_object(sa, "ns", true, Some(("a.v1", "uid-1")), None);
+        assert_eq!(out["metadata"]["namespace"], "ns");
+        assert_eq!(out["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+        assert_eq!(
+            out["metadata"]["ownerReferences"][0]["kind"],
+            "ClusterServiceVersion"
+        );
+
+        let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
+        let out = prepare_object(cr, "ns", false, Some(("a.v1", "uid-1")), None);
+        assert!(out["metadata"].get("namespace").is_none());
+        assert!(out["metadata"].get("ownerReferences").is_none());
+    }
+
+    #[test]
+    fn the_csv_is_never_owned_by_itself() {
+        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "a.v1"}});
+        let out = prepare_object(csv, "ns", true, Some(("a.v1", "u")), None);
+        assert!(out["metadata"].get("ownerReferences").is_none());
+    }
+
+    #[test]
+    fn a_csv_is_created_with_its_finalizer_and_the_member_annotations_over_its_own() {
+        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "a.v1", "annotations": {"capabilities": "Basic Install",
+                "olm.targetNamespaces": "stale"}}});
+        let member = member_annotations("og", "ns", &["ns".to_owned()]);
+        let out = prepare_object(csv, "ns", true, None, Some(&member));
+        let annotations = &out["metadata"]["annotations"];
+        assert_eq!(annotations["capabilities"], "Basic Install");
+        assert_eq!(annotations["olm.operatorGroup"], "og");
+        assert_eq!(annotations["olm.operatorNamespace"], "ns");
+        assert_eq!(annotations["olm.targetNamespaces"], "ns");
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            json!([labels::CSV_CLEANUP_FINALIZER])
+        );
+
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}});
+        let out = prepare_object(sa, "ns", true, None, Some(&member));
+        assert!(
+            out["metadata"].get("annotations").is_none(),
+            "only the CSV carries them"
+        );
+    }
+
+    fn step(kind: &str, name: &str) -> Step {
+        Step {
+            resolving: "a.v1".into(),
+            resource: crate::api::v1alpha1::StepResource {
+                kind: kind.into(),
+                name: name.into(),
+                ..Default::default()
+            },
+            optional: false,
+            status: StepStatus::Unknown,
+        }
+    }
+
+    #[test]
+    fn crds_run_first_then_the_csv_then_the_rest_in_plan_order() {
+        let plan = vec![
+            step("CustomResourceDefinition", "a"),
+            step("ServiceAccount", "sa"),
+            step("Role", "r"),
+            step("ClusterServiceVersion", "a.v1"),
+            step("Service", "svc"),
+        ];
+        let names: Vec<&str> = execution_order(&plan)
+            .into_iter()
+            .map(|i| plan[i].resource.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "a.v1", "sa", "r", "svc"]);
+        let (one_by_one, together) = sequential_and_concurrent(&plan);
+        assert_eq!((one_by_one, together), (vec![0, 3], vec![1, 2, 4]));
+    }
+
+    #[test]
+    fn the_installed_condition_names_the_failure() {
+        let now = Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap());
+        let ok = installed_condition(true, None, &now);
+        assert_eq!(ok.status, Some(ConditionStatus::True));
+        assert_eq!(ok.reason, None);
+        let failed = installed_condition(false, Some("error creating Role r: forbidden".into()), &now);
+        assert_eq!(failed.status, Some(ConditionStatus::False));
+        assert_eq!(
+            failed.reason,
+            Some(InstallPlanConditionReason::InstallComponentFailed)
+        );
+        assert_eq!(failed.last_transition_time, Some(now));
+    }
+}
