@@ -1,0 +1,79 @@
+//! deployments: the operator Deployments a CSV asks for (upstream `install/deployment.go`): the
+//! install strategy's specs with OLM's labels, annotations, environment and owner reference.
+
+#[allow(
+    clippy::wildcard_imports,
+    reason = "the parent module's observed types and imports"
+)]
+use super::*;
+
+/// The Deployments the CSV's install strategy asks for, with OLM's labels, pod-template
+/// annotations (`annotations` overlaid: pass the CSV's annotations including the
+/// OperatorGroup member annotations), `OPERATOR_CONDITION_NAME`, `revisionHistoryLimit: 1`
+/// and the `olm.deployment-spec-hash` label (see the module doc).
+pub fn desired_deployments(
+    csv: &ClusterServiceVersion,
+    annotations: &BTreeMap<String, String>,
+) -> Vec<Deployment> {
+    let name = csv.name_any();
+    let namespace = csv.namespace().unwrap_or_default();
+    // The Operator-API component label the InstallPlan put on the CSV goes on its Deployments.
+    let component_labels: BTreeMap<String, String> = csv
+        .labels()
+        .iter()
+        .filter(|(k, _)| k.starts_with(COMPONENT_LABEL_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let owner = csv.metadata.uid.as_ref().map(|uid| OwnerReference {
+        api_version: v1alpha1::API_VERSION.to_owned(),
+        kind: CSV_KIND.to_owned(),
+        name: name.clone(),
+        uid: uid.clone(),
+        controller: Some(false),
+        block_owner_deletion: Some(false),
+    });
+    csv.spec
+        .install
+        .spec
+        .deployments
+        .iter()
+        .map(|entry| {
+            let mut spec: DeploymentSpec = entry.spec.clone();
+            spec.revision_history_limit = Some(1);
+            let template_meta = spec.template.metadata.get_or_insert_with(ObjectMeta::default);
+            let template_annotations = template_meta.annotations.get_or_insert_with(BTreeMap::new);
+            for (k, v) in annotations {
+                if k != LAST_APPLIED {
+                    template_annotations.insert(k.clone(), v.clone());
+                }
+            }
+            if let Some(pod) = spec.template.spec.as_mut() {
+                for container in &mut pod.containers {
+                    let env = container.env.get_or_insert_with(Vec::new);
+                    env.retain(|e| e.name != OPERATOR_CONDITION_ENV);
+                    env.push(EnvVar {
+                        name: OPERATOR_CONDITION_ENV.to_owned(),
+                        value: Some(name.clone()),
+                        value_from: None,
+                    });
+                }
+            }
+            let mut labels = entry.label.clone().unwrap_or_default();
+            labels.insert(MANAGED.to_owned(), "true".to_owned());
+            labels.extend(component_labels.clone());
+            labels.extend(owner_labels(&name, &namespace));
+            labels.insert(DEPLOYMENT_SPEC_HASH.to_owned(), encode_hash(hash_json(&spec), 13));
+            Deployment {
+                metadata: ObjectMeta {
+                    name: Some(entry.name.clone()),
+                    namespace: Some(namespace.clone()),
+                    labels: Some(labels),
+                    owner_references: owner.clone().map(|o| vec![o]),
+                    ..Default::default()
+                },
+                spec,
+                status: None,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,207 @@
+//! requirements: a CSV's `requirementStatus` (upstream `olm/requirements.go`): its owned and
+//! required CRDs, its ServiceAccounts, and the rule that a new CSV waits only on the
+//! ServiceAccounts its own InstallPlan is still applying.
+
+#[allow(
+    clippy::wildcard_imports,
+    reason = "the parent module's observed types and imports"
+)]
+use super::*;
+
+/// The requirement check of upstream `requirements.go` (minus the RBAC authorizer): returns
+/// whether everything is met, and one status per requirement.
+pub fn requirement_status(
+    csv: &ClusterServiceVersion,
+    observed: &Observed,
+) -> (bool, Vec<RequirementStatus>) {
+    let name = csv.name_any();
+    let mut out = Vec::new();
+    let mut met = true;
+    let mut push = |group: &str,
+                    version: &str,
+                    kind: &str,
+                    object: &str,
+                    status: StatusReason,
+                    message: String,
+                    uuid: Option<String>| {
+        met &= status == StatusReason::Present;
+        out.push(RequirementStatus {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            name: object.to_owned(),
+            status,
+            message,
+            uuid,
+            dependents: Vec::new(),
+        });
+    };
+
+    if let (Some(min), Some(server)) = (
+        csv.spec.min_kube_version.as_deref(),
+        observed.server_version.as_deref(),
+    ) && !min.trim().is_empty()
+    {
+        let ok = match (lenient_version(min), lenient_version(server)) {
+            (Some(min_v), Some(server_v)) => (server_v >= min_v).then_some(String::new()).ok_or(format!(
+                "CSV version requirement not met: minKubeVersion ({min}) > server version ({server})"
+            )),
+            (None, _) => Err(format!(
+                "spec.minKubeVersion {min:?} is not a version; use a form like 1.25.0"
+            )),
+            (_, None) => Err(format!("cannot compare with server version {server:?}")),
+        };
+        let (status, message) = match ok {
+            Ok(_) => (
+                StatusReason::Present,
+                "CSV minKubeVersion requirement met".to_owned(),
+            ),
+            Err(m) => (StatusReason::PresentNotSatisfied, m),
+        };
+        push(
+            crate::api::GROUP,
+            "v1alpha1",
+            CSV_KIND,
+            &name,
+            status,
+            message,
+            None,
+        );
+    }
+
+    let crds = csv.spec.custom_resource_definitions.clone().unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    for desc in crds.owned.iter().chain(crds.required.iter()) {
+        if !seen.insert(desc.name.clone()) {
+            continue;
+        }
+        let state = observed.crds.get(&desc.name).cloned().unwrap_or_default();
+        let (status, message, uid) = match state {
+            CrdState::Absent => (StatusReason::NotPresent, "CRD is not present".to_owned(), None),
+            CrdState::Present {
+                established,
+                served_versions,
+                uid,
+            } => {
+                if !served_versions.iter().any(|v| v == &desc.version) {
+                    (
+                        StatusReason::PresentNotSatisfied,
+                        format!(
+                            "CRD does not serve version {} (serves {})",
+                            desc.version,
+                            served_versions.join(", ")
+                        ),
+                        uid,
+                    )
+                } else if !established {
+                    (
+                        StatusReason::PresentNotAvailable,
+                        "CRD is present but not established yet".to_owned(),
+                        uid,
+                    )
+                } else {
+                    (
+                        StatusReason::Present,
+                        "CRD is present and Established condition is true".to_owned(),
+                        uid,
+                    )
+                }
+            }
+        };
+        push(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            &desc.name,
+            status,
+            message,
+            uid,
+        );
+    }
+
+    let strategy = &csv.spec.install.spec;
+    let replacee = csv.spec.replaces.clone().unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    for permission in strategy
+        .permissions
+        .iter()
+        .chain(strategy.cluster_permissions.iter())
+    {
+        let sa = &permission.service_account_name;
+        if !seen.insert(sa.clone()) {
+            continue;
+        }
+        let state = observed.service_accounts.get(sa).cloned().unwrap_or_default();
+        let (status, message, uid) = match state {
+            ServiceAccountState::Absent => (
+                StatusReason::NotPresent,
+                "Service account does not exist".to_owned(),
+                None,
+            ),
+            // Upstream's rule (`requirements.go`): a ServiceAccount owned by CSVs must be owned
+            // by this one (among others: versions share it); we also accept the CSV this one
+            // replaces, before the executor has added this CSV as an owner.
+            ServiceAccountState::Present { owner_csvs, uid } => {
+                let mine = owner_csvs.is_empty() || owner_csvs.iter().any(|o| *o == name || *o == replacee);
+                match owner_csvs.first().filter(|_| !mine) {
+                    Some(other) => (
+                        StatusReason::PresentNotSatisfied,
+                        format!("Service account is owned by another ClusterServiceVersion ({other})"),
+                        uid,
+                    ),
+                    None => (StatusReason::Present, "Service account exists".to_owned(), uid),
+                }
+            }
+        };
+        push("", "v1", "ServiceAccount", sa, status, message, uid);
+    }
+    (met, out)
+}
+
+/// Parses `v1.37.0+k3s1`, `1.25`, `1.25.3-rc.1` leniently into (major, minor, patch).
+fn lenient_version(text: &str) -> Option<(u64, u64, u64)> {
+    let core = text.trim().trim_start_matches('v');
+    let core = core.split(['-', '+']).next().unwrap_or_default();
+    let mut parts = core.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |p| p.parse().ok())?;
+    let patch = parts.next().map_or(Some(0), |p| p.parse().ok())?;
+    Some((major, minor, patch))
+}
+
+/// Whether every requirement a new CSV misses is a ServiceAccount that one of `plans` (the
+/// InstallPlans of its namespace), still `Installing`, has yet to apply for it. The plan creates
+/// the CSV first, so the other objects can carry its owner reference, and its ServiceAccounts
+/// right after: recording `Pending`/`RequirementsNotMet` for those milliseconds would cost a
+/// status write, two Events and a Subscription reconcile, and the ServiceAccounts' creation
+/// triggers the next reconcile anyway. (Upstream writes the `Pending` phase; the difference
+/// lasts until the plan's next step.)
+#[must_use]
+pub fn waits_only_on_own_plan<'a>(
+    csv_name: &str,
+    requirements: &[RequirementStatus],
+    plans: impl IntoIterator<Item = &'a v1alpha1::InstallPlanStatus>,
+) -> bool {
+    let installing: Vec<&v1alpha1::InstallPlanStatus> = plans
+        .into_iter()
+        .filter(|p| p.phase == v1alpha1::InstallPlanPhase::Installing)
+        .collect();
+    let pending_in_plan = |sa: &str| {
+        installing.iter().any(|p| {
+            p.plan.iter().any(|step| {
+                step.resolving == csv_name
+                    && step.resource.kind == "ServiceAccount"
+                    && step.resource.name == sa
+                    && !matches!(
+                        step.status,
+                        v1alpha1::StepStatus::Created | v1alpha1::StepStatus::Present
+                    )
+            })
+        })
+    };
+    let mut unmet = requirements
+        .iter()
+        .filter(|r| r.status != StatusReason::Present)
+        .peekable();
+    unmet.peek().is_some() && unmet.all(|r| r.kind == "ServiceAccount" && pending_in_plan(&r.name))
+}

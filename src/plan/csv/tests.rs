@@ -1,0 +1,951 @@
+use k8s_openapi::jiff::Timestamp;
+use serde_json::json;
+
+use super::*;
+use crate::api::labels::{MANAGED, OWNER_KIND, OWNER_NAMESPACE, TARGET_NAMESPACES};
+
+const CRD: &str = "redisclusters.cache.example.com";
+const ME: &str = "redis-operator.v1.1.0";
+const OLD: &str = "redis-operator.v1.0.0";
+const NEW: &str = "redis-operator.v1.2.0";
+
+fn t(seconds: i64) -> Time {
+    Time(Timestamp::from_second(seconds).unwrap())
+}
+
+/// Test builder for CSVs: `Csv::test().phase(..).reason(..).build()`.
+struct Csv(ClusterServiceVersion);
+
+impl Csv {
+    fn test() -> Self {
+        let mut csv: ClusterServiceVersion = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": ME, "namespace": "operators", "uid": "uid-me",
+                         "annotations": {"capabilities": "Basic Install", LAST_APPLIED: "{}"}},
+            "spec": {
+                "displayName": "Redis",
+                "customresourcedefinitions": {"owned": [{"name": CRD, "version": "v1", "kind": "RedisCluster"}]},
+                "install": {"strategy": "deployment", "spec": {
+                    "deployments": [{"name": "redis-operator", "label": {"app": "redis"}, "spec": {
+                        "selector": {"matchLabels": {"app": "redis"}},
+                        "template": {"metadata": {"labels": {"app": "redis"}, "annotations": {"t": "1"}},
+                                     "spec": {"containers": [{"name": "manager", "image": "redis-op:1",
+                                                              "env": [{"name": OPERATOR_CONDITION_ENV, "value": "stale"}]}]}}}}],
+                    "permissions": [{"serviceAccountName": "redis-operator",
+                                     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}]
+                }},
+                "installModes": [
+                    {"type": "OwnNamespace", "supported": true},
+                    {"type": "SingleNamespace", "supported": false},
+                    {"type": "MultiNamespace", "supported": false},
+                    {"type": "AllNamespaces", "supported": true}
+                ]
+            }
+        }))
+        .unwrap();
+        csv.status = Some(ClusterServiceVersionStatus::default());
+        Self(csv)
+    }
+    fn status(&mut self) -> &mut ClusterServiceVersionStatus {
+        self.0.status.get_or_insert_with(Default::default)
+    }
+    fn phase(mut self, phase: CsvPhase) -> Self {
+        self.status().phase = Some(phase);
+        self
+    }
+    fn reason(mut self, reason: CsvReason) -> Self {
+        self.status().reason = Some(reason);
+        self
+    }
+    fn transitioned_at(mut self, time: Time) -> Self {
+        self.status().last_transition_time = Some(time);
+        self
+    }
+    fn replaces(mut self, name: &str) -> Self {
+        self.0.spec.replaces = Some(name.to_owned());
+        self
+    }
+    fn min_kube_version(mut self, v: &str) -> Self {
+        self.0.spec.min_kube_version = Some(v.to_owned());
+        self
+    }
+    fn install_modes(mut self, modes: &[(&str, bool)]) -> Self {
+        self.0.spec.install_modes = modes
+            .iter()
+            .map(|(t, s)| v1alpha1::InstallMode {
+                type_: v1alpha1::InstallModeType::parse(t),
+                supported: *s,
+            })
+            .collect();
+        self
+    }
+    fn member_of(mut self, og: &str, targets: &str) -> Self {
+        let a = self.0.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        a.insert("olm.operatorGroup".into(), og.into());
+        a.insert("olm.operatorNamespace".into(), "operators".into());
+        a.insert(TARGET_NAMESPACES.into(), targets.into());
+        self
+    }
+    fn build(self) -> ClusterServiceVersion {
+        self.0
+    }
+}
+
+fn established() -> CrdState {
+    CrdState::Present {
+        established: true,
+        served_versions: vec!["v1".into()],
+        uid: Some("crd-uid".into()),
+    }
+}
+
+/// Observed state of a namespace where every requirement is met.
+fn ready() -> Observed {
+    Observed::default()
+        .with_og("og", &["operators"])
+        .with_crd(CRD, established())
+        .with_service_account("redis-operator", &[ME])
+}
+
+fn healthy_deployment(csv: &ClusterServiceVersion) -> ObservedDeployment {
+    let desired = desired_deployments(csv, &annotations_for(csv));
+    ObservedDeployment {
+        owner: Some(ME.into()),
+        spec_hash: desired[0].labels().get(DEPLOYMENT_SPEC_HASH).cloned(),
+        generation: Some(2),
+        observed_generation: Some(2),
+        desired_replicas: 1,
+        replicas: 1,
+        updated_replicas: 1,
+        available_replicas: 1,
+        available: true,
+        progress_deadline_exceeded: false,
+    }
+}
+
+fn annotations_for(csv: &ClusterServiceVersion) -> BTreeMap<String, String> {
+    let mut a = csv.annotations().clone();
+    a.extend(member_annotations("og", "operators", &["operators".to_owned()]));
+    a
+}
+
+fn with_healthy(observed: Observed, csv: &ClusterServiceVersion) -> Observed {
+    observed.with_deployment("redis-operator", healthy_deployment(csv))
+}
+
+fn outcome(d: &CsvDecision) -> (CsvPhase, CsvReason) {
+    (d.phase.clone(), d.reason.clone())
+}
+
+// ── pre-checks ───────────────────────────────────────────────────────────────────────
+
+#[test]
+fn a_namespace_without_an_operator_group_fails_the_csv_with_no_operator_group() {
+    let d = decide(&Csv::test().build(), &Observed::default(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::NoOperatorGroup));
+    assert!(d.message.contains("namespace operators has no OperatorGroup"));
+}
+
+#[test]
+fn two_operator_groups_fail_the_csv_with_too_many_operator_groups_naming_both() {
+    let observed = ready().with_og("og-2", &["operators"]);
+    let d = decide(&Csv::test().phase(CsvPhase::Succeeded).build(), &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::TooManyOperatorGroups));
+    assert!(d.message.contains("(og, og-2)"));
+}
+
+#[test]
+fn an_operator_group_targeting_an_unsupported_namespace_fails_with_unsupported_operator_group() {
+    let observed = ready();
+    let observed = Observed {
+        operator_groups: vec![ObservedOperatorGroup {
+            name: "og-single".into(),
+            namespaces: Some(vec!["team-a".into()]),
+            fail_forward: false,
+        }],
+        ..observed
+    };
+    let d = decide(&Csv::test().build(), &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::Failed, CsvReason::UnsupportedOperatorGroup)
+    );
+    assert!(
+        d.message
+            .contains("target the operator namespace or all namespaces"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn duplicate_install_modes_fail_with_invalid_install_modes() {
+    let csv = Csv::test()
+        .install_modes(&[("OwnNamespace", true), ("OwnNamespace", false)])
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InvalidInstallModes));
+}
+
+#[test]
+fn a_selector_matching_nothing_fails_with_no_target_namespaces() {
+    let observed = Observed::default().with_og("og", &[]);
+    let d = decide(&Csv::test().build(), &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::NoTargetNamespaces));
+}
+
+#[test]
+fn an_operator_group_without_status_keeps_a_new_csv_pending_and_requeues() {
+    let observed = Observed {
+        operator_groups: vec![ObservedOperatorGroup {
+            name: "og".into(),
+            namespaces: None,
+            fail_forward: false,
+        }],
+        ..Observed::default()
+    };
+    let d = decide(&Csv::test().build(), &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+}
+
+#[test]
+fn missing_member_annotations_are_returned_for_the_shell_to_write() {
+    let d = decide(&Csv::test().build(), &ready(), &t(0));
+    let a = d.annotations.expect("annotations to write");
+    assert_eq!(a["olm.operatorGroup"], "og");
+    assert_eq!(a[TARGET_NAMESPACES], "operators");
+    assert_eq!(a["capabilities"], "Basic Install");
+    let d = decide(&Csv::test().member_of("og", "operators").build(), &ready(), &t(0));
+    assert_eq!(d.annotations, None);
+}
+
+// ── the phases ───────────────────────────────────────────────────────────────────────
+
+#[test]
+fn a_new_csv_goes_pending_with_requirements_unknown() {
+    let d = decide(&Csv::test().build(), &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
+    assert_eq!(d.message, "requirements not yet checked");
+}
+
+#[test]
+fn a_pending_csv_with_a_missing_crd_stays_pending_with_requirements_not_met() {
+    let observed = Observed::default()
+        .with_og("og", &["operators"])
+        .with_service_account("redis-operator", &[ME]);
+    let d = decide(&Csv::test().phase(CsvPhase::Pending).build(), &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+    let reqs = d.requirement_status.unwrap();
+    let crd = reqs.iter().find(|r| r.name == CRD).unwrap();
+    assert_eq!(crd.status, StatusReason::NotPresent);
+    let sa = reqs.iter().find(|r| r.name == "redis-operator").unwrap();
+    assert_eq!(sa.status, StatusReason::Present);
+    assert_eq!(d.requeue_after, Some(REQUIREMENTS_REQUEUE));
+}
+
+#[test]
+fn a_crd_that_is_not_established_is_present_not_available() {
+    let observed = ready().with_crd(
+        CRD,
+        CrdState::Present {
+            established: false,
+            served_versions: vec!["v1".into()],
+            uid: None,
+        },
+    );
+    let d = decide(&Csv::test().phase(CsvPhase::Pending).build(), &observed, &t(0));
+    assert_eq!(d.reason, CsvReason::RequirementsNotMet);
+    let reqs = d.requirement_status.unwrap();
+    assert_eq!(reqs[0].status, StatusReason::PresentNotAvailable);
+}
+
+#[test]
+fn a_crd_not_serving_the_csvs_version_does_not_satisfy_it() {
+    let observed = ready().with_crd(
+        CRD,
+        CrdState::Present {
+            established: true,
+            served_versions: vec!["v2".into()],
+            uid: None,
+        },
+    );
+    let (met, reqs) = requirement_status(&Csv::test().build(), &observed);
+    assert!(!met);
+    assert_eq!(reqs[0].status, StatusReason::PresentNotSatisfied);
+    assert!(reqs[0].message.contains("does not serve version v1"));
+}
+
+#[test]
+fn a_service_account_owned_by_an_unrelated_csv_is_not_satisfied() {
+    let observed = ready().with_service_account("redis-operator", &["other.v1"]);
+    let (met, reqs) = requirement_status(&Csv::test().build(), &observed);
+    assert!(!met);
+    let sa = reqs.iter().find(|r| r.kind == "ServiceAccount").unwrap();
+    assert_eq!(sa.status, StatusReason::PresentNotSatisfied);
+    // owned by the CSV being replaced is fine.
+    let observed = ready().with_service_account("redis-operator", &[OLD]);
+    assert!(requirement_status(&Csv::test().replaces(OLD).build(), &observed).0);
+    // shared between this CSV and its replacement (an upgrade in progress) is fine too.
+    let me = Csv::test().build().name_any();
+    let observed = ready().with_service_account("redis-operator", &[&me, "redis-operator.v9.9.9"]);
+    assert!(requirement_status(&Csv::test().build(), &observed).0);
+}
+
+#[test]
+fn a_server_older_than_min_kube_version_is_not_satisfied() {
+    let observed = Observed {
+        server_version: Some("v1.24.3+k3s1".into()),
+        ..ready()
+    };
+    let (met, reqs) = requirement_status(&Csv::test().min_kube_version("1.25.0").build(), &observed);
+    assert!(!met);
+    assert!(
+        reqs[0]
+            .message
+            .contains("minKubeVersion (1.25.0) > server version (v1.24.3+k3s1)")
+    );
+    let observed = Observed {
+        server_version: Some("v1.37.0".into()),
+        ..ready()
+    };
+    assert!(requirement_status(&Csv::test().min_kube_version("1.25").build(), &observed).0);
+}
+
+#[test]
+fn a_pending_csv_with_all_requirements_goes_install_ready() {
+    let d = decide(&Csv::test().phase(CsvPhase::Pending).build(), &ready(), &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+    assert!(
+        d.requirement_status
+            .unwrap()
+            .iter()
+            .all(|r| r.status == StatusReason::Present)
+    );
+    assert!(d.desired_deployments.is_empty());
+}
+
+#[test]
+fn a_pending_csv_owning_a_crd_another_csv_owns_fails_with_owner_conflict() {
+    let observed = Observed {
+        crd_owner_conflicts: vec![CrdOwnerConflict {
+            crd: CRD.into(),
+            csv: "other.v1".into(),
+        }],
+        ..ready()
+    };
+    let d = decide(&Csv::test().phase(CsvPhase::Pending).build(), &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::OwnerConflict));
+    assert!(
+        d.message
+            .contains("already owned by ClusterServiceVersion other.v1")
+    );
+}
+
+#[test]
+fn a_pending_upgrade_waits_until_the_old_csv_is_replacing() {
+    let csv = Csv::test()
+        .replaces(OLD)
+        .phase(CsvPhase::Pending)
+        .reason(CsvReason::RequirementsNotMet)
+        .build();
+    let d = decide(&csv, &ready().with_replacee(OLD, CsvPhase::Succeeded), &t(0));
+    assert_eq!(d.phase, CsvPhase::Pending);
+    assert_eq!(d.reason, CsvReason::RequirementsNotMet);
+    assert!(
+        d.message
+            .contains("waiting for redis-operator.v1.0.0 (phase Succeeded)")
+    );
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+    let d = decide(&csv, &ready().with_replacee(OLD, CsvPhase::Replacing), &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+}
+
+#[test]
+fn an_install_ready_csv_creates_its_deployments_and_goes_installing() {
+    let csv = Csv::test().phase(CsvPhase::InstallReady).build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallSucceeded));
+    assert_eq!(d.message, "waiting for install components to report healthy");
+    assert_eq!(d.desired_deployments.len(), 1);
+    assert_eq!(d.desired_deployments[0].name_any(), "redis-operator");
+}
+
+#[test]
+fn install_ready_lists_deployments_this_csv_owns_but_no_longer_declares_as_stale() {
+    let csv = Csv::test().phase(CsvPhase::InstallReady).build();
+    let observed = ready()
+        .with_deployment(
+            "old-helper",
+            ObservedDeployment {
+                owner: Some(ME.into()),
+                ..Default::default()
+            },
+        )
+        .with_deployment(
+            "someone-elses",
+            ObservedDeployment {
+                owner: Some("x.v1".into()),
+                ..Default::default()
+            },
+        );
+    assert_eq!(decide(&csv, &observed, &t(0)).stale_deployments, ["old-helper"]);
+}
+
+#[test]
+fn an_installing_csv_with_available_deployments_succeeds() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let d = decide(&csv, &with_healthy(ready(), &csv), &t(10));
+    assert_eq!(outcome(&d), (CsvPhase::Succeeded, CsvReason::InstallSucceeded));
+    assert_eq!(d.message, "install strategy completed with no errors");
+}
+
+#[test]
+fn an_installing_csv_waits_for_an_unavailable_deployment_with_a_requeue() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut dep = healthy_deployment(&csv);
+    dep.available = false;
+    dep.available_replicas = 0;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", dep), &t(10));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert!(
+        d.message.contains("0 of 1 updated replicas are available"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+}
+
+#[test]
+fn an_installing_csv_waits_for_a_rollout_in_progress() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut dep = healthy_deployment(&csv);
+    dep.generation = Some(3);
+    let d = decide(
+        &csv,
+        &ready().with_deployment("redis-operator", dep.clone()),
+        &t(1),
+    );
+    assert!(d.message.contains("waiting for the new spec to be observed"));
+    dep.generation = Some(2);
+    dep.updated_replicas = 0;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", dep), &t(1));
+    assert!(d.message.contains("0 out of 1 new replicas have been updated"));
+}
+
+#[test]
+fn an_installing_csv_still_waiting_after_five_minutes_fails_with_install_check_failed() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let d = decide(&csv, &ready(), &t(299));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert_eq!(d.requeue_after, Some(Duration::from_secs(1)));
+    let d = decide(&csv, &ready(), &t(300));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InstallCheckFailed));
+    assert_eq!(d.message, "install timeout");
+}
+
+#[test]
+fn an_installing_csv_whose_deployment_missed_its_deadline_fails_at_once() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut dep = healthy_deployment(&csv);
+    dep.progress_deadline_exceeded = true;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", dep), &t(1));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InstallCheckFailed));
+    assert!(d.message.contains("exceeded its progress deadline"));
+}
+
+#[test]
+fn an_installing_csv_whose_deployment_spec_drifted_goes_back_to_install_ready() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut dep = healthy_deployment(&csv);
+    dep.spec_hash = Some("old".into());
+    let d = decide(&csv, &ready().with_deployment("redis-operator", dep), &t(1));
+    assert_eq!(outcome(&d), (CsvPhase::InstallReady, CsvReason::InstallWaiting));
+}
+
+#[test]
+fn a_succeeded_csv_with_a_replacement_goes_replacing() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let observed = with_healthy(ready(), &csv).with_replacement(NEW, CsvPhase::Pending);
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Replacing, CsvReason::BeingReplaced));
+    assert_eq!(d.message, format!("being replaced by csv: {NEW}"));
+}
+
+#[test]
+fn a_healthy_succeeded_csv_stays_succeeded_and_its_status_does_not_change() {
+    let csv = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::Succeeded)
+        .reason(CsvReason::InstallSucceeded)
+        .build();
+    let mut csv = csv;
+    csv.status.as_mut().unwrap().message = Some("install strategy completed with no errors".into());
+    let observed = with_healthy(ready(), &csv);
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Succeeded, CsvReason::InstallSucceeded));
+    let mut status = csv.status.clone().unwrap();
+    // first application records the requirement status; afterwards nothing changes.
+    d.apply_to(&mut status, &t(5));
+    let before = status.clone();
+    assert!(!decide(&csv, &observed, &t(9)).apply_to(&mut status, &t(9)));
+    assert_eq!(status, before);
+}
+
+#[test]
+fn a_succeeded_csv_that_lost_a_requirement_fails_with_requirements_not_met() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let observed = with_healthy(ready(), &csv).with_crd(CRD, CrdState::Absent);
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::RequirementsNotMet));
+}
+
+#[test]
+fn a_succeeded_csv_with_an_unavailable_deployment_fails_with_component_unhealthy() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let mut dep = healthy_deployment(&csv);
+    dep.available = false;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", dep), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::ComponentUnhealthy));
+}
+
+#[test]
+fn a_failed_csv_whose_operator_group_was_fixed_goes_back_to_pending() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::UnsupportedOperatorGroup)
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
+}
+
+#[test]
+fn a_failed_csv_whose_components_are_healthy_again_succeeds() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::ComponentUnhealthy)
+        .build();
+    let d = decide(&csv, &with_healthy(ready(), &csv), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Succeeded, CsvReason::InstallSucceeded));
+}
+
+#[test]
+fn a_failed_csv_with_unhealthy_components_needs_a_reinstall() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::InstallCheckFailed)
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::NeedsReinstall));
+}
+
+#[test]
+fn a_failed_csv_that_lost_requirements_goes_pending_with_requirements_not_met() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::ComponentUnhealthy)
+        .build();
+    let d = decide(&csv, &ready().with_crd(CRD, CrdState::Absent), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+}
+
+#[test]
+fn a_failed_csv_with_invalid_install_modes_or_no_retry_stays_failed() {
+    let no_retry = CsvReason::InstallComponentFailedNoRetry;
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(no_retry.clone())
+        .build();
+    assert_eq!(
+        outcome(&decide(&csv, &ready(), &t(0))),
+        (CsvPhase::Failed, no_retry)
+    );
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::InvalidInstallModes)
+        .install_modes(&[("OwnNamespace", true), ("OwnNamespace", true)])
+        .build();
+    assert_eq!(
+        outcome(&decide(&csv, &ready(), &t(0))),
+        (CsvPhase::Failed, CsvReason::InvalidInstallModes)
+    );
+}
+
+#[test]
+fn a_failed_owner_conflict_stays_failed_while_the_conflict_lasts() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::OwnerConflict)
+        .build();
+    let conflicted = Observed {
+        crd_owner_conflicts: vec![CrdOwnerConflict {
+            crd: CRD.into(),
+            csv: "other.v1".into(),
+        }],
+        ..ready()
+    };
+    assert_eq!(
+        outcome(&decide(&csv, &conflicted, &t(0))),
+        (CsvPhase::Failed, CsvReason::OwnerConflict)
+    );
+    // once the other operator is gone, the CSV reinstalls.
+    assert_eq!(
+        outcome(&decide(&csv, &ready(), &t(0))),
+        (CsvPhase::Pending, CsvReason::NeedsReinstall)
+    );
+}
+
+#[test]
+fn a_failed_csv_with_a_fail_forward_group_and_a_replacement_goes_replacing() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::InstallCheckFailed)
+        .build();
+    let mut observed = ready().with_replacement(NEW, CsvPhase::Pending);
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        d.phase,
+        CsvPhase::Pending,
+        "default strategy never replaces a failed CSV"
+    );
+    observed.operator_groups[0].fail_forward = true;
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Replacing, CsvReason::BeingReplaced));
+}
+
+#[test]
+fn a_replacing_csv_is_deleted_once_its_replacement_succeeded() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Replacing)
+        .reason(CsvReason::BeingReplaced)
+        .build();
+    let d = decide(&csv, &ready().with_replacement(NEW, CsvPhase::Installing), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Replacing, CsvReason::BeingReplaced));
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+    let d = decide(&csv, &ready().with_replacement(NEW, CsvPhase::Succeeded), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Deleting, CsvReason::Replaced));
+    assert!(!d.delete_self, "the Deleting phase is recorded first");
+}
+
+#[test]
+fn a_replacing_csv_that_still_replaces_an_older_one_waits_its_turn() {
+    let csv = Csv::test()
+        .replaces(OLD)
+        .phase(CsvPhase::Replacing)
+        .reason(CsvReason::BeingReplaced)
+        .build();
+    let observed = ready()
+        .with_replacee(OLD, CsvPhase::Replacing)
+        .with_replacement(NEW, CsvPhase::Succeeded);
+    assert_eq!(decide(&csv, &observed, &t(0)).phase, CsvPhase::Replacing);
+}
+
+#[test]
+fn a_deleting_csv_asks_to_be_deleted_whatever_else_is_observed() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Deleting)
+        .reason(CsvReason::Replaced)
+        .build();
+    let d = decide(&csv, &Observed::default(), &t(0));
+    assert!(d.delete_self);
+    assert_eq!(d.phase, CsvPhase::Deleting);
+}
+
+// ── desired Deployments ──────────────────────────────────────────────────────────────
+
+#[test]
+fn desired_deployments_carry_olm_labels_owner_annotations_env_and_history_limit() {
+    let csv = Csv::test().build();
+    let deployments = desired_deployments(&csv, &annotations_for(&csv));
+    let d = &deployments[0];
+    let labels = d.labels();
+    assert_eq!(labels["app"], "redis");
+    assert_eq!(labels[MANAGED], "true");
+    assert_eq!(labels[OWNER], ME);
+    assert_eq!(labels[OWNER_NAMESPACE], "operators");
+    assert_eq!(labels[OWNER_KIND], "ClusterServiceVersion");
+    assert!(!labels[DEPLOYMENT_SPEC_HASH].is_empty());
+    assert_eq!(d.metadata.namespace.as_deref(), Some("operators"));
+    let owner = &d.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.uid.as_str(), owner.controller), ("uid-me", Some(false)));
+    let spec = &d.spec;
+    assert_eq!(spec.revision_history_limit, Some(1));
+    let template_annotations = spec
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap();
+    assert_eq!(template_annotations["t"], "1");
+    assert_eq!(template_annotations[TARGET_NAMESPACES], "operators");
+    assert_eq!(template_annotations["capabilities"], "Basic Install");
+    assert!(!template_annotations.contains_key(LAST_APPLIED));
+    let env = spec.template.spec.as_ref().unwrap().containers[0]
+        .env
+        .as_ref()
+        .unwrap();
+    let cond: Vec<_> = env.iter().filter(|e| e.name == OPERATOR_CONDITION_ENV).collect();
+    assert_eq!(cond.len(), 1);
+    assert_eq!(cond[0].value.as_deref(), Some(ME));
+}
+
+#[test]
+fn desired_deployments_carry_the_operator_component_label_of_their_csv_and_nothing_else_of_it() {
+    // The InstallPlan labels the CSV `operators.coreos.com/<package>.<namespace>` (empty
+    // value, upstream's Operator-API component label); its Deployments inherit exactly that.
+    let mut csv = Csv::test().build();
+    csv.metadata.labels = Some(BTreeMap::from([
+        (
+            "operators.coreos.com/redis-operator.operators".to_owned(),
+            String::new(),
+        ),
+        ("team".to_owned(), "a".to_owned()),
+    ]));
+    let labels = desired_deployments(&csv, &annotations_for(&csv))[0]
+        .labels()
+        .clone();
+    assert_eq!(
+        labels
+            .get("operators.coreos.com/redis-operator.operators")
+            .map(String::as_str),
+        Some("")
+    );
+    assert!(!labels.contains_key("team"), "{labels:?}");
+    // Without the label on the CSV, none is invented.
+    let bare = Csv::test().build();
+    let labels = desired_deployments(&bare, &annotations_for(&bare))[0]
+        .labels()
+        .clone();
+    assert!(
+        !labels.keys().any(|k| k.starts_with(COMPONENT_LABEL_PREFIX)),
+        "{labels:?}"
+    );
+}
+
+#[test]
+fn the_spec_hash_changes_when_the_target_namespaces_change() {
+    let csv = Csv::test().build();
+    let hash = |targets: &str| {
+        let mut a = annotations_for(&csv);
+        a.insert(TARGET_NAMESPACES.into(), targets.into());
+        desired_deployments(&csv, &a)[0].labels()[DEPLOYMENT_SPEC_HASH].clone()
+    };
+    assert_eq!(hash("operators"), hash("operators"));
+    assert_ne!(hash("operators"), hash(""));
+}
+
+#[test]
+fn an_upgrade_takes_over_the_old_csvs_deployment_by_name() {
+    // The old CSV's deployment is observed; the new CSV in InstallReady applies its own
+    // spec with itself as owner, and while the old owner is still observed it re-applies.
+    let csv = Csv::test().replaces(OLD).phase(CsvPhase::InstallReady).build();
+    let d = decide(&csv, &ready().with_replacee(OLD, CsvPhase::Replacing), &t(0));
+    assert_eq!(d.desired_deployments[0].labels()[OWNER], ME);
+    let csv = Csv::test()
+        .replaces(OLD)
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut old = healthy_deployment(&csv);
+    old.owner = Some(OLD.into());
+    let d = decide(&csv, &ready().with_deployment("redis-operator", old), &t(1));
+    assert_eq!(d.phase, CsvPhase::InstallReady);
+    assert!(d.message.contains("owned by redis-operator.v1.0.0"));
+}
+
+#[test]
+fn observed_deployments_are_read_from_labels_and_status() {
+    let dep: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "x", "generation": 4, "labels": {OWNER: ME, DEPLOYMENT_SPEC_HASH: "h"}},
+        "spec": {"replicas": 2, "selector": {}, "template": {}},
+        "status": {"observedGeneration": 4, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 1,
+                   "conditions": [{"type": "Available", "status": "True"},
+                                  {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]}
+    }))
+    .unwrap();
+    let o = ObservedDeployment::from_deployment(&dep);
+    assert_eq!(o.owner.as_deref(), Some(ME));
+    assert_eq!(o.spec_hash.as_deref(), Some("h"));
+    assert_eq!(
+        (o.desired_replicas, o.updated_replicas, o.available_replicas),
+        (2, 2, 1)
+    );
+    assert!(o.available && o.progress_deadline_exceeded);
+}
+
+// ── helpers for the shell ───────────────────────────────────────────────────────────
+
+fn named(name: &str, replaces: Option<&str>, owns: &[&str]) -> ClusterServiceVersion {
+    let mut csv = Csv::test().build();
+    csv.metadata.name = Some(name.into());
+    csv.spec.replaces = replaces.map(str::to_owned);
+    csv.spec.custom_resource_definitions = Some(v1alpha1::CustomResourceDefinitions {
+        owned: owns
+            .iter()
+            .map(|n| v1alpha1::CrdDescription {
+                name: (*n).into(),
+                version: "v1".into(),
+                kind: "K".into(),
+                display_name: None,
+                description: None,
+                resources: vec![],
+                status_descriptors: vec![],
+                spec_descriptors: vec![],
+                action_descriptors: vec![],
+            })
+            .collect(),
+        required: vec![],
+    });
+    csv
+}
+
+#[test]
+fn owner_conflicts_ignore_the_replacement_chain_but_not_strangers() {
+    let old = named(OLD, None, &[CRD]);
+    let me = named(ME, Some(OLD), &[CRD]);
+    let new = named(NEW, Some(ME), &[CRD]);
+    let stranger = named("other.v1", None, &[CRD]);
+    let all = vec![old.clone(), me.clone(), new.clone()];
+    assert!(crd_owner_conflicts(&me, &all).is_empty());
+    assert_eq!(
+        replacement_of(ME, &all).map(|c| c.name_any()),
+        Some(NEW.to_owned())
+    );
+    assert_eq!(replacee_of(&me, &all).map(|c| c.name_any()), Some(OLD.to_owned()));
+    let mut with_stranger = all;
+    with_stranger.push(stranger);
+    assert_eq!(
+        crd_owner_conflicts(&me, &with_stranger),
+        vec![CrdOwnerConflict {
+            crd: CRD.into(),
+            csv: "other.v1".into()
+        }]
+    );
+}
+
+#[test]
+fn the_status_history_follows_a_whole_install() {
+    let mut csv = Csv::test().member_of("og", "operators").build();
+    let mut observed = ready();
+    let mut phases = vec![];
+    for second in 0..6 {
+        let now = t(second);
+        let d = decide(&csv, &observed, &now);
+        if !d.desired_deployments.is_empty() {
+            observed = with_healthy(observed, &csv);
+        }
+        d.apply_to(csv.status.as_mut().unwrap(), &now);
+        phases.push(d.phase.as_str().to_owned());
+    }
+    assert_eq!(
+        phases,
+        [
+            "Pending",
+            "InstallReady",
+            "Installing",
+            "Succeeded",
+            "Succeeded",
+            "Succeeded"
+        ]
+    );
+    let history: Vec<_> = csv
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .map(|c| c.phase.clone().unwrap())
+        .collect();
+    assert_eq!(
+        history,
+        [
+            CsvPhase::Pending,
+            CsvPhase::InstallReady,
+            CsvPhase::Installing,
+            CsvPhase::Succeeded
+        ]
+    );
+    assert_eq!(csv.status.as_ref().unwrap().last_transition_time, Some(t(3)));
+}
+
+fn sa_requirement(name: &str, status: StatusReason) -> RequirementStatus {
+    RequirementStatus {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ServiceAccount".into(),
+        name: name.into(),
+        status,
+        message: String::new(),
+        uuid: None,
+        dependents: Vec::new(),
+    }
+}
+
+fn plan_with_sa_step(phase: &str, csv: &str, sa: &str, step: &str) -> v1alpha1::InstallPlanStatus {
+    serde_json::from_value(serde_json::json!({
+        "phase": phase,
+        "catalogSources": [],
+        "plan": [{
+            "resolving": csv,
+            "resource": {"sourceName": "c", "sourceNamespace": "ns", "group": "", "version": "v1",
+                         "kind": "ServiceAccount", "name": sa},
+            "status": step,
+        }],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_new_csv_waits_silently_only_for_service_accounts_its_installing_plan_still_has_to_apply() {
+    let missing = [sa_requirement("op", StatusReason::NotPresent)];
+    let applying = plan_with_sa_step("Installing", "op.v1", "op", "Unknown");
+    assert!(waits_only_on_own_plan("op.v1", &missing, [&applying]));
+
+    // Another CSV's plan, a plan that already applied the account, a failed plan, or no
+    // plan at all: the requirement is reported as usual.
+    let other = plan_with_sa_step("Installing", "other.v1", "op", "Unknown");
+    assert!(!waits_only_on_own_plan("op.v1", &missing, [&other]));
+    let applied = plan_with_sa_step("Installing", "op.v1", "op", "Created");
+    assert!(!waits_only_on_own_plan("op.v1", &missing, [&applied]));
+    let failed = plan_with_sa_step("Failed", "op.v1", "op", "Unknown");
+    assert!(!waits_only_on_own_plan("op.v1", &missing, [&failed]));
+    assert!(!waits_only_on_own_plan("op.v1", &missing, []));
+
+    // A missing requirement that is not a ServiceAccount, or nothing missing at all.
+    let mut crd = sa_requirement("widgets.example.com", StatusReason::NotPresent);
+    crd.kind = "CustomResourceDefinition".into();
+    assert!(!waits_only_on_own_plan(
+        "op.v1",
+        &[missing[0].clone(), crd],
+        [&applying]
+    ));
+    let present = [sa_requirement("op", StatusReason::Present)];
+    assert!(!waits_only_on_own_plan("op.v1", &present, [&applying]));
+}
