@@ -222,18 +222,20 @@ async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>, gate: Ar
     tracing::info!(namespace = ns.as_deref().unwrap_or("*"), "watching RedisClusters");
     let clusters: Api<RedisCluster> = api(&client, ns.as_deref());
     let (reader, writer) = reflector::store();
-    let store = reader.clone();
-    tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            gate.synced();
-        }
-    });
+    // Readiness comes from the stream's first complete list, not `Store::wait_until_ready`:
+    // the store's readiness channel wakes only one waiter, and kube-runtime's runner is it.
+    let mut synced = Some(gate);
     let stream = watcher(clusters, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
         .inspect({
             let metrics = ctx.metrics.clone();
             move |event| {
+                if let Ok(watcher::Event::InitDone) = event
+                    && let Some(gate) = synced.take()
+                {
+                    gate.synced();
+                }
                 // A RedisCluster without the finalizer is gone before any reconcile sees it deleted.
                 if let Ok(watcher::Event::Delete(rc)) = event {
                     metrics.set_managed(

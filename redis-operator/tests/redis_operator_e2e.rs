@@ -110,8 +110,8 @@ impl Operator {
         operator.http_addr = loop {
             let bound = operator.log_text().lines().find_map(|line| {
                 let entry: Value = serde_json::from_str(line).ok()?;
-                (entry["fields"]["message"] == "starting redis-operator")
-                    .then(|| entry["fields"]["http_addr"].as_str().map(str::to_owned))?
+                (entry["message"] == "starting redis-operator")
+                    .then(|| entry["http_addr"].as_str().map(str::to_owned))?
             });
             if let Some(addr) = bound {
                 break addr;
