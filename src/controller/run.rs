@@ -1,0 +1,290 @@
+//! run: `olm-controller run`: the probe and metrics server, leader election, the reflectors
+//! and the five controllers wired together, until a signal or the loss of the lease.
+
+#[allow(clippy::wildcard_imports, reason = "the controller module's shared imports")]
+use super::*;
+
+/// Runs the controllers until SIGTERM/SIGINT (or until the leader Lease is lost).
+pub async fn run(client: Client, config: Config) -> std::result::Result<(), RunError> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Arc::new(Readiness::default());
+    let listener = crate::k8s::http::bind(config.metrics_bind)
+        .await
+        .map_err(|source| RunError::Bind {
+            addr: config.metrics_bind,
+            source,
+        })?;
+    tracing::info!(addr = %config.metrics_bind, "serving /metrics, /healthz and /readyz");
+    let http = tokio::spawn(crate::k8s::http::serve(
+        listener,
+        Arc::clone(&metrics),
+        Arc::clone(&ready),
+    ));
+
+    let elector = config.leader_elect.then(|| {
+        let identity =
+            crate::k8s::lease::identity(std::env::var("POD_NAME").ok(), std::env::var("HOSTNAME").ok());
+        crate::k8s::lease::LeaderElector::new(
+            client.clone(),
+            &config.lease_namespace,
+            "olm-rs-controller",
+            identity,
+        )
+    });
+    if let Some(elector) = &elector {
+        // A standby is ready: it is healthy and waiting to take over (see `Readiness`).
+        ready.set(ReadyState::Standby);
+        tracing::info!(identity = elector.identity(), "waiting for the leader lease");
+        tokio::select! {
+            () = elector.acquire() => tracing::info!("acquired the leader lease"),
+            () = shutdown_signal() => { http.abort(); return Ok(()); }
+        }
+    }
+
+    let result = {
+        let controllers = run_controllers(
+            client.clone(),
+            config.clone(),
+            Arc::clone(&metrics),
+            Arc::clone(&ready),
+        );
+        match &elector {
+            Some(elector) => tokio::select! {
+                r = controllers => r,
+                () = elector.keep_renewing() => Err(RunError::LostLease),
+            },
+            None => controllers.await,
+        }
+    };
+    ready.set(ReadyState::Stopping);
+    if let Some(elector) = &elector {
+        elector.release().await;
+    }
+    http.abort();
+    result
+}
+
+/// Why [`run`] failed to start or stopped abnormally (the binary adds its `anyhow` context).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The probe and metrics address could not be bound.
+    #[error("failed to listen on {addr}: {source}")]
+    Bind {
+        /// `--metrics-bind`.
+        addr: SocketAddr,
+        /// The bind error.
+        source: std::io::Error,
+    },
+    /// `--builtin-catalog` could not be loaded.
+    #[error("failed to load the built-in catalog: {0}")]
+    BuiltinCatalog(#[source] cache::BuiltinDirError),
+    /// The leader Lease was lost; another replica takes over.
+    #[error("lost the leader lease; stopping so another replica can take over")]
+    LostLease,
+}
+
+pub(super) async fn shutdown_signal() {
+    operator_runtime::shutdown::signal().await;
+}
+
+pub(super) async fn log_result<T, E: std::fmt::Display>(
+    controller: &'static str,
+    result: std::result::Result<T, E>,
+) {
+    if let Err(err) = result {
+        tracing::debug!(controller, error = %err, "controller event");
+    }
+}
+
+/// Reconciles in flight per controller. The work is mostly waiting on the API server, so
+/// more than a handful pays off when many objects change at once (100 Subscriptions).
+pub const CONCURRENCY: u16 = 16;
+
+pub(super) async fn run_controllers(
+    client: Client,
+    config: Config,
+    metrics: Arc<Metrics>,
+    ready: Arc<crate::k8s::http::Readiness>,
+) -> std::result::Result<(), RunError> {
+    let wc = watcher::Config::default;
+    let cfg = || ControllerConfig::default().concurrency(CONCURRENCY);
+    let sync = SyncTracker::default();
+    let (synced_tx, synced_rx) = tokio::sync::watch::channel(false);
+
+    let (catalog_sources, catsrc_stream) = reflected(
+        Api::<CatalogSource>::all(client.clone()),
+        wc(),
+        sync.flag("catalogsources"),
+    );
+    let (subscriptions, sub_stream) = reflected(
+        Api::<Subscription>::all(client.clone()),
+        wc(),
+        sync.flag("subscriptions"),
+    );
+    let (install_plans, ip_stream) = reflected(
+        Api::<InstallPlan>::all(client.clone()),
+        wc(),
+        sync.flag("installplans"),
+    );
+    let (csvs, csv_stream) = reflected(
+        Api::<ClusterServiceVersion>::all(client.clone()),
+        wc(),
+        sync.flag("clusterserviceversions"),
+    );
+    let (operator_groups, og_stream) = reflected(
+        Api::<OperatorGroup>::all(client.clone()),
+        wc(),
+        sync.flag("operatorgroups"),
+    );
+    let (deployments, deployment_stream) = reflected(
+        Api::<Deployment>::all(client.clone()),
+        wc().labels(&format!(
+            "{}={}",
+            crate::api::labels::OWNER_KIND,
+            crate::plan::steps::CSV_KIND
+        )),
+        sync.flag("deployments"),
+    );
+    let (service_accounts, sa_stream) =
+        reflected_metadata::<ServiceAccount>(client.clone(), wc(), sync.flag("serviceaccounts"));
+
+    let stores = Stores {
+        catalog_sources: catalog_sources.clone(),
+        subscriptions: subscriptions.clone(),
+        install_plans: install_plans.clone(),
+        csvs: csvs.clone(),
+        operator_groups: operator_groups.clone(),
+        deployments: deployments.clone(),
+        service_accounts,
+    };
+    let catalogs =
+        cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?;
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        config,
+        metrics,
+        catalogs,
+        stores: stores.clone(),
+        backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
+        discovery: Mutex::default(),
+        status_writes: Mutex::default(),
+        event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
+        synced: synced_rx,
+    });
+
+    // CatalogSources: re-read when the ConfigMap they name changes.
+    let catsrc_store = stores.catalog_sources.clone();
+    let catsrc_ctl = Controller::for_stream(catsrc_stream, catalog_sources)
+        .with_config(cfg())
+        .watches_stream(metadata_trigger::<ConfigMap>(client.clone(), wc()), move |cm| {
+            mappers::catalog_sources_for_config_map(&catsrc_store.state(), &cm)
+        })
+        .shutdown_on_signal();
+
+    // OperatorGroups: a sibling group appearing or leaving changes TooManyOperatorGroups.
+    let og_store = stores.operator_groups.clone();
+    let og_ctl = Controller::for_stream(og_stream, operator_groups)
+        .with_config(cfg())
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref()),
+        )
+        .shutdown_on_signal();
+
+    // Subscriptions: their InstallPlans, CSVs, catalogs and OperatorGroups.
+    let (s1, s2, s3) = (
+        stores.subscriptions.clone(),
+        stores.subscriptions.clone(),
+        stores.subscriptions.clone(),
+    );
+    let global = shared.config.global_namespace.clone();
+    let sub_ctl = Controller::for_stream(sub_stream, subscriptions)
+        .with_config(cfg())
+        .owns(Api::<InstallPlan>::all(client.clone()), wc())
+        .watches_stream(
+            metadata_trigger::<CatalogSource>(client.clone(), wc()),
+            move |cs| mappers::subscriptions_for_catalog(&s1.state(), &cs, &global),
+        )
+        .watches_stream(
+            metadata_trigger::<ClusterServiceVersion>(client.clone(), wc()),
+            move |csv| mappers::siblings_in_namespace(&s2.state(), csv.namespace().as_deref()),
+        )
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&s3.state(), og.namespace().as_deref()),
+        )
+        .shutdown_on_signal();
+
+    let ip_ctl = Controller::for_stream(ip_stream, install_plans)
+        .with_config(cfg())
+        .shutdown_on_signal();
+
+    // CSVs: their Deployments and ServiceAccounts, OperatorGroups, CRDs and the CSVs that
+    // replace them.
+    let (c1, c2, c3) = (stores.csvs.clone(), stores.csvs.clone(), stores.csvs.clone());
+    let csv_ctl = Controller::for_stream(csv_stream, csvs)
+        .with_config(cfg())
+        .owns_stream(deployment_stream)
+        .owns_stream(sa_stream)
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            move |og| mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref()),
+        )
+        .watches(
+            Api::<ClusterServiceVersion>::all(client.clone()),
+            wc(),
+            move |csv| mappers::csvs_related_to(&c2.state(), &csv),
+        )
+        .watches_stream(
+            metadata_trigger::<CustomResourceDefinition>(client.clone(), wc()),
+            move |crd| mappers::csvs_for_crd(&c3.state(), &crd.name_any()),
+        )
+        .shutdown_on_signal();
+
+    let catsrc_ctx = Context::new(&shared, "catalogsource");
+    let og_ctx = Context::new(&shared, "operatorgroup");
+    let sub_ctx = Context::new(&shared, "subscription");
+    let ip_ctx = Context::new(&shared, "installplan");
+    let csv_ctx = Context::new(&shared, "csv");
+
+    ready.set(ReadyState::Syncing);
+    let readiness = {
+        let ready = Arc::clone(&ready);
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                tick.tick().await;
+                let pending = sync.pending();
+                if pending.is_empty() {
+                    break;
+                }
+                tracing::trace!(?pending, "waiting for the caches");
+            }
+            let _ = synced_tx.send(true);
+            ready.set(ReadyState::Ready);
+            tracing::info!("caches synced; ready");
+        }
+    };
+    let readiness = tokio::spawn(readiness);
+
+    tokio::join!(
+        catsrc_ctl
+            .run(catalog_source::reconcile, error_policy, catsrc_ctx)
+            .for_each(|r| log_result("catalogsource", r)),
+        og_ctl
+            .run(operator_group::reconcile, error_policy, og_ctx)
+            .for_each(|r| log_result("operatorgroup", r)),
+        sub_ctl
+            .run(subscription::reconcile, error_policy, sub_ctx)
+            .for_each(|r| log_result("subscription", r)),
+        ip_ctl
+            .run(install_plan::reconcile, error_policy, ip_ctx)
+            .for_each(|r| log_result("installplan", r)),
+        csv_ctl
+            .run(csv::reconcile, error_policy, csv_ctx)
+            .for_each(|r| log_result("csv", r)),
+    );
+    readiness.abort();
+    tracing::info!("controllers stopped");
+    Ok(())
+}
