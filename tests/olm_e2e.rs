@@ -1090,6 +1090,26 @@ async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_e
     env.own_namespace_group().await;
     env.wait_catalog_ready("e2e").await;
 
+    // A typo in installPlanApproval is refused by the CRD, naming the field and the values
+    // (upstream accepts it and installs without approval).
+    let typo: Subscription = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "typo", "namespace": env.ns()},
+        "spec": {"source": "e2e", "sourceNamespace": env.ns(), "name": "widget-operator",
+                 "channel": "stable", "installPlanApproval": "manual"},
+    }))
+    .expect("subscription");
+    let subs: Api<Subscription> = env.ns.api();
+    let refused = subs
+        .create(&PostParams::default(), &typo)
+        .await
+        .expect_err("a Subscription with installPlanApproval: manual is refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("spec.installPlanApproval") && text.contains("\"Automatic\", \"Manual\""),
+        "{text}"
+    );
+
     let cs = env
         .wait_obj::<CatalogSource, _>("TRANSIENT_FAILURE", "broken", |cs| {
             (str_at(cs, "/status/connectionState/lastObservedState") == "TRANSIENT_FAILURE")

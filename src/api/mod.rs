@@ -23,8 +23,9 @@
 //!   `enum` on most of these fields (the controllers validate them), so a cluster may hold
 //!   any string; a watcher must never fail to decode an object because someone wrote
 //!   `installPlanApproval: manual`. Unknown values round-trip verbatim and the controller
-//!   decides what they mean (for approval: anything but exactly `Manual` is automatic, as
-//!   upstream's `GetInstallPlanApproval`).
+//!   decides what they mean (for approval, unlike upstream's `GetInstallPlanApproval`, an
+//!   unknown value is `Manual` and reported; the Subscription CRD also restricts it to
+//!   `Automatic` / `Manual`).
 //! - **Core Kubernetes shapes** (DeploymentSpec, PolicyRule, LabelSelector, EnvVar,
 //!   Toleration, ResourceRequirements, ObjectReference, metav1.Condition) are the
 //!   `k8s-openapi` types, so their schemas and serialisation match the API server's.

@@ -15,6 +15,10 @@ pub mod subscription {
     pub const INSTALL_PLAN_FAILED: &str = "InstallPlanFailed";
     /// Resolution failed in the namespace.
     pub const RESOLUTION_FAILED: &str = "ResolutionFailed";
+    /// `spec.installPlanApproval` is not a value OLM knows (olm-rs only).
+    pub const INSTALL_PLAN_APPROVAL_INVALID: &str = "InstallPlanApprovalInvalid";
+    /// Reason of `InstallPlanApprovalInvalid=True`: the value was treated as `Manual`.
+    pub const UNKNOWN_APPROVAL_TREATED_AS_MANUAL: &str = "UnknownApprovalTreatedAsManual";
     /// Bundle content is being unpacked.
     pub const BUNDLE_UNPACKING: &str = "BundleUnpacking";
     /// Bundle unpacking failed.

@@ -281,6 +281,22 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             );
         }
     }
+    if let Some(value) = sub.spec.unknown_approval()
+        && old
+            .as_ref()
+            .and_then(|o| o.condition(&T::InstallPlanApprovalInvalid))
+            .is_none()
+    {
+        ctx.warning(
+            &sub.object_ref(&()),
+            reason::INSTALL_PLAN_APPROVAL_INVALID,
+            "Resolve",
+            format!(
+                "spec.installPlanApproval {value:?} is neither Automatic nor Manual; treated as Manual: \
+                 set it to Automatic or Manual"
+            ),
+        );
+    }
     // Skip a write that changes nothing, and one that repeats our last write while the store
     // still shows the Subscription as it was before that write (the watch lags behind).
     ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)

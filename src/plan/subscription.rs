@@ -373,6 +373,24 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
     st.catalog_health = health;
     conds.set(health_condition);
 
+    // An approval value OLM does not know: treated as Manual (see `SubscriptionSpec::approval`)
+    // and said so, naming the field and the fix.
+    match sub.spec.unknown_approval() {
+        Some(value) => conds.set(condition(
+            Cond::InstallPlanApprovalInvalid,
+            true,
+            reason::UNKNOWN_APPROVAL_TREATED_AS_MANUAL,
+            &format!(
+                "spec.installPlanApproval {value:?} is neither Automatic nor Manual; it is treated as \
+                 Manual, so every InstallPlan of this Subscription waits for approval: set it to \
+                 Automatic or Manual"
+            ),
+        )),
+        None => {
+            conds.remove(&[Cond::InstallPlanApprovalInvalid]);
+        }
+    }
+
     // 2. Resolution.
     let mut new_plan: Option<&InstallPlan> = None;
     match input.resolution {
@@ -498,8 +516,9 @@ pub fn status_changed(old: Option<&SubscriptionStatus>, new: &SubscriptionStatus
 
 /// How the InstallPlan made for one Subscription is approved. Each Subscription gets its own
 /// InstallPlan (see the module documentation of [`crate::resolve`]): a Manual Subscription's plan
-/// starts in `RequiresApproval` with `approved: false`; any other value (upstream treats
-/// everything but exactly `Manual` as Automatic) starts in `Installing` with `approved: true`.
+/// starts in `RequiresApproval` with `approved: false`, and so does one whose approval is a value
+/// OLM does not know (upstream would install it automatically; see
+/// [`SubscriptionSpec::approval`]); an Automatic one starts in `Installing` with `approved: true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanApproval {
     /// `spec.approval` of the plan.

@@ -71,6 +71,7 @@ pub struct SubscriptionSpec {
     pub starting_csv: Option<String>,
     /// `Automatic` or `Manual`; absent means `Automatic`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "approval_schema")]
     pub install_plan_approval: Option<Approval>,
     /// Overrides applied to the operator's Deployments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,11 +79,23 @@ pub struct SubscriptionSpec {
 }
 
 impl SubscriptionSpec {
-    /// The effective approval: `Manual` only when the spec says exactly `Manual`.
+    /// The effective approval: `Automatic` when absent, empty or exactly `Automatic`; `Manual`
+    /// for `Manual` **and for any other value**. Upstream treats everything but exactly `Manual`
+    /// as Automatic, so a typo (`manual`) silently installs without approval; a value we do not
+    /// know fails safe instead, and [`Self::unknown_approval`] lets the controller report it.
     pub fn approval(&self) -> Approval {
         match &self.install_plan_approval {
-            Some(Approval::Manual) => Approval::Manual,
-            _ => Approval::Automatic,
+            None | Some(Approval::Automatic) => Approval::Automatic,
+            Some(Approval::Other(v)) if v.is_empty() => Approval::Automatic,
+            Some(_) => Approval::Manual,
+        }
+    }
+
+    /// The `installPlanApproval` value when it is neither `Automatic` nor `Manual` (nor empty).
+    pub fn unknown_approval(&self) -> Option<&str> {
+        match &self.install_plan_approval {
+            Some(Approval::Other(v)) if !v.is_empty() => Some(v),
+            _ => None,
         }
     }
 
@@ -90,6 +103,18 @@ impl SubscriptionSpec {
     pub fn channel(&self) -> Option<&str> {
         self.channel.as_deref().filter(|c| !c.is_empty())
     }
+}
+
+/// The schema of `spec.installPlanApproval`: one of the two values OLM knows. Upstream's CRD
+/// accepts any string; ours refuses the rest at admission (a value written before this CRD, or
+/// by a writer that bypasses it, is still read and treated as `Manual`).
+fn approval_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["Automatic", "Manual"],
+        "nullable": true,
+        "description": "Automatic or Manual; absent means Automatic."
+    })
 }
 
 /// SubscriptionConfig contains configuration specified for a subscription; OLM applies it to
@@ -158,6 +183,9 @@ string_enum! {
         InstallPlanFailed => "InstallPlanFailed",
         /// Resolution failed in the Subscription's namespace.
         ResolutionFailed => "ResolutionFailed",
+        /// `spec.installPlanApproval` is neither `Automatic` nor `Manual` and is treated as
+        /// `Manual` (olm-rs only: upstream silently treats it as `Automatic`).
+        InstallPlanApprovalInvalid => "InstallPlanApprovalInvalid",
         /// Bundle content is being unpacked.
         BundleUnpacking => "BundleUnpacking",
         /// Bundle unpacking failed.
@@ -323,11 +351,17 @@ mod tests {
     }
 
     #[test]
-    fn only_exactly_manual_means_manual_approval() {
+    fn only_automatic_or_nothing_means_automatic_and_an_unknown_value_fails_safe_to_manual() {
         assert_eq!(spec(Some("Manual")).approval(), Approval::Manual);
-        assert_eq!(spec(Some("manual")).approval(), Approval::Automatic);
         assert_eq!(spec(Some("Automatic")).approval(), Approval::Automatic);
         assert_eq!(spec(None).approval(), Approval::Automatic);
+        assert_eq!(spec(Some("")).approval(), Approval::Automatic);
+        for typo in ["manual", "Sometimes", "automatic"] {
+            assert_eq!(spec(Some(typo)).approval(), Approval::Manual, "{typo}");
+            assert_eq!(spec(Some(typo)).unknown_approval(), Some(typo));
+        }
+        assert_eq!(spec(Some("Manual")).unknown_approval(), None);
+        assert_eq!(spec(None).unknown_approval(), None);
     }
 
     #[test]

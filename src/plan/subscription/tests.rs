@@ -536,28 +536,63 @@ fn resolution_waits_while_a_referenced_plan_is_pending() {
 }
 
 #[test]
+fn an_unknown_approval_value_is_reported_naming_the_field_until_it_is_fixed() {
+    let health = healthy_catalogs();
+    let now = time(100);
+    let status_of = |sub: &Subscription| {
+        next_status(&StatusInput {
+            subscription: sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &[],
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        })
+    };
+    let mut sub = subscription("Sometimes", None);
+    let st = status_of(&sub);
+    let c = cond(&st, Cond::InstallPlanApprovalInvalid).expect("the condition");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(
+        c.reason.as_deref(),
+        Some(reason::UNKNOWN_APPROVAL_TREATED_AS_MANUAL)
+    );
+    let message = c.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("spec.installPlanApproval \"Sometimes\"") && message.contains("treated as Manual"),
+        "{message}"
+    );
+    sub.status = Some(st);
+    sub.spec.install_plan_approval = Some(Approval::Manual);
+    let fixed = status_of(&sub);
+    assert!(cond(&fixed, Cond::InstallPlanApprovalInvalid).is_none());
+}
+
+#[test]
 fn each_subscription_plan_takes_that_subscription_approval() {
     let manual = subscription("Manual", None);
     let automatic = subscription("Automatic", None);
     let odd = subscription("manual", None);
-    assert_eq!(
-        plan_approval(&manual.spec),
-        PlanApproval {
-            approval: Approval::Manual,
-            approved: false,
-            phase: InstallPlanPhase::RequiresApproval
-        }
-    );
-    for spec in [&automatic.spec, &odd.spec] {
+    // A value OLM does not know (a typo of Manual) waits for approval like Manual; upstream
+    // would install it automatically.
+    for spec in [&manual.spec, &odd.spec] {
         assert_eq!(
             plan_approval(spec),
             PlanApproval {
-                approval: Approval::Automatic,
-                approved: true,
-                phase: InstallPlanPhase::Installing
+                approval: Approval::Manual,
+                approved: false,
+                phase: InstallPlanPhase::RequiresApproval
             }
         );
     }
+    assert_eq!(
+        plan_approval(&automatic.spec),
+        PlanApproval {
+            approval: Approval::Automatic,
+            approved: true,
+            phase: InstallPlanPhase::Installing
+        }
+    );
 }
 
 #[test]
