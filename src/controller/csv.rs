@@ -5,9 +5,11 @@
 //! `operators.coreos.com/csv-cleanup` finalizer removes the cluster-scoped RBAC labelled
 //! with the CSV as owner.
 //!
-//! The phase decision is [`crate::plan::csv::decide`]; this module observes (reflector stores
-//! of OperatorGroups, CSVs, Deployments and ServiceAccounts, plus a read per owned or required
-//! CRD) and acts on the decision.
+//! The phase decision is [`crate::plan::csv::decide`], and whether its status write waits is
+//! [`crate::plan::csv::write_waits`]; this module observes (reflector stores of
+//! OperatorGroups, CSVs, Deployments and ServiceAccounts, plus a read per owned or required
+//! CRD), acts on the decision and reports. Each step of `sync` is marked "(client)" when
+//! it talks to the API server and "(no client)" when it only decides.
 //!
 //! Efficiency rules: transitions that need no outside event are chained within one reconcile
 //! (Pending → InstallReady → Installing, one status write); a Deployment is applied only when
@@ -21,7 +23,8 @@
 //! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
 //! `Pending`/`RequirementsNotMet` for those milliseconds (the plan creates the CSV first, for
 //! the owner references); and a status that only moves a rollout's progress message is
-//! written at most once per [`PROGRESS_INTERVAL`]. Phase and reason changes are written at once.
+//! written at most once per [`plan_csv::PROGRESS_INTERVAL`]. Phase and reason changes are
+//! written at once.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -310,89 +313,37 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
 /// → Succeeded is the longest useful run; the bound only guards against a cycle).
 const MAX_CHAINED_TRANSITIONS: usize = 6;
 
+/// Observe (client) → chain transitions (decide with no client, act with the client) → hold
+/// the write back or write the status (client) → report (Events, metrics) → delete the CSV
+/// when the decision says so (client).
 async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
     let capi: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
-    let mut observed = observe(&csv, &ctx).await?;
+    // (client: one read per CRD; the rest from the stores)
+    let observed = observe(&csv, &ctx).await?;
     let now = Time(Timestamp::now());
     let old = csv.status.clone().unwrap_or_default();
-    // The CSV as this reconcile has made it so far: each transition is decided on the
-    // previous one's result, so a CSV whose requirements are met goes Pending →
-    // InstallReady → Installing (Deployments applied) in one reconcile and one status write,
-    // instead of one round trip through the API server and the watch per phase.
-    let mut current = csv.as_ref().clone();
-    let mut status = old.clone();
-    let mut transitions = Vec::new();
-    // The versions this reconcile's own writes gave the CSV before its status write.
-    let mut own_versions = Vec::new();
-    let mut decision = plan_csv::decide(&current, &observed, &now);
-    for round in 1..=MAX_CHAINED_TRANSITIONS {
-        if let Some(annotations) = &decision.annotations {
-            current = stamp_annotations(&capi, &current, annotations, &ctx).await?;
-            own_versions.extend(current.resource_version());
-        }
-        if !decision.desired_deployments.is_empty() {
-            let targets = observed
-                .operator_groups
-                .first()
-                .and_then(|g| g.namespaces.clone())
-                .unwrap_or_default();
-            apply_target_rbac(&current, &ctx, &targets).await?;
-            apply_deployments(&ctx, &ns, &decision.desired_deployments, &mut observed).await?;
-        }
-        delete_stale_deployments(&ctx, &ns, &decision.stale_deployments).await?;
-        let phase_before = status.phase.clone();
-        let reason_before = status.reason.clone();
-        decision.apply_to(&mut status, &now);
-        if phase_before.as_ref() != Some(&decision.phase) || reason_before.as_ref() != Some(&decision.reason)
-        {
-            transitions.push((
-                decision.phase.clone(),
-                decision.reason.clone(),
-                decision.message.clone(),
-            ));
-        }
-        let moved = phase_before.as_ref() != Some(&decision.phase);
-        if !moved
-            || decision.delete_self
-            || decision.phase == CsvPhase::Failed
-            || round == MAX_CHAINED_TRANSITIONS
-        {
-            break;
-        }
-        current.status = Some(status.clone());
-        let next = plan_csv::decide(&current, &observed, &now);
-        if next.phase == decision.phase && next.reason == decision.reason && next.message == decision.message
-        {
-            // Settled: keep this decision's requeue and actions (already done).
-            break;
-        }
-        decision = next;
-    }
+    // (client: annotations, RBAC and Deployments of every decision taken)
+    let Chained {
+        decision,
+        status,
+        transitions,
+        own_versions,
+    } = chain_transitions(&csv, &ctx, &capi, observed, &now).await?;
 
-    if old.phase.as_ref().is_none_or(|p| *p == CsvPhase::None)
-        && decision.phase == CsvPhase::Pending
-        && decision.reason == CsvReason::RequirementsNotMet
-        && own_plan_still_applying(&ctx, &csv, &status)
-    {
-        // The plan that created this CSV applies its ServiceAccounts right after it: rather
-        // than record Pending/RequirementsNotMet for the few milliseconds until they exist
-        // (a status write, two Events, and a reconcile of the Subscription), wait for them;
-        // their creation triggers the next reconcile. The requeue catches a plan that fails.
-        return Ok(Action::requeue(OWN_PLAN_REQUEUE));
+    // (no client: the stores and the last write's time are read, nothing is written)
+    let key = object_key(ctx.name, csv.as_ref());
+    if let Some(requeue) = plan_csv::write_waits(
+        &old,
+        &status,
+        &decision,
+        || own_plan_still_applying(&ctx, &csv, &status),
+        ctx.shared.since_last_status_write(&key),
+    ) {
+        return Ok(Action::requeue(requeue));
     }
-    if progress_only(&old, &status)
-        && let Some(since) = ctx
-            .shared
-            .since_last_status_write(&object_key(ctx.name, csv.as_ref()))
-        && since < PROGRESS_INTERVAL
-    {
-        // Only the rollout's progress message moved, and the status was written moments ago:
-        // report it with the next change, or after the interval, rather than one write (and
-        // one watch event to every client) per Deployment status update.
-        return Ok(Action::requeue(PROGRESS_INTERVAL - since));
-    }
+    // (client)
     let wrote = write_status(&ctx, &csv, &own_versions, &old, &status).await?;
     // A write skipped as a repeat of the last one had its Events published with it.
     let transitions = if wrote { transitions } else { Vec::new() };
@@ -418,6 +369,7 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     );
 
     if decision.delete_self {
+        // (client)
         capi.delete(&name, &DeleteParams::default())
             .await
             .map(drop)
@@ -426,8 +378,7 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
                 what: format!("CSV {ns}/{name}"),
                 source,
             })?;
-        ctx.shared
-            .forget_status_write(&object_key(ctx.name, csv.as_ref()));
+        ctx.shared.forget_status_write(&key);
         return Ok(Action::await_change());
     }
     // Steady states are re-checked now and then; others sooner, in case an event was missed.
@@ -439,28 +390,99 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
 }
 
-/// The least time between two status writes of a CSV that only update the message of a
-/// rollout in progress (`Installing` / `InstallWaiting`).
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Whether `new` differs from `old` only in the message of an install waiting on its
-/// Deployments (same phase `Installing`, same reason `InstallWaiting`, same conditions and
-/// requirements; timestamps aside).
-pub fn progress_only(old: &ClusterServiceVersionStatus, new: &ClusterServiceVersionStatus) -> bool {
-    let waiting = |s: &ClusterServiceVersionStatus| {
-        s.phase == Some(CsvPhase::Installing) && s.reason == Some(CsvReason::InstallWaiting)
-    };
-    if !waiting(old) || !waiting(new) || old.message == new.message {
-        return false;
-    }
-    let mut probe = new.clone();
-    probe.message = old.message.clone();
-    apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(&probe))
+/// What [`chain_transitions`] leaves for the status write and the report.
+struct Chained {
+    /// The last decision taken (its actions are done).
+    decision: plan_csv::CsvDecision,
+    /// The status after every decision taken, in order.
+    status: ClusterServiceVersionStatus,
+    /// (phase, reason, message) of each decision that moved the phase or the reason.
+    transitions: Vec<(CsvPhase, CsvReason, String)>,
+    /// The resource versions this reconcile's own writes gave the CSV before its status
+    /// write (so a store that has not caught up is not mistaken for someone else's change).
+    own_versions: Vec<String>,
 }
 
-/// How soon a new CSV whose InstallPlan is still applying its ServiceAccounts is looked at
-/// again without an event.
-const OWN_PLAN_REQUEUE: Duration = Duration::from_secs(2);
+/// Decides and acts on the CSV's state machine as far as it goes without an outside event,
+/// so that a CSV whose requirements are met goes Pending → InstallReady → Installing
+/// (Deployments applied) in one reconcile and one status write, instead of one round trip
+/// through the API server and the watch per phase.
+///
+/// Invariant: each decision ([`plan_csv::decide`], no client) is taken on the CSV as the
+/// previous decision's actions left it (its status so far, the annotations as written, the
+/// Deployments as applied), and its actions (client: member annotations, target RBAC,
+/// Deployments, stale Deployments) are all done before the next decision is taken. The
+/// chain stops when the phase does not move, the decision deletes or fails the CSV, the
+/// next decision would be the same, or after [`MAX_CHAINED_TRANSITIONS`]; the returned
+/// decision is then the last one acted on, and nothing is written to the status here.
+async fn chain_transitions(
+    csv: &ClusterServiceVersion,
+    ctx: &Context,
+    capi: &Api<ClusterServiceVersion>,
+    mut observed: Observed,
+    now: &Time,
+) -> Result<Chained> {
+    let ns = csv.namespace().unwrap_or_default();
+    let mut current = csv.clone();
+    let mut status = csv.status.clone().unwrap_or_default();
+    let mut transitions = Vec::new();
+    let mut own_versions = Vec::new();
+    // (no client)
+    let mut decision = plan_csv::decide(&current, &observed, now);
+    for round in 1..=MAX_CHAINED_TRANSITIONS {
+        if let Some(annotations) = &decision.annotations {
+            // (client)
+            current = stamp_annotations(capi, &current, annotations, ctx).await?;
+            own_versions.extend(current.resource_version());
+        }
+        if !decision.desired_deployments.is_empty() {
+            let targets = observed
+                .operator_groups
+                .first()
+                .and_then(|g| g.namespaces.clone())
+                .unwrap_or_default();
+            // (client)
+            apply_target_rbac(&current, ctx, &targets).await?;
+            apply_deployments(ctx, &ns, &decision.desired_deployments, &mut observed).await?;
+        }
+        // (client)
+        delete_stale_deployments(ctx, &ns, &decision.stale_deployments).await?;
+        let phase_before = status.phase.clone();
+        let reason_before = status.reason.clone();
+        decision.apply_to(&mut status, now);
+        if phase_before.as_ref() != Some(&decision.phase) || reason_before.as_ref() != Some(&decision.reason)
+        {
+            transitions.push((
+                decision.phase.clone(),
+                decision.reason.clone(),
+                decision.message.clone(),
+            ));
+        }
+        let moved = phase_before.as_ref() != Some(&decision.phase);
+        if !moved
+            || decision.delete_self
+            || decision.phase == CsvPhase::Failed
+            || round == MAX_CHAINED_TRANSITIONS
+        {
+            break;
+        }
+        current.status = Some(status.clone());
+        // (no client)
+        let next = plan_csv::decide(&current, &observed, now);
+        if next.phase == decision.phase && next.reason == decision.reason && next.message == decision.message
+        {
+            // Settled: keep this decision's requeue and actions (already done).
+            break;
+        }
+        decision = next;
+    }
+    Ok(Chained {
+        decision,
+        status,
+        transitions,
+        own_versions,
+    })
+}
 
 /// [`plan_csv::waits_only_on_own_plan`] over the InstallPlans of the CSV's namespace in the store.
 fn own_plan_still_applying(
@@ -512,20 +534,6 @@ async fn stamp_annotations(
     Ok(applied)
 }
 
-/// Whether the Deployment the store shows already is what `desired` asks for: same spec hash,
-/// every desired label, and the CSV's owner reference. Applying it again would change nothing.
-pub fn deployment_up_to_date(desired: &Deployment, seen: &Deployment) -> bool {
-    let labels_match = desired
-        .labels()
-        .iter()
-        .all(|(k, v)| seen.labels().get(k) == Some(v));
-    let owners_match = desired
-        .owner_references()
-        .iter()
-        .all(|o| seen.owner_references().iter().any(|s| s.uid == o.uid));
-    labels_match && owners_match
-}
-
 async fn apply_deployments(
     ctx: &Context,
     ns: &str,
@@ -541,7 +549,7 @@ async fn apply_deployments(
             .stores
             .deployments
             .get(&key)
-            .is_some_and(|seen| deployment_up_to_date(d, &seen))
+            .is_some_and(|seen| plan_csv::deployment_up_to_date(d, &seen))
         {
             continue;
         }
@@ -594,86 +602,6 @@ fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn deployment(labels: Value, owner_uid: &str) -> Deployment {
-        serde_json::from_value(json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "op", "namespace": "ns", "labels": labels,
-                "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1",
-                    "kind": "ClusterServiceVersion", "name": "a.v1", "uid": owner_uid}]},
-            "spec": {"selector": {}, "template": {}}
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn a_deployment_is_up_to_date_only_with_the_same_hash_labels_and_owner() {
-        let desired = deployment(
-            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
-            "u1",
-        );
-        let mut seen = deployment(
-            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1", "pod-template-hash": "x"}),
-            "u1",
-        );
-        assert!(
-            deployment_up_to_date(&desired, &seen),
-            "extra labels on the live object are fine"
-        );
-        seen.labels_mut()
-            .insert("olm.deployment-spec-hash".into(), "h0".into());
-        assert!(!deployment_up_to_date(&desired, &seen), "a spec drift re-applies");
-        let other_owner = deployment(
-            json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
-            "u0",
-        );
-        assert!(
-            !deployment_up_to_date(&desired, &other_owner),
-            "a new owner re-applies"
-        );
-    }
-
-    fn waiting(message: &str) -> ClusterServiceVersionStatus {
-        ClusterServiceVersionStatus {
-            phase: Some(CsvPhase::Installing),
-            reason: Some(CsvReason::InstallWaiting),
-            message: Some(message.into()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn only_a_new_rollout_message_while_installing_is_progress() {
-        let old = waiting("installing: deployment op: waiting for the new spec to be observed");
-        let new =
-            waiting("installing: deployment op is not available: 0 of 1 updated replicas are available");
-        assert!(progress_only(&old, &new));
-        assert!(!progress_only(&old, &old), "no change at all is not progress");
-
-        let mut succeeded = new.clone();
-        succeeded.phase = Some(CsvPhase::Succeeded);
-        succeeded.reason = Some(CsvReason::InstallSucceeded);
-        assert!(
-            !progress_only(&old, &succeeded),
-            "a phase change is written at once"
-        );
-
-        let mut more = new.clone();
-        more.requirement_status = vec![crate::api::v1alpha1::RequirementStatus {
-            group: String::new(),
-            version: "v1".into(),
-            kind: "ServiceAccount".into(),
-            name: "op".into(),
-            status: crate::api::v1alpha1::StatusReason::Present,
-            message: String::new(),
-            uuid: None,
-            dependents: Vec::new(),
-        }];
-        assert!(
-            !progress_only(&old, &more),
-            "a change besides the message is written at once"
-        );
-    }
 
     #[test]
     fn the_package_is_read_from_the_properties_annotation() {

@@ -117,6 +117,8 @@ mod context;
 mod run;
 mod status_writes;
 mod stores;
+#[cfg(test)]
+mod testing;
 
 pub use context::*;
 pub use run::*;

@@ -77,3 +77,18 @@ pub fn desired_deployments(
         })
         .collect()
 }
+
+/// Whether the Deployment the store shows already is what `desired` asks for: same spec hash,
+/// every desired label, and the CSV's owner reference. Applying it again would change nothing.
+#[must_use]
+pub fn deployment_up_to_date(desired: &Deployment, seen: &Deployment) -> bool {
+    let labels_match = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| seen.labels().get(k) == Some(v));
+    let owners_match = desired
+        .owner_references()
+        .iter()
+        .all(|o| seen.owner_references().iter().any(|s| s.uid == o.uid));
+    labels_match && owners_match
+}

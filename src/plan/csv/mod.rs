@@ -58,7 +58,9 @@
 //!
 //! **Status bookkeeping** (history appended only when phase or reason changes, trimmed to
 //! 20, `lastTransitionTime` moving only with the phase) is [`crate::status::set_csv_phase`],
-//! applied by [`CsvDecision::apply_to`].
+//! applied by [`CsvDecision::apply_to`]. When the new status is written at once and when it
+//! waits (a new CSV's own plan still applying, a rollout's progress message) is
+//! [`write_waits`].
 //!
 //! # Desired Deployments (upstream `install/deployment.go`)
 //!
@@ -852,9 +854,11 @@ fn rollout_wait(name: &str, d: &ObservedDeployment) -> Option<String> {
 
 mod deployments;
 mod requirements;
+mod writes;
 
-pub use deployments::desired_deployments;
+pub use deployments::{deployment_up_to_date, desired_deployments};
 pub use requirements::{requirement_status, waits_only_on_own_plan};
+pub use writes::{OWN_PLAN_REQUEUE, PROGRESS_INTERVAL, progress_only, write_waits};
 
 #[cfg(test)]
 mod tests;

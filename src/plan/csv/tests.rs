@@ -949,3 +949,155 @@ fn a_new_csv_waits_silently_only_for_service_accounts_its_installing_plan_still_
     let present = [sa_requirement("op", StatusReason::Present)];
     assert!(!waits_only_on_own_plan("op.v1", &present, [&applying]));
 }
+
+// Deployments up to date, and when a status write waits (moved from controller/csv.rs).
+
+fn owned_deployment(labels: serde_json::Value, owner_uid: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "op", "namespace": "ns", "labels": labels,
+            "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "ClusterServiceVersion", "name": "a.v1", "uid": owner_uid}]},
+        "spec": {"selector": {}, "template": {}}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_deployment_is_up_to_date_only_with_the_same_hash_labels_and_owner() {
+    let desired = owned_deployment(
+        json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
+        "u1",
+    );
+    let mut seen = owned_deployment(
+        json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1", "pod-template-hash": "x"}),
+        "u1",
+    );
+    assert!(
+        deployment_up_to_date(&desired, &seen),
+        "extra labels on the live object are fine"
+    );
+    seen.labels_mut()
+        .insert("olm.deployment-spec-hash".into(), "h0".into());
+    assert!(!deployment_up_to_date(&desired, &seen), "a spec drift re-applies");
+    let other_owner = owned_deployment(
+        json!({"olm.deployment-spec-hash": "h1", "olm.owner": "a.v1"}),
+        "u0",
+    );
+    assert!(
+        !deployment_up_to_date(&desired, &other_owner),
+        "a new owner re-applies"
+    );
+}
+
+fn waiting(message: &str) -> ClusterServiceVersionStatus {
+    ClusterServiceVersionStatus {
+        phase: Some(CsvPhase::Installing),
+        reason: Some(CsvReason::InstallWaiting),
+        message: Some(message.into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn only_a_new_rollout_message_while_installing_is_progress() {
+    let old = waiting("installing: deployment op: waiting for the new spec to be observed");
+    let new = waiting("installing: deployment op is not available: 0 of 1 updated replicas are available");
+    assert!(progress_only(&old, &new));
+    assert!(!progress_only(&old, &old), "no change at all is not progress");
+
+    let mut succeeded = new.clone();
+    succeeded.phase = Some(CsvPhase::Succeeded);
+    succeeded.reason = Some(CsvReason::InstallSucceeded);
+    assert!(
+        !progress_only(&old, &succeeded),
+        "a phase change is written at once"
+    );
+
+    let mut more = new.clone();
+    more.requirement_status = vec![RequirementStatus {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ServiceAccount".into(),
+        name: "op".into(),
+        status: StatusReason::Present,
+        message: String::new(),
+        uuid: None,
+        dependents: Vec::new(),
+    }];
+    assert!(
+        !progress_only(&old, &more),
+        "a change besides the message is written at once"
+    );
+
+    let mut later = new.clone();
+    later.last_update_time = Some(t(60));
+    assert!(progress_only(&old, &later), "timestamps aside");
+}
+
+#[test]
+fn a_new_csv_missing_only_its_own_plans_service_accounts_waits_for_them_without_a_write() {
+    let new_csv = ClusterServiceVersionStatus::default();
+    let pending = CsvDecision::to(
+        CsvPhase::Pending,
+        CsvReason::RequirementsNotMet,
+        "one or more requirements couldn't be found",
+    );
+    let mut status = new_csv.clone();
+    status.phase = Some(CsvPhase::Pending);
+    status.reason = Some(CsvReason::RequirementsNotMet);
+    assert_eq!(
+        write_waits(&new_csv, &status, &pending, || true, None),
+        Some(OWN_PLAN_REQUEUE)
+    );
+    assert_eq!(
+        write_waits(&new_csv, &status, &pending, || false, None),
+        None,
+        "no plan of its own still applying: written at once"
+    );
+    let was_pending = status.clone();
+    assert_eq!(
+        write_waits(&was_pending, &status, &pending, || panic!("not asked"), None),
+        None,
+        "a CSV that already has a phase reports it as usual"
+    );
+    let ready = CsvDecision::to(
+        CsvPhase::InstallReady,
+        CsvReason::AllRequirementsMet,
+        "all requirements found",
+    );
+    assert_eq!(
+        write_waits(&new_csv, &status, &ready, || panic!("not asked"), None),
+        None
+    );
+}
+
+#[test]
+fn a_progress_message_waits_for_the_rest_of_the_interval_after_the_last_write() {
+    let old = waiting("deployment op: waiting for the new spec to be observed");
+    let new = waiting("deployment op is not available: 0 of 1 updated replicas are available");
+    let decision = CsvDecision::to(CsvPhase::Installing, CsvReason::InstallWaiting, "installing");
+    let quarter = PROGRESS_INTERVAL / 4;
+    assert_eq!(
+        write_waits(&old, &new, &decision, || false, Some(quarter)),
+        Some(PROGRESS_INTERVAL - quarter)
+    );
+    assert_eq!(
+        write_waits(&old, &new, &decision, || false, Some(PROGRESS_INTERVAL)),
+        None,
+        "the interval is over"
+    );
+    assert_eq!(
+        write_waits(&old, &new, &decision, || false, None),
+        None,
+        "no write remembered"
+    );
+    let mut done = new.clone();
+    done.phase = Some(CsvPhase::Succeeded);
+    done.reason = Some(CsvReason::InstallSucceeded);
+    assert_eq!(
+        write_waits(&old, &done, &decision, || false, Some(quarter)),
+        None,
+        "a phase change is written at once"
+    );
+}
