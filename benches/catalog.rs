@@ -7,8 +7,8 @@
 //! catalog loads and validates in under 1 s, and every upgrade path of it is computed in under 1 s.
 //! Peak memory is measured by the separate `peak_mem` bench (its own process, so VmHWM is honest).
 //! Dropping the large results is kept out of the timings (criterion drops them after measuring).
-//! For the real catalogs, `load from disk + validate, YAML by serde_yaml only` repeats the load with
-//! the fast YAML decoder off (`codec::set_fast_yaml(false)`), to show what it saves.
+//! For the real catalogs, `load from disk + validate, YAML by serde-saphyr only` repeats the load with
+//! serde-saphyr alone (`codec::YamlDecoder::Reference`), to show what the fast YAML decoder saves.
 
 use std::{
     hint::black_box,
@@ -126,18 +126,16 @@ fn bench_catalog(c: &mut Criterion, name: &str, files: &[(String, String)], dir:
                 )
             });
         });
-        // The same with every YAML file decoded by serde_yaml: what the fast YAML decoder saves.
-        olm_rs::codec::set_fast_yaml(false);
-        group.bench_function("load from disk + validate, YAML by serde_yaml only", |b| {
+        // The same with every YAML file decoded by serde-saphyr: what the fast YAML decoder saves.
+        group.bench_function("load from disk + validate, YAML by serde-saphyr only", |b| {
             b.iter_with_large_drop(|| {
                 black_box(
-                    olm_rs::source::load_path(dir)
+                    olm_rs::source::load_path_with(olm_rs::codec::YamlDecoder::Reference, dir)
                         .ok()
                         .map(olm_rs::source::Loaded::validate),
                 )
             });
         });
-        olm_rs::codec::set_fast_yaml(true);
     }
     group.bench_function("decode", |b| b.iter_with_large_drop(|| black_box(decode(files))));
     let cfg = decode(files);

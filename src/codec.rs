@@ -2,9 +2,10 @@
 //!
 //! # Why one module
 //!
-//! `serde_yaml` is deprecated upstream. Every other module of the crate goes through the functions
-//! here, so replacing the YAML library means editing this file only. Nothing else in the crate may
-//! name `serde_yaml`.
+//! Every other module of the crate goes through the functions here, so the YAML libraries are
+//! named in this file only: the `block-yaml` crate of this workspace (a fast decoder for block
+//! YAML, the YAML-to-JSON conversion and a kubectl-style writer) and serde-saphyr (the general
+//! parser behind it, also what kube uses), configured by `block_yaml::reference`.
 //!
 //! # How catalog files are decoded (the rule this module enforces)
 //!
@@ -23,10 +24,11 @@
 //!   names the file, the document index and the line and column where the decoder gave up; the
 //!   documents decoded before the error are still returned so callers can report everything else.
 //!
-//! YAML is first given to [`block_yaml`], a fast decoder for the block-style YAML catalog tools
-//! write, which either produces exactly what serde_yaml would or declines; declined texts (and any
-//! text with an error, so that messages stay serde_yaml's) are decoded by serde_yaml.
-//! [`set_fast_yaml`] turns the fast decoder off, for comparisons.
+//! With [`YamlDecoder::Fast`] (the default), YAML is first given to [`block_yaml::decode`], a
+//! fast decoder for the block-style YAML catalog tools write, which either produces exactly what
+//! serde-saphyr would or declines; declined texts (and any text with an error, so that messages
+//! stay serde-saphyr's) are decoded by serde-saphyr. [`YamlDecoder::Reference`] uses serde-saphyr
+//! alone, for comparisons.
 //!
 //! YAML values that JSON cannot represent are mapped the way `sigs.k8s.io/yaml` does when it converts
 //! YAML to JSON: non-string map keys become strings, YAML tags are dropped, and non-finite floats are
@@ -34,33 +36,31 @@
 //!
 //! # Encoding
 //!
+//! YAML is written by `block_yaml::write` (kubectl style: sequences at their key's indentation,
+//! strings a reader could take for something else double-quoted, multi-line strings as literal
+//! blocks), the writer the Redis operator's bundle manifests use too.
 //! [`to_yaml_documents`] writes values as a multi-document YAML stream (each document introduced by
 //! `---`, as `opm render -o yaml` does); [`to_json_stream`] writes a JSON stream (one pretty-printed
 //! object after another, indented with four spaces as `opm render -o json` does);
 //! [`to_json_pretty`] writes a single pretty JSON value. [`from_yaml_str`] and [`to_yaml_string`]
 //! are the typed helpers other modules use for single documents.
 
-pub mod block_yaml;
+use std::fmt;
 
-use std::{
-    fmt,
-    sync::atomic::{AtomicBool, Ordering},
-};
-
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+pub use block_yaml;
+use block_yaml::json::{JsonDocument, NOT_JSON};
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-/// Whether YAML goes to [`block_yaml`] first (the default).
-static FAST_YAML: AtomicBool = AtomicBool::new(true);
-
-/// Turns the fast YAML decoder on or off for the whole process (off: serde_yaml decodes all
-/// YAML). Results are the same either way; tests and benchmarks use this to compare the two.
-pub fn set_fast_yaml(enabled: bool) {
-    FAST_YAML.store(enabled, Ordering::Relaxed);
-}
-
-fn fast_yaml() -> bool {
-    FAST_YAML.load(Ordering::Relaxed)
+/// Which decoder reads YAML. Results are the same either way (the tests check it on every real
+/// catalog); tests and benchmarks pick [`YamlDecoder::Reference`] to compare the two.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum YamlDecoder {
+    /// `block_yaml::decode` first, serde-saphyr for what it declines.
+    #[default]
+    Fast,
+    /// serde-saphyr alone.
+    Reference,
 }
 
 /// Result alias for this module.
@@ -187,10 +187,16 @@ pub fn detect_format(text: &str) -> Format {
 /// [`Decoded::error`] next to the documents read before it.
 #[must_use]
 pub fn decode_documents(path: &str, text: &str) -> Decoded {
+    decode_documents_with(YamlDecoder::Fast, path, text)
+}
+
+/// [`decode_documents`] with the YAML decoder chosen.
+#[must_use]
+pub fn decode_documents_with(yaml: YamlDecoder, path: &str, text: &str) -> Decoded {
     let text = strip_bom(text);
     match detect_format(text) {
         Format::Json => decode_json_stream(path, text),
-        Format::Yaml => decode_yaml_stream(path, text),
+        Format::Yaml => decode_yaml_stream(yaml, path, text),
     }
 }
 
@@ -201,7 +207,11 @@ pub fn decode_documents(path: &str, text: &str) -> Decoded {
 ///
 /// # Errors
 /// The first syntax or type error; no documents are returned then.
-pub fn decode_documents_as<T: DeserializeOwned>(path: &str, text: &str) -> Result<Vec<Document<T>>> {
+pub fn decode_documents_as<T: DeserializeOwned>(
+    yaml: YamlDecoder,
+    path: &str,
+    text: &str,
+) -> Result<Vec<Document<T>>> {
     let text = strip_bom(text);
     let mut out = Vec::new();
     match detect_format(text) {
@@ -239,7 +249,7 @@ pub fn decode_documents_as<T: DeserializeOwned>(path: &str, text: &str) -> Resul
             }
         }
         Format::Yaml => {
-            if fast_yaml() {
+            if yaml == YamlDecoder::Fast {
                 match block_yaml::decode::<T>(text) {
                     Ok(docs) => {
                         return Ok(docs
@@ -265,30 +275,15 @@ pub fn decode_documents_as<T: DeserializeOwned>(path: &str, text: &str) -> Resul
                     Err(block_yaml::Error::Unsupported { .. }) => {}
                 }
             }
-            for doc in serde_yaml::Deserializer::from_str(text) {
-                match Option::<T>::deserialize(doc) {
-                    Ok(None) => {}
-                    Ok(Some(value)) => out.push(Document {
-                        index: out.len(),
-                        line: None,
-                        value,
-                    }),
-                    Err(err) => {
-                        let (line, column) = err
-                            .location()
-                            .map_or((None, None), |l| (Some(l.line()), Some(l.column())));
-                        return Err(Error::InvalidYaml {
-                            location: Location {
-                                path: path.to_owned(),
-                                document: out.len(),
-                                line,
-                                column,
-                            },
-                            message: strip_yaml_position(&err.to_string()),
-                        });
-                    }
-                }
+            let (documents, error) = block_yaml::reference::documents::<T>(text);
+            if let Some(err) = error {
+                return Err(yaml_error(path, documents.len(), &err));
             }
+            out.extend(documents.into_iter().enumerate().map(|(index, value)| Document {
+                index,
+                line: None,
+                value,
+            }));
         }
     }
     Ok(out)
@@ -366,8 +361,8 @@ impl<'a> LineCounter<'a> {
     }
 }
 
-fn decode_yaml_stream(path: &str, text: &str) -> Decoded {
-    if fast_yaml()
+fn decode_yaml_stream(yaml: YamlDecoder, path: &str, text: &str) -> Decoded {
+    if yaml == YamlDecoder::Fast
         && let Some(documents) = decode_yaml_fast(text)
     {
         return Decoded {
@@ -395,229 +390,57 @@ pub fn decode_yaml_fast(text: &str) -> Option<Vec<Document>> {
     )
 }
 
-/// A YAML document converted to JSON by [`JsonFromYaml`].
-struct JsonDocument(Value);
-
-impl<'de> Deserialize<'de> for JsonDocument {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        serde::de::DeserializeSeed::deserialize(JsonFromYaml, deserializer).map(Self)
-    }
-}
-
-/// Decodes a YAML stream with serde_yaml alone, whatever [`set_fast_yaml`] says: the reference
-/// the fast decoder is checked against. Same rules and result as [`decode_documents`].
+/// Decodes a YAML stream with serde-saphyr alone, whatever the default: the reference the fast
+/// decoder is checked against. Same rules and result as [`decode_documents`].
 #[must_use]
 pub fn decode_yaml_reference(path: &str, text: &str) -> Decoded {
     let text = strip_bom(text);
-    let mut out = Decoded::default();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        match serde::de::DeserializeSeed::deserialize(JsonFromYaml, doc) {
-            Ok(Value::Null) => {}
-            Ok(value) => {
-                let index = out.documents.len();
-                out.documents.push(Document {
-                    index,
-                    line: None,
-                    value,
-                });
-            }
-            Err(err) => {
-                let (line, column) = err
-                    .location()
-                    .map_or((None, None), |l| (Some(l.line()), Some(l.column())));
-                let location = Location {
-                    path: path.to_owned(),
-                    document: out.documents.len(),
-                    line,
-                    column,
-                };
-                let message = strip_yaml_position(&err.to_string());
-                // serde_yaml prefixes custom messages with the path of the value ("spec.x: ...").
-                out.error = Some(if message.contains(NOT_JSON) {
-                    Error::NotJsonCompatible {
-                        location,
-                        message: message.replacen(NOT_JSON, "", 1),
-                    }
-                } else {
-                    Error::InvalidYaml { location, message }
-                });
-                break;
-            }
-        }
-    }
-    out
+    let (documents, error) = block_yaml::reference::documents::<JsonDocument>(text);
+    let documents: Vec<Document> = documents
+        .into_iter()
+        .map(|doc| doc.0)
+        .filter(|value| !value.is_null())
+        .enumerate()
+        .map(|(index, value)| Document {
+            index,
+            line: None,
+            value,
+        })
+        .collect();
+    let error = error.map(|err| yaml_error(path, documents.len(), &err));
+    Decoded { documents, error }
 }
 
-/// serde_yaml appends " at line L column C" to its messages; we report the position separately.
+/// A serde-saphyr error as ours: its position apart, and values JSON cannot hold told apart from
+/// syntax errors.
+fn yaml_error(path: &str, document: usize, err: &block_yaml::reference::Error) -> Error {
+    let (line, column) = err.location().map_or((None, None), |l| {
+        (
+            usize::try_from(l.line()).ok().filter(|n| *n > 0),
+            usize::try_from(l.column()).ok().filter(|n| *n > 0),
+        )
+    });
+    let location = Location {
+        path: path.to_owned(),
+        document,
+        line,
+        column,
+    };
+    let message = strip_yaml_position(&err.to_string());
+    match message.find(NOT_JSON) {
+        Some(at) => Error::NotJsonCompatible {
+            location,
+            message: message[at + NOT_JSON.len()..].to_owned(),
+        },
+        None => Error::InvalidYaml { location, message },
+    }
+}
+
+/// serde-saphyr appends " at line L, column C" to its messages; we report the position separately.
 fn strip_yaml_position(message: &str) -> String {
     match message.find(" at line ") {
         Some(at) => message[..at].to_owned(),
         None => message.to_owned(),
-    }
-}
-
-/// Prefix of the messages [`JsonFromYaml`] raises for values JSON cannot hold.
-const NOT_JSON: &str = "not representable in JSON: ";
-
-/// Builds a [`serde_json::Value`] straight from the YAML event stream (no intermediate YAML
-/// value), converting the way `sigs.k8s.io/yaml` does: scalar map keys become strings, tags are
-/// dropped, and non-finite floats are refused.
-#[derive(Clone, Copy)]
-struct JsonFromYaml;
-
-impl<'de> serde::de::DeserializeSeed<'de> for JsonFromYaml {
-    type Value = Value;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for JsonFromYaml {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any YAML value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_i128<E: serde::de::Error>(self, v: i128) -> Result<Value, E> {
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "JSON numbers beyond 64 bits are floats"
-        )]
-        self.visit_f64(v as f64)
-    }
-
-    fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<Value, E> {
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "JSON numbers beyond 64 bits are floats"
-        )]
-        self.visit_f64(v as f64)
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(v).map(Value::Number).ok_or_else(|| {
-            E::custom(format!(
-                "{NOT_JSON}number {v} (JSON has no NaN or infinity; quote it)"
-            ))
-        })
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(self)? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = serde_json::Map::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some(key) = map.next_key_seed(JsonKeyFromYaml)? {
-            let value = map.next_value_seed(self)?;
-            out.insert(key, value);
-        }
-        Ok(Value::Object(out))
-    }
-
-    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
-        // serde_yaml presents `!tag value` as an enum whose variant is the tag: keep the value.
-        use serde::de::VariantAccess as _;
-        let (_tag, variant): (serde::de::IgnoredAny, _) = data.variant()?;
-        variant.newtype_variant_seed(self)
-    }
-}
-
-/// A map key: any scalar, as a string.
-#[derive(Clone, Copy)]
-struct JsonKeyFromYaml;
-
-impl<'de> serde::de::DeserializeSeed<'de> for JsonKeyFromYaml {
-    type Value = String;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for JsonKeyFromYaml {
-    type Value = String;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a scalar map key")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<String, E> {
-        Ok(v.to_string())
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<String, E> {
-        Ok(v.to_string())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<String, E> {
-        Ok(v.to_string())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<String, E> {
-        Ok(v.to_string())
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<String, E> {
-        Ok(v)
-    }
-
-    fn visit_unit<E>(self) -> Result<String, E> {
-        Ok("null".to_owned())
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _seq: A) -> Result<String, A::Error> {
-        Err(serde::de::Error::custom(format!(
-            "{NOT_JSON}a list used as a map key"
-        )))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _map: A) -> Result<String, A::Error> {
-        Err(serde::de::Error::custom(format!(
-            "{NOT_JSON}a map used as a map key"
-        )))
     }
 }
 
@@ -626,9 +449,11 @@ impl<'de> serde::de::Visitor<'de> for JsonKeyFromYaml {
 /// # Errors
 /// [`Error::Deserialize`] naming `what` when the text is not valid YAML or does not fit `T`.
 pub fn from_yaml_str<T: DeserializeOwned>(what: &str, text: &str) -> Result<T> {
-    serde_yaml::from_str(strip_bom(text)).map_err(|err| Error::Deserialize {
-        what: what.to_owned(),
-        message: err.to_string(),
+    serde_saphyr::from_str_with_options(strip_bom(text), block_yaml::reference::options()).map_err(|err| {
+        Error::Deserialize {
+            what: what.to_owned(),
+            message: err.to_string(),
+        }
     })
 }
 
@@ -648,10 +473,11 @@ pub fn from_value<T: DeserializeOwned>(what: &str, value: Value) -> Result<T> {
 /// # Errors
 /// [`Error::Serialize`] when `value` cannot be represented (for example a map with non-string keys).
 pub fn to_yaml_string<T: Serialize + ?Sized>(value: &T) -> Result<String> {
-    serde_yaml::to_string(value).map_err(|err| Error::Serialize {
+    let value = serde_json::to_value(value).map_err(|err| Error::Serialize {
         what: "YAML document".to_owned(),
         message: err.to_string(),
-    })
+    })?;
+    Ok(block_yaml::write(&value))
 }
 
 /// Encodes `values` as a multi-document YAML stream, each document introduced by `---`.

@@ -1,7 +1,7 @@
-//! The fast YAML decoder (`olm_rs::codec::block_yaml`) against serde_yaml, on every YAML file of
+//! The fast YAML decoder (`olm_rs::codec::block_yaml`) against serde-saphyr, on every YAML file of
 //! the real public catalogs of the shared corpus, of the shipped `catalog/` and of the fixture
 //! catalogs:
-//! - every file the fast decoder accepts decodes to exactly the documents serde_yaml produces;
+//! - every file the fast decoder accepts decodes to exactly the documents serde-saphyr produces;
 //! - every file loads into the same catalog, with the same problems, with the fast decoder on and
 //!   off;
 //! - the fast decoder accepts nearly all of the real catalogs' YAML (otherwise the load time the
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use olm_rs::{
     catalog::declcfg::DeclarativeConfig,
-    codec::{self, Format},
+    codec::{self, Format, YamlDecoder},
 };
 
 #[path = "../benches/support.rs"]
@@ -58,7 +58,7 @@ fn yaml_files() -> Vec<(usize, String, String)> {
 }
 
 #[test]
-fn every_yaml_file_the_fast_decoder_accepts_decodes_exactly_as_serde_yaml_does() {
+fn every_yaml_file_the_fast_decoder_accepts_decodes_exactly_as_serde_saphyr_does() {
     let catalogs = catalogs();
     // Per catalog: (files accepted, bytes accepted, files declined, bytes declined).
     let mut tally = vec![(0usize, 0usize, 0usize, 0usize); catalogs.len()];
@@ -70,7 +70,7 @@ fn every_yaml_file_the_fast_decoder_accepts_decodes_exactly_as_serde_yaml_does()
             Some(fast) => {
                 assert!(
                     reference.error.is_none(),
-                    "{path}: the fast decoder accepted a text serde_yaml rejects: {:?}",
+                    "{path}: the fast decoder accepted a text serde-saphyr rejects: {:?}",
                     reference.error
                 );
                 assert_eq!(fast.len(), reference.documents.len(), "{path}: document count");
@@ -78,7 +78,7 @@ fn every_yaml_file_the_fast_decoder_accepts_decodes_exactly_as_serde_yaml_does()
                     assert_eq!(a.index, b.index, "{path}: document index");
                     assert!(
                         a.value == b.value,
-                        "{path}: document {} differs from serde_yaml's",
+                        "{path}: document {} differs from serde-saphyr's",
                         a.index
                     );
                 }
@@ -127,11 +127,10 @@ fn every_yaml_file_the_fast_decoder_accepts_decodes_exactly_as_serde_yaml_does()
 #[test]
 fn every_yaml_file_loads_into_the_same_catalog_with_the_fast_decoder_on_and_off() {
     for (_, path, text) in yaml_files() {
-        codec::set_fast_yaml(true);
-        let (fast, fast_problems) = DeclarativeConfig::from_str_with_problems(&path, &text);
-        codec::set_fast_yaml(false);
-        let (slow, slow_problems) = DeclarativeConfig::from_str_with_problems(&path, &text);
-        codec::set_fast_yaml(true);
+        let (fast, fast_problems) =
+            DeclarativeConfig::from_str_with_problems_using(YamlDecoder::Fast, &path, &text);
+        let (slow, slow_problems) =
+            DeclarativeConfig::from_str_with_problems_using(YamlDecoder::Reference, &path, &text);
         let show = |problems: &[_]| -> Vec<String> {
             problems
                 .iter()

@@ -195,7 +195,7 @@ pub fn selector_labels(name: &str) -> BTreeMap<String, String> {
 pub fn crd_yaml() -> String {
     use kube::CustomResourceExt;
     serde_json::to_value(RedisCluster::crd())
-        .map(|v| crate::bundle::manifest_yaml::to_yaml(&v))
+        .map(|v| block_yaml::write(&v))
         .unwrap_or_default()
 }
 

@@ -156,25 +156,25 @@ fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, ApiError> {
     to_yaml_string(crd).map_err(|message| ApiError::RenderYaml { crd: name, message })
 }
 
-// TODO: move to codec. The house rule keeps serde_yaml inside src/codec.rs; until the codec
-// module grows `to_yaml_string` / `from_yaml_str`, these two functions are the only place in
-// `api` that touches serde_yaml, so the switch is one edit.
-/// Renders a value as YAML text.
+/// Renders a value as YAML text (through [`crate::codec`], the one place YAML is written).
 ///
 /// # Errors
-/// The serialiser's message, if the value cannot be represented as YAML.
+/// The encoder's message, if the value cannot be represented as YAML.
 pub fn to_yaml_string<T: serde::Serialize>(value: &T) -> Result<String, String> {
-    serde_yaml::to_string(value).map_err(|e| e.to_string())
+    crate::codec::to_yaml_string(value).map_err(|e| e.to_string())
 }
 
 /// Parses one YAML document into a value; `what` names the input in the error.
 ///
 /// # Errors
-/// [`ApiError::ParseYaml`] naming `what` and the deserialiser's message (with line and column).
+/// [`ApiError::ParseYaml`] naming `what` and the decoder's message (with line and column).
 pub fn from_yaml_str<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T, ApiError> {
-    serde_yaml::from_str(text).map_err(|e| ApiError::ParseYaml {
+    crate::codec::from_yaml_str(what, text).map_err(|e| ApiError::ParseYaml {
         what: what.to_owned(),
-        message: e.to_string(),
+        message: match e {
+            crate::codec::Error::Deserialize { message, .. } => message,
+            other => other.to_string(),
+        },
     })
 }
 

@@ -647,7 +647,13 @@ impl DeclarativeConfig {
     /// anything unusual in it is decoded again document by document through JSON values, which
     /// gives the Go-compatible treatment and precise messages described in the module docs.
     pub fn decode_str(&mut self, path: &str, text: &str) -> Vec<DecodeError> {
-        if let Ok(docs) = codec::decode_documents_as::<fast::FastBlob>(path, text) {
+        self.decode_str_with(codec::YamlDecoder::Fast, path, text)
+    }
+
+    /// [`DeclarativeConfig::decode_str`] with the YAML decoder chosen (benchmarks and tests
+    /// compare the two; results are the same).
+    pub fn decode_str_with(&mut self, yaml: codec::YamlDecoder, path: &str, text: &str) -> Vec<DecodeError> {
+        if let Ok(docs) = codec::decode_documents_as::<fast::FastBlob>(yaml, path, text) {
             let shared: Arc<str> = Arc::from(path);
             let mut staged = DeclarativeConfig::default();
             let all_fast = docs.into_iter().all(|doc| {
@@ -663,12 +669,17 @@ impl DeclarativeConfig {
                 return Vec::new();
             }
         }
-        self.decode_str_precise(path, text)
+        self.decode_str_precise(yaml, path, text)
     }
 
     /// The precise path of [`DeclarativeConfig::decode_str`]: documents as JSON values, then blobs.
-    pub fn decode_str_precise(&mut self, path: &str, text: &str) -> Vec<DecodeError> {
-        let decoded = codec::decode_documents(path, text);
+    pub fn decode_str_precise(
+        &mut self,
+        yaml: codec::YamlDecoder,
+        path: &str,
+        text: &str,
+    ) -> Vec<DecodeError> {
+        let decoded = codec::decode_documents_with(yaml, path, text);
         let path: Arc<str> = Arc::from(path);
         let mut problems = Vec::new();
         for doc in decoded.documents {
@@ -703,8 +714,18 @@ impl DeclarativeConfig {
     /// Decodes one text into a new config; see [`DeclarativeConfig::decode_str`].
     #[must_use]
     pub fn from_str_with_problems(path: &str, text: &str) -> (Self, Vec<DecodeError>) {
+        Self::from_str_with_problems_using(codec::YamlDecoder::Fast, path, text)
+    }
+
+    /// [`DeclarativeConfig::from_str_with_problems`] with the YAML decoder chosen.
+    #[must_use]
+    pub fn from_str_with_problems_using(
+        yaml: codec::YamlDecoder,
+        path: &str,
+        text: &str,
+    ) -> (Self, Vec<DecodeError>) {
         let mut cfg = Self::default();
-        let problems = cfg.decode_str(path, text);
+        let problems = cfg.decode_str_with(yaml, path, text);
         (cfg, problems)
     }
 

@@ -27,6 +27,14 @@ use super::{Error, Loaded, Result};
 /// Listing or reading errors naming the path; decode problems are returned in
 /// [`Loaded::problems`] instead.
 pub fn load_dir(root: &Path) -> Result<Loaded> {
+    load_dir_with(crate::codec::YamlDecoder::Fast, root)
+}
+
+/// [`load_dir`] with the YAML decoder chosen.
+///
+/// # Errors
+/// As [`load_dir`].
+pub fn load_dir_with(yaml: crate::codec::YamlDecoder, root: &Path) -> Result<Loaded> {
     let files = list_files(root)?;
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
@@ -47,7 +55,7 @@ pub fn load_dir(root: &Path) -> Result<Loaded> {
                 let mut buffer = Vec::new();
                 while let Some(&(_, i)) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(rel) = files.get(i) else { break };
-                    let result = load_one(root, rel, &mut buffer);
+                    let result = load_one(yaml, root, rel, &mut buffer);
                     if let Some(slot) = slots.get(i)
                         && let Ok(mut guard) = slot.lock()
                     {
@@ -57,20 +65,23 @@ pub fn load_dir(root: &Path) -> Result<Loaded> {
             });
         }
     });
-    let mut loaded = Loaded::default();
+    let mut loaded = Loaded {
+        yaml,
+        ..Loaded::default()
+    };
     let mut buffer = Vec::new();
     for (slot, rel) in slots.into_iter().zip(&files) {
         match slot.into_inner().ok().flatten() {
             Some(result) => loaded.merge(result?),
             // Only reachable if a worker panicked; decode the file here instead.
-            None => loaded.merge(load_one(root, rel, &mut buffer)?),
+            None => loaded.merge(load_one(yaml, root, rel, &mut buffer)?),
         }
     }
     Ok(loaded)
 }
 
 /// Reads and decodes one file, reading into `buffer` (cleared first, kept for the next file).
-fn load_one(root: &Path, rel: &str, buffer: &mut Vec<u8>) -> Result<Loaded> {
+fn load_one(yaml: crate::codec::YamlDecoder, root: &Path, rel: &str, buffer: &mut Vec<u8>) -> Result<Loaded> {
     use std::io::Read as _;
     let path: PathBuf = root.join(rel);
     let read_error = |source| Error::Read {
@@ -80,7 +91,10 @@ fn load_one(root: &Path, rel: &str, buffer: &mut Vec<u8>) -> Result<Loaded> {
     buffer.clear();
     let mut file = fs::File::open(&path).map_err(read_error)?;
     file.read_to_end(buffer).map_err(read_error)?;
-    let mut loaded = Loaded::default();
+    let mut loaded = Loaded {
+        yaml,
+        ..Loaded::default()
+    };
     loaded.add_bytes(&path.display().to_string(), buffer);
     // Keep the buffer for the next file, unless it grew far beyond the usual file size.
     if buffer.capacity() > 64 << 20 {

@@ -97,6 +97,8 @@ pub struct Loaded {
     pub problems: Vec<DecodeError>,
     /// Number of files decoded.
     pub files: usize,
+    /// The YAML decoder texts are decoded with (the fast one unless a comparison asks otherwise).
+    pub yaml: crate::codec::YamlDecoder,
 }
 
 impl Loaded {
@@ -109,7 +111,7 @@ impl Loaded {
 
     /// Decodes one text (displayed as `name`) and adds it.
     pub fn add_text(&mut self, name: &str, text: &str) {
-        let problems = self.config.decode_str(name, text);
+        let problems = self.config.decode_str_with(self.yaml, name, text);
         self.problems.extend(problems);
         self.files += 1;
     }
@@ -207,6 +209,14 @@ fn not_utf8(name: &str, err: &std::str::Utf8Error) -> DecodeError {
 /// # Errors
 /// [`Error::NotFound`] if `path` does not exist, and read errors naming the file.
 pub fn load_path(path: &Path) -> Result<Loaded> {
+    load_path_with(crate::codec::YamlDecoder::Fast, path)
+}
+
+/// [`load_path`] with the YAML decoder chosen (benchmarks compare the two; results are the same).
+///
+/// # Errors
+/// As [`load_path`].
+pub fn load_path_with(yaml: crate::codec::YamlDecoder, path: &Path) -> Result<Loaded> {
     let meta = std::fs::metadata(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             Error::NotFound {
@@ -220,9 +230,18 @@ pub fn load_path(path: &Path) -> Result<Loaded> {
         }
     })?;
     if meta.is_dir() {
-        dir::load_dir(path)
+        dir::load_dir_with(yaml, path)
     } else {
-        load_file(path)
+        let mut loaded = Loaded {
+            yaml,
+            ..Loaded::default()
+        };
+        let bytes = std::fs::read(path).map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        loaded.add_bytes(&path.display().to_string(), &bytes);
+        Ok(loaded)
     }
 }
 

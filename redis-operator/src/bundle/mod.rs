@@ -6,9 +6,9 @@
 //! - [`feature`]: what each release could do;
 //! - [`release`]: the release history, and each release's CSV, CRD and metadata;
 //! - [`rbac`]: the one list of API permissions the code uses, filtered per release;
-//! - [`manifest_yaml`]: the kubectl-style YAML writer the files are written with.
+//!
+//! The files are written with `block_yaml::write`, the kubectl-style writer olm-rs uses too.
 pub mod feature;
-pub mod manifest_yaml;
 pub mod rbac;
 pub mod release;
 

@@ -24,8 +24,9 @@ use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
-use super::{feature::Feature, manifest_yaml::to_yaml, rbac};
+use super::{feature::Feature, rbac};
 use crate::crd::RedisCluster;
+use block_yaml::write as to_yaml;
 
 /// The package name in the catalog.
 pub const PACKAGE: &str = "redis-operator";

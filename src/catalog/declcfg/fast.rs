@@ -213,7 +213,11 @@ mod tests {
         let mut fast = DeclarativeConfig::default();
         assert!(fast.decode_str("c", text).is_empty());
         let mut precise = DeclarativeConfig::default();
-        assert!(precise.decode_str_precise("c", text).is_empty());
+        assert!(
+            precise
+                .decode_str_precise(crate::codec::YamlDecoder::Fast, "c", text)
+                .is_empty()
+        );
         (fast, precise)
     }
 

@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::{Error, decode};
-use crate::codec::{JsonDocument, decode_yaml_reference};
+use crate::json::JsonDocument;
 
 /// What the fast decoder makes of `text`: `Some(Ok(values))`, `Some(Err(message))` when the
 /// JSON conversion refused a value, or `None` when it declines.
@@ -14,14 +14,13 @@ fn fast(text: &str) -> Option<Result<Vec<Value>, String>> {
 }
 
 fn reference(text: &str) -> Result<Vec<Value>, String> {
-    let decoded = decode_yaml_reference("t.yaml", text);
-    match decoded.error {
-        Some(err) => Err(err.to_string()),
-        None => Ok(decoded.documents.into_iter().map(|d| d.value).collect()),
+    match crate::reference::documents::<JsonDocument>(text) {
+        (_, Some(err)) => Err(err.to_string()),
+        (docs, None) => Ok(docs.into_iter().map(|d| d.0).filter(|v| !v.is_null()).collect()),
     }
 }
 
-/// The fast decoder handles `text` and agrees with serde_yaml: the same documents, or both
+/// The fast decoder handles `text` and agrees with serde-saphyr: the same documents, or both
 /// refuse a value JSON cannot hold.
 #[track_caller]
 fn agree(text: &str) -> Result<Vec<Value>, String> {
@@ -30,12 +29,12 @@ fn agree(text: &str) -> Result<Vec<Value>, String> {
     match (&fast, &reference) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "for:\n{text}"),
         (Err(_), Err(_)) => {}
-        _ => panic!("fast {fast:?} but serde_yaml {reference:?} for:\n{text}"),
+        _ => panic!("fast {fast:?} but serde-saphyr {reference:?} for:\n{text}"),
     }
     fast
 }
 
-/// The fast decoder handles `text`, and it and serde_yaml produce the same documents.
+/// The fast decoder handles `text`, and it and serde-saphyr produce the same documents.
 #[track_caller]
 fn same(text: &str) -> Vec<Value> {
     agree(text).unwrap_or_else(|e| panic!("refused: {e}\n{text}"))
@@ -48,7 +47,7 @@ fn declined(text: &str) {
 }
 
 #[test]
-fn opm_style_documents_decode_like_serde_yaml() {
+fn opm_style_documents_decode_like_saphyr() {
     let text = "---\ndefaultChannel: stable\nicon:\n  base64data: iVBORw0KGgo=\n  mediatype: image/png\nname: redis\nschema: olm.package\n---\nentries:\n- name: redis.v0.1.0\n- name: redis.v0.2.0\n  replaces: redis.v0.1.0\n  skipRange: '>=0.1.0 <0.2.0'\n  skips:\n  - redis.v0.1.1\nname: stable\npackage: redis\nschema: olm.channel\n";
     let docs = same(text);
     assert_eq!(docs.len(), 2);
@@ -56,7 +55,7 @@ fn opm_style_documents_decode_like_serde_yaml() {
 }
 
 #[test]
-fn plain_scalars_resolve_like_serde_yaml() {
+fn plain_scalars_resolve_like_saphyr() {
     for value in [
         "",
         "~",
@@ -120,7 +119,7 @@ fn plain_scalars_resolve_like_serde_yaml() {
 }
 
 #[test]
-fn keys_resolve_like_serde_yaml() {
+fn keys_resolve_like_saphyr() {
     same("1: a\ntrue: b\nnull: c\n\"q\": d\n'r': e\n1.5: f\n");
 }
 
@@ -154,7 +153,14 @@ fn block_scalars_keep_lines_like_libyaml() {
         ));
         same(&format!("- {header}\n   three spaces\n  \n   more\n- y\n"));
         same(&format!("m:\n- k: {header}\n    text\n      deeper\n    end\n"));
-        same(&format!("a: {header}\n  at the end without a break"));
+        // libyaml keeps no final line break here, serde-saphyr adds one: declined, the
+        // fallback decides.
+        let end = format!("a: {header}\n  at the end without a break");
+        if header.contains('-') {
+            same(&end);
+        } else {
+            declined(&end);
+        }
         same(&format!("a: {header}\n\n  after an empty line\n"));
     }
     same("a: |\n  x\n     \n  y\n");
@@ -171,7 +177,7 @@ fn comment_lines_are_skipped() {
 }
 
 #[test]
-fn collections_nest_like_serde_yaml() {
+fn collections_nest_like_saphyr() {
     same("a:\n- b: 1\n  c:\n  - d\n  - - e\n    - f\n  g: {}\n- []\n-\n- h\nz:\n  y:\n    x: w\n");
     same("- - - deep\n");
     same("a:\n\n  b: 1\n\n\n  c: 2\n");
@@ -219,7 +225,7 @@ fn unusual_yaml_is_declined() {
 }
 
 #[test]
-fn invalid_yaml_is_declined_so_serde_yaml_reports_it() {
+fn invalid_yaml_is_declined_so_saphyr_reports_it() {
     for text in [
         "a: 'unterminated\n",
         "a:\n  - b\n  c: d\n",
@@ -227,7 +233,7 @@ fn invalid_yaml_is_declined_so_serde_yaml_reports_it() {
         "[1, 2\n",
     ] {
         declined(text);
-        assert!(reference(text).is_err(), "serde_yaml accepts:\n{text}");
+        assert!(reference(text).is_err(), "serde-saphyr accepts:\n{text}");
     }
 }
 
@@ -265,10 +271,10 @@ impl Rng {
 
 /// Random texts built from the pieces block YAML is made of (indentation, keys, dashes,
 /// every scalar style, folding, comments, document markers), most of them valid, many not:
-/// whatever the fast decoder accepts must be exactly what serde_yaml makes of it, and it
+/// whatever the fast decoder accepts must be exactly what serde-saphyr makes of it, and it
 /// must never panic.
 #[test]
-fn random_block_yaml_is_decoded_as_serde_yaml_does_or_declined() {
+fn random_block_yaml_is_decoded_as_saphyr_does_or_declined() {
     const SCALARS: &[&str] = &[
         "a",
         "b c",
@@ -373,7 +379,7 @@ fn random_block_yaml_is_decoded_as_serde_yaml_does_or_declined() {
             match (&fast, &reference) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "for:\n{text}"),
                 (Err(_), Err(_)) => {}
-                _ => panic!("fast {fast:?} but serde_yaml {reference:?} for:\n{text}"),
+                _ => panic!("fast {fast:?} but serde-saphyr {reference:?} for:\n{text}"),
             }
             accepted += 1;
         }
@@ -530,9 +536,9 @@ fn emit_scalar(rng: &mut Rng, out: &mut String, indent: usize, words: &[&str]) {
 
 /// Random well-formed block YAML in every style the decoder handles, and one-character
 /// mutations of it (indentation, indicators, tabs): whatever the fast decoder accepts must be
-/// exactly what serde_yaml makes of it.
+/// exactly what serde-saphyr makes of it.
 #[test]
-fn random_block_structures_and_their_mutations_decode_as_serde_yaml_does_or_are_declined() {
+fn random_block_structures_and_their_mutations_decode_as_saphyr_does_or_are_declined() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut accepted, mut mutated_accepted) = (0, 0);
     for round in 0..20_000 {
@@ -566,7 +572,7 @@ fn random_block_structures_and_their_mutations_decode_as_serde_yaml_does_or_are_
             match (&fast, &reference) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "for:\n{text}"),
                 (Err(_), Err(_)) => {}
-                _ => panic!("fast {fast:?} but serde_yaml {reference:?} for:\n{text}"),
+                _ => panic!("fast {fast:?} but serde-saphyr {reference:?} for:\n{text}"),
             }
             if mutated {
                 mutated_accepted += 1;

@@ -1,27 +1,27 @@
-//! block_yaml: a fast decoder for the block-style YAML that catalog tools write, which either
-//! yields exactly what serde_yaml would or declines.
+//! decode: a fast decoder for the block-style YAML that catalog tools write, which either
+//! yields exactly what serde-saphyr would or declines.
 //!
 //! # The rule this module enforces
 //!
 //! For any text, [`decode`] returns one of two things:
 //! - the documents, built from the same serde calls (maps, sequences, scalars resolved to null,
-//!   bool, integer, float or string) that serde_yaml would make for that text; or
+//!   bool, integer, float or string) that serde-saphyr would make for that text; or
 //! - [`Error::Unsupported`], naming the first construct it does not handle, and the caller decodes
-//!   the text with serde_yaml instead.
+//!   the text with serde-saphyr instead.
 //!
 //! It never guesses. Whatever YAML it does not fully understand, and everything that is a syntax
 //! error for libyaml, makes it decline, so that the fallback produces the real result or the real
-//! message. `tests/yaml_fast_path.rs` checks it document for document against serde_yaml on every
+//! message. olm-rs's `tests/yaml_fast_path.rs` checks it document for document against serde-saphyr on every
 //! YAML file of the public catalogs; the unit tests below do the same for each construct and for
 //! random block YAML and mutations of it.
 //!
 //! # What it handles
 //!
 //! What `opm render -o yaml` and the Go YAML encoders write:
-//! - documents separated by `---` lines (empty documents are skipped, as serde_yaml's callers do);
+//! - documents separated by `---` lines (empty documents are skipped, as serde-saphyr's callers do);
 //! - block mappings with plain or quoted single-line keys, block sequences, including the
 //!   "indentless" `key:\n- item` form and compact `- key: value` items;
-//! - plain scalars, including ones folded over several lines, resolved the way serde_yaml
+//! - plain scalars, including ones folded over several lines, resolved the way serde-saphyr
 //!   resolves untagged plain scalars (`null` `~` and empty, `true`/`false` in three casings,
 //!   decimal / `0x` / `0o` / `0b` integers, floats, `.inf`, `.nan`; everything else is a string);
 //! - single- and double-quoted scalars with every libyaml escape and line folding;
@@ -44,7 +44,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The text uses YAML this decoder does not handle, or is not valid YAML: decode it with
-    /// serde_yaml instead. Names the construct and the 1-based line where it was found.
+    /// serde-saphyr instead. Names the construct and the 1-based line where it was found.
     Unsupported {
         /// What was found.
         what: &'static str,
@@ -94,7 +94,7 @@ impl de::Error for DeError {
 
 type Result<T, E = DeError> = std::result::Result<T, E>;
 
-/// Deepest nesting handled (serde_yaml refuses beyond 128).
+/// Deepest nesting handled (serde-saphyr refuses beyond 128).
 const MAX_DEPTH: usize = 100;
 /// Longest key handled (libyaml refuses implicit keys beyond 1024 characters).
 const MAX_KEY: usize = 1000;
@@ -104,7 +104,7 @@ const MAX_KEY: usize = 1000;
 ///
 /// # Errors
 /// [`Error::Unsupported`] when the text has anything this decoder does not handle (decode it with
-/// serde_yaml then), [`Error::Refused`] when `T` refused a value of a text that was understood.
+/// serde-saphyr then), [`Error::Refused`] when `T` refused a value of a text that was understood.
 pub fn decode<'a, T: de::Deserialize<'a>>(text: &'a str) -> Result<Vec<(usize, T)>, Error> {
     let mut parser = Parser::new(text);
     let mut out = Vec::new();
@@ -749,6 +749,12 @@ impl<'a> Parser<'a> {
                     let end = self.line_end(at);
                     out.push_str(&self.text[at..end]);
                     if end == self.bytes.len() {
+                        // libyaml (and Go) keep no line break here under clip or keep chomping,
+                        // serde-saphyr adds one: leave such texts to the fallback.
+                        if chomp >= 0 {
+                            self.pos = end;
+                            return self.bail("a block scalar ending the text without a line break");
+                        }
                         line = end;
                         break;
                     }
@@ -925,7 +931,7 @@ impl<'a> Value<'_, 'a> {
     }
 }
 
-/// Calls the visitor for a scalar, resolving plain scalars the way serde_yaml does.
+/// Calls the visitor for a scalar, resolving plain scalars the way serde-saphyr does.
 fn visit_scalar<'de, V: Visitor<'de>>(scalar: Scalar<'de>, visitor: V) -> Result<V::Value> {
     match scalar {
         Scalar::Quoted(Cow::Borrowed(s)) => visitor.visit_borrowed_str(s),
@@ -943,7 +949,7 @@ fn visit_scalar<'de, V: Visitor<'de>>(scalar: Scalar<'de>, visitor: V) -> Result
     }
 }
 
-/// The non-string readings of a plain scalar, in serde_yaml's order: null, bool, integer, float.
+/// The non-string readings of a plain scalar, in serde-saphyr's order: null, bool, integer, float.
 /// Hands the visitor back when the scalar is a string.
 fn resolve_plain<'de, V: Visitor<'de>>(s: &str, visitor: V) -> Result<Result<V::Value>, V> {
     if is_null(s) {
@@ -967,11 +973,14 @@ fn resolve_plain<'de, V: Visitor<'de>>(s: &str, visitor: V) -> Result<Result<V::
     if let Some(n) = negative(s, i64::from_str_radix) {
         return Ok(visitor.visit_i64(n));
     }
+    // Integers beyond 64 bits are floats, as serde-saphyr reads them (keys included).
+    #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
     if let Some(n) = unsigned(s, u128::from_str_radix) {
-        return Ok(visitor.visit_u128(n));
+        return Ok(visitor.visit_f64(n as f64));
     }
+    #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
     if let Some(n) = negative(s, i128::from_str_radix) {
-        return Ok(visitor.visit_i128(n));
+        return Ok(visitor.visit_f64(n as f64));
     }
     if !leading_zero_digits(s)
         && let Some(f) = float(s)
@@ -1025,7 +1034,7 @@ fn negative<T>(s: &str, parse: fn(&str, u32) -> Result<T, std::num::ParseIntErro
     parse(s, 10).ok()
 }
 
-/// A float as serde_yaml reads one: `.inf`, `.nan` in their casings, or what Rust parses as a
+/// A float as serde-saphyr reads one: `.inf`, `.nan` in their casings, or what Rust parses as a
 /// finite `f64` (after an optional single `+`).
 fn float(s: &str) -> Option<f64> {
     let unsigned = match s.strip_prefix('+') {
@@ -1045,7 +1054,7 @@ fn float(s: &str) -> Option<f64> {
     unsigned.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
-/// Typed requests for primitives, tuples and enums are left to serde_yaml, whose conversions
+/// Typed requests for primitives, tuples and enums are left to serde-saphyr, whose conversions
 /// (for example a quoted number read as a number) this decoder does not reproduce.
 const TYPED: &str = "a typed request (bool, number, char, bytes, unit, tuple or enum)";
 

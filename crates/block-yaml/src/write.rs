@@ -1,11 +1,12 @@
-//! manifest_yaml: writes JSON values as the block-style YAML that Kubernetes manifests use.
+//! write: writes JSON values as the block-style YAML that Kubernetes manifests use.
 //!
-//! The bundle manifests (`bundles/redis-operator/**`) are generated from the Rust types and checked
-//! in; a test compares the files with a fresh rendering, so the output must be deterministic and
+//! Both products write YAML with it: olm-rs (CRDs, `-o yaml`, rendered catalogs) and the Redis
+//! operator (its bundle manifests, generated from the Rust types and checked
+//! in, where a test compares the files with a fresh rendering), so the output must be deterministic and
 //! readable: keys in insertion order, sequences at their key's indentation (kubectl style), multi-line
 //! strings as literal blocks, and every string that a YAML 1.1 or 1.2 reader could take for something
 //! else (a number, a boolean, `null`, an indicator character) double-quoted with JSON escapes, which
-//! YAML double-quoted scalars accept unchanged. It only writes; reading YAML is the codec's job.
+//! YAML double-quoted scalars accept unchanged. It only writes.
 
 use std::fmt::Write as _;
 
@@ -32,7 +33,12 @@ fn write_map(out: &mut String, map: &serde_json::Map<String, Value>, indent: usi
         if i > 0 || !out.ends_with("- ") {
             push_indent(out, indent);
         }
-        out.push_str(&scalar_string(k, indent));
+        // Keys are plain or double-quoted, never block scalars.
+        if is_plain_safe(k) {
+            out.push_str(k);
+        } else {
+            out.push_str(&Value::String(k.clone()).to_string());
+        }
         out.push(':');
         write_value_after_key(out, v, indent);
     }
@@ -104,13 +110,26 @@ fn is_plain_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };
-    if !(first.is_ascii_alphanumeric() || matches!(first, '/' | '.' | '(')) || s.ends_with(' ') {
+    if !(first.is_ascii_alphanumeric() || matches!(first, '/' | '.' | '(')) || s.ends_with([' ', ':']) {
         return false;
     }
+    // URLs, image references, e-mail addresses and `a:b` stay plain; `: ` would start a mapping
+    // and ` #` a comment.
     if !s
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || " ._/-()+;'=,<>".contains(c))
+        .all(|c| c.is_ascii_alphanumeric() || " ._/-()+;'=,<>:@#?&%~".contains(c))
+        || s.contains(": ")
+        || s.contains(" #")
     {
+        return false;
+    }
+    // YAML 1.1 readers (Go's yaml.v2 among them) take `2025-01-15...` for a timestamp.
+    let b = s.as_bytes();
+    if b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' {
+        return false;
+    }
+    // YAML 1.1 readers take digits with colons for base-60 numbers (`1:30`).
+    if s.contains(':') && s.chars().all(|c| c.is_ascii_digit() || ":._+-".contains(c)) {
         return false;
     }
     let lower = s.to_ascii_lowercase();
@@ -176,12 +195,19 @@ mod tests {
             "a: b",
             "#x",
             "- x",
-            "1.0.0"
+            "1.0.0",
+            "1:30",
+            "https://example.com/a?b=c#d",
+            "quay.io/x/y:v1@sha256:ab",
+            "a #b",
+            "x:",
+            "2025-01-15T10:00:00Z"
         ]);
         assert_eq!(
             to_yaml(&v),
             "- \"true\"\n- \"No\"\n- \"7.2\"\n- \"1e3\"\n- \"0x1F\"\n- \"\"\n- \">=0.2.0 <1.0.0\"\n\
-             - \"a: b\"\n- \"#x\"\n- \"- x\"\n- 1.0.0\n"
+             - \"a: b\"\n- \"#x\"\n- \"- x\"\n- 1.0.0\n- \"1:30\"\n- https://example.com/a?b=c#d\n\
+             - quay.io/x/y:v1@sha256:ab\n- \"a #b\"\n- \"x:\"\n- \"2025-01-15T10:00:00Z\"\n"
         );
     }
 
@@ -198,5 +224,115 @@ mod tests {
     fn multi_line_strings_with_leading_spaces_fall_back_to_quotes() {
         let v = json!({"k": "  indented\nsecond"});
         assert_eq!(to_yaml(&v), "k: \"  indented\\nsecond\"\n");
+    }
+
+    /// Random JSON values, with the strings that trip YAML writers (indicators, numbers, booleans
+    /// of YAML 1.1 and 1.2, line breaks, leading and trailing blanks, quotes, non-ASCII): whatever
+    /// is written reads back as the same value, with serde-saphyr and with the fast decoder.
+    #[test]
+    fn random_values_read_back_unchanged() {
+        const STRINGS: &[&str] = &[
+            "",
+            " ",
+            "a",
+            "a b",
+            "a: b",
+            "a:b",
+            "1:30",
+            "http://h:80/p?q=1#f",
+            "a@b.c",
+            "x:",
+            "a%20b",
+            "~x",
+            "a?",
+            "a&b",
+            "#c",
+            "a #c",
+            "- x",
+            "-x",
+            "? x",
+            "&a",
+            "*a",
+            "!t",
+            "%x",
+            "@x",
+            "`x`",
+            "'q'",
+            "\"q\"",
+            "true",
+            "False",
+            "yes",
+            "No",
+            "on",
+            "y",
+            "null",
+            "~",
+            "007",
+            "1_000",
+            "0x1F",
+            "1e3",
+            ".5",
+            "1.0.0",
+            ".inf",
+            "-.inf",
+            ".NaN",
+            "{a}",
+            "[b]",
+            "a,b",
+            "x\ny",
+            "x\n",
+            "\nx",
+            "x\n\n",
+            " lead",
+            "trail ",
+            "tab\there",
+            "\ttab",
+            "line one\n  indented\nend\n",
+            "é ü 日本",
+            ">=0.2.0 <1.0.0",
+            "a\\b",
+            "\u{1}",
+            "\r\n",
+            "x\r",
+            "last\n ",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        fn value(next: &mut dyn FnMut() -> u64, depth: u32) -> Value {
+            let pick = |n: u64, m: usize| usize::try_from(n % m as u64).unwrap_or(0);
+            match next() % if depth > 3 { 5 } else { 8 } {
+                0 => Value::Null,
+                1 => Value::Bool(next().is_multiple_of(2)),
+                2 => json!(i64::try_from(next() % 2000).unwrap_or(0) - 1000),
+                3 => json!(f64::from(u32::try_from(next() % 1000).unwrap_or(0)) / 8.0),
+                4 => Value::String(STRINGS[pick(next(), STRINGS.len())].to_owned()),
+                5 | 6 => {
+                    let mut map = serde_json::Map::new();
+                    for _ in 0..next() % 4 {
+                        let key = STRINGS[pick(next(), STRINGS.len())].to_owned();
+                        map.insert(key, value(next, depth + 1));
+                    }
+                    Value::Object(map)
+                }
+                _ => Value::Array((0..next() % 4).map(|_| value(next, depth + 1)).collect()),
+            }
+        }
+        for _ in 0..3000 {
+            let v = value(&mut next, 0);
+            let text = to_yaml(&v);
+            let (docs, err) = crate::reference::documents::<crate::json::JsonDocument>(&text);
+            assert!(err.is_none(), "{err:?} for:\n{text}");
+            let back = docs.into_iter().next().map_or(Value::Null, |d| d.0);
+            assert_eq!(back, v, "serde-saphyr reads back something else for:\n{text}");
+            if let Ok(fast) = crate::decode::<crate::json::JsonDocument>(&text) {
+                let fast = fast.into_iter().next().map_or(Value::Null, |d| d.1.0);
+                assert_eq!(fast, v, "the fast decoder reads back something else for:\n{text}");
+            }
+        }
     }
 }
