@@ -25,20 +25,24 @@
 //! - [`telemetry`]: structured logging setup.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
+//!
+//! Public are the modules the binaries, the integration tests, the benches and the Redis
+//! operator's end-to-end suite use (`api`, `catalog`, `cli`, `codec`, `controller`, `graph`,
+//! `source`, `telemetry`); the rest is `pub(crate)`, so the compiler reports code nothing uses.
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod bundle;
+pub(crate) mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod codec;
 pub mod controller;
 pub mod graph;
-pub mod k8s;
-pub mod metrics;
-pub mod plan;
-pub mod resolve;
+pub(crate) mod k8s;
+pub(crate) mod metrics;
+pub(crate) mod plan;
+pub(crate) mod resolve;
 pub mod source;
-pub mod status;
+pub(crate) mod status;
 pub mod telemetry;
-pub mod version_range;
+pub(crate) mod version_range;

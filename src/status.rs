@@ -182,13 +182,6 @@ pub enum ConditionChange {
     Unchanged,
 }
 
-impl ConditionChange {
-    /// True unless the condition was left untouched.
-    pub fn changed(self) -> bool {
-        self != Self::Unchanged
-    }
-}
-
 /// Sets `condition` in `conditions`, replacing the one of the same type, with the timestamp
 /// rules of the module doc. The timestamps carried by `condition` itself are ignored.
 pub fn set_condition<C: ConditionLike>(
@@ -231,32 +224,6 @@ pub fn remove_condition<C: ConditionLike>(conditions: &mut Vec<C>, type_: &str) 
     conditions.len() != before
 }
 
-/// The condition of type `type_`, if present.
-pub fn find_condition<'a, C: ConditionLike>(conditions: &'a [C], type_: &str) -> Option<&'a C> {
-    conditions.iter().find(|c| c.type_str() == type_)
-}
-
-/// True when the condition of type `type_` is present with status `True`.
-pub fn is_condition_true<C: ConditionLike>(conditions: &[C], type_: &str) -> bool {
-    find_condition(conditions, type_).is_some_and(|c| c.status_str() == ConditionStatus::True.as_str())
-}
-
-/// Equal ignoring timestamps and order: the same set of types, each with the same
-/// observation.
-pub fn conditions_equal<C: ConditionLike>(a: &[C], b: &[C]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .all(|x| find_condition(b, x.type_str()).is_some_and(|y| x.same_observation(y)))
-}
-
-/// Sets `observedGeneration` on every metav1 condition (OperatorGroup, CatalogSource) to the
-/// object's `metadata.generation`, so readers can tell a stale condition from a current one.
-pub fn set_observed_generation(conditions: &mut [Condition], generation: Option<i64>) {
-    for condition in conditions {
-        condition.observed_generation = generation;
-    }
-}
-
 /// A metav1 condition observed now at `generation` (for [`set_condition`]; its
 /// `lastTransitionTime` is replaced by the merge anyway).
 pub fn metav1_condition(
@@ -285,6 +252,7 @@ pub const TIMESTAMP_FIELDS: &[&str] = &[
     "lastUpdateTime",
     "lastUpdated",
     "lastConnect",
+    "lastProbeTime",
     "latestImageRegistryPoll",
     "certsLastUpdated",
     "startTime",
@@ -503,23 +471,6 @@ mod tests {
     }
 
     #[test]
-    fn condition_sets_compare_equal_ignoring_times_and_order() {
-        let mut a = vec![];
-        set_condition(&mut a, sub(ConditionStatus::True, "A", "m"), &t(1));
-        let mut other = sub(ConditionStatus::False, "x", "y");
-        other.type_ = SubscriptionConditionType::CatalogSourcesUnhealthy;
-        set_condition(&mut a, other.clone(), &t(1));
-        let mut b = vec![];
-        set_condition(&mut b, other, &t(9));
-        set_condition(&mut b, sub(ConditionStatus::True, "A", "m"), &t(9));
-        assert!(conditions_equal(&a, &b));
-        set_condition(&mut b, sub(ConditionStatus::True, "A", "changed"), &t(9));
-        assert!(!conditions_equal(&a, &b));
-        assert!(is_condition_true(&a, "ResolutionFailed"));
-        assert!(!is_condition_true(&a, "CatalogSourcesUnhealthy"));
-    }
-
-    #[test]
     fn statuses_differing_only_in_timestamps_are_unchanged() {
         let mut old = ClusterServiceVersionStatus::default();
         set_csv_phase(
@@ -535,16 +486,6 @@ mod tests {
         assert!(status_unchanged(&old, &new));
         new.message = Some("other".into());
         assert!(!status_unchanged(&old, &new));
-    }
-
-    #[test]
-    fn observed_generation_is_stamped_on_every_metav1_condition() {
-        let mut conditions = vec![
-            metav1_condition("A", ConditionStatus::True, "R", "", None, &t(0)),
-            metav1_condition("B", ConditionStatus::False, "R", "", Some(1), &t(0)),
-        ];
-        set_observed_generation(&mut conditions, Some(4));
-        assert!(conditions.iter().all(|c| c.observed_generation == Some(4)));
     }
 
     #[test]

@@ -89,18 +89,8 @@ pub fn dynamic_api(
     }
 }
 
-/// Keys whose values are timestamps the controller refreshes; they are ignored when deciding
-/// whether a status write would change anything.
-const TIME_KEYS: &[&str] = &[
-    "lastUpdated",
-    "lastUpdateTime",
-    "lastTransitionTime",
-    "lastHeartbeatTime",
-    "lastConnect",
-    "lastProbeTime",
-];
-
-/// True when `a` and `b` are equal once every timestamp field ([`TIME_KEYS`]) is dropped.
+/// True when `a` and `b` are equal once every timestamp field
+/// ([`crate::status::TIMESTAMP_FIELDS`], the one list) is dropped.
 pub fn same_ignoring_time(a: &Value, b: &Value) -> bool {
     strip_time(a) == strip_time(b)
 }
@@ -109,7 +99,7 @@ fn strip_time(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, _)| !TIME_KEYS.contains(&k.as_str()))
+                .filter(|(k, _)| !crate::status::TIMESTAMP_FIELDS.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), strip_time(v)))
                 .collect(),
         ),

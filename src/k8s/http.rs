@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use operator_runtime::http::MetricsText;
-pub use operator_runtime::http::{Readiness, ReadyState, Response, bind, route};
+pub use operator_runtime::http::{Readiness, ReadyState, bind};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -23,6 +23,8 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, ready: Arc<Read
 
 #[cfg(test)]
 mod tests {
+    use operator_runtime::http::route;
+
     use super::*;
 
     #[test]

@@ -65,6 +65,7 @@ pub struct NamespaceInfo {
 
 impl NamespaceInfo {
     /// A namespace with these labels.
+    #[cfg(test)]
     pub fn new<'a>(name: &str, labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self {
             name: name.to_owned(),
@@ -195,12 +196,6 @@ pub fn target_namespaces_annotation(targets: &[String]) -> String {
     set.into_iter().collect::<Vec<_>>().join(",")
 }
 
-/// Reads an `olm.targetNamespaces` value back into targets, as upstream does (split on
-/// `,`; so `""` reads as `[""]`, all namespaces).
-pub fn parse_target_namespaces_annotation(value: &str) -> Vec<String> {
-    value.split(',').map(str::to_owned).collect()
-}
-
 /// The three annotations OLM stamps on every CSV of an OperatorGroup (rule 2).
 pub fn member_annotations(
     group: &str,
@@ -215,14 +210,6 @@ pub fn member_annotations(
             target_namespaces_annotation(targets),
         ),
     ])
-}
-
-/// True when `annotations` already carry exactly the `wanted` member annotations.
-pub fn member_annotations_match(
-    annotations: &BTreeMap<String, String>,
-    wanted: &BTreeMap<String, String>,
-) -> bool {
-    wanted.iter().all(|(k, v)| annotations.get(k) == Some(v))
 }
 
 /// Why a CSV cannot run with its OperatorGroup's targets (rule 3). `Display` is the
@@ -660,17 +647,6 @@ mod tests {
             member_annotations("og", "operators", &strings(&[""]))[TARGET_NAMESPACES],
             ""
         );
-        let mut present = a.clone();
-        present.insert("other".into(), "x".into());
-        assert!(member_annotations_match(&present, &a));
-        present.insert(TARGET_NAMESPACES.into(), "a".into());
-        assert!(!member_annotations_match(&present, &a));
-    }
-
-    #[test]
-    fn the_targets_annotation_reads_back_like_upstream() {
-        assert_eq!(parse_target_namespaces_annotation(""), strings(&[""]));
-        assert_eq!(parse_target_namespaces_annotation("a,b"), strings(&["a", "b"]));
     }
 
     #[test]

@@ -147,6 +147,7 @@ pub const SUPPORTED_KINDS: &[SupportedKind] = &[
 
 /// Whether objects of `group`/`kind` are namespaced; `None` for a kind plans never contain.
 /// Accepts the synthetic `BundleSecret`.
+#[cfg(test)]
 pub fn is_namespaced(group: &str, kind: &str) -> Option<bool> {
     let kind = apply_kind(kind);
     SUPPORTED_KINDS

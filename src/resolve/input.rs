@@ -100,13 +100,6 @@ pub struct Catalog<'a> {
     pub problem: Option<String>,
 }
 
-impl Catalog<'_> {
-    /// Healthy: content read and no problem reported.
-    pub fn healthy(&self) -> bool {
-        self.model.is_some() && self.problem.is_none()
-    }
-}
-
 /// The catalogs visible to one namespace: every CatalogSource in the namespace itself and in the
 /// global catalog namespace.
 #[derive(Debug, Clone)]

@@ -263,6 +263,7 @@ pub struct Observed {
     pub server_version: Option<String>,
 }
 
+#[cfg(test)]
 impl Observed {
     /// Adds an OperatorGroup with these resolved target namespaces.
     pub fn with_og(mut self, name: &str, namespaces: &[&str]) -> Self {
@@ -858,7 +859,9 @@ mod writes;
 
 pub use deployments::{deployment_up_to_date, desired_deployments};
 pub use requirements::{requirement_status, waits_only_on_own_plan};
-pub use writes::{OWN_PLAN_REQUEUE, PROGRESS_INTERVAL, progress_only, write_waits};
+pub use writes::write_waits;
+#[cfg(test)]
+use writes::{OWN_PLAN_REQUEUE, PROGRESS_INTERVAL, progress_only};
 
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ use crate::{
     cli::{
         ApprovalArg, CliError, InstallArgs, OutputFormat,
         cluster::{Cluster, is_not_found},
-        cmd::cluster_shared::{FIELD_MANAGER, list_or_olm_missing, qualified},
+        cmd::cluster::shared::{FIELD_MANAGER, list_or_olm_missing, qualified},
         error::known_list,
         output::{self, Streams},
     },

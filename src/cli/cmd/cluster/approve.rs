@@ -17,9 +17,9 @@ use crate::{
     cli::{
         ApproveArgs, CliError, OutputFormat,
         cluster::{Cluster, is_not_found},
-        cmd::{
-            cluster_shared::{FIELD_MANAGER, list_or_olm_missing, qualified},
+        cmd::cluster::{
             list::install_plan_name,
+            shared::{FIELD_MANAGER, list_or_olm_missing, qualified},
         },
         error::known_list,
         output::{self, Streams},
@@ -310,7 +310,7 @@ mod tests {
     use super::*;
     use crate::{
         api::v1alpha1::{InstallPlanPhase, Step, StepResource, StepStatus},
-        cli::cmd::list::tests::{plan, sub},
+        cli::cmd::cluster::list::tests::{plan, sub},
     };
 
     fn step(kind: &str, name: &str, group: &str) -> Step {

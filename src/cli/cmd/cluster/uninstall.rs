@@ -32,7 +32,7 @@ use crate::{
     cli::{
         CliError, OutputFormat, UninstallArgs,
         cluster::{Cluster, is_not_found},
-        cmd::cluster_shared::{list_or_olm_missing, qualified},
+        cmd::cluster::shared::{list_or_olm_missing, qualified},
         error::known_list,
         output::{self, Streams},
     },
@@ -406,7 +406,7 @@ async fn wait_gone(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::cmd::list::tests::sub;
+    use crate::cli::cmd::cluster::list::tests::sub;
 
     fn csv(ns: &str, name: &str, owned: &[&str], copied: bool) -> ClusterServiceVersion {
         let owned: Vec<serde_json::Value> = owned

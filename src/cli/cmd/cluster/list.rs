@@ -16,7 +16,7 @@ use crate::{
     cli::{
         CliError, ListArgs, OutputFormat,
         cluster::Cluster,
-        cmd::cluster_shared::list_or_olm_missing,
+        cmd::cluster::shared::list_or_olm_missing,
         output::{self, Row, Streams},
     },
 };

@@ -1,0 +1,53 @@
+//! `kubectl-olm catalog ...`: the verbs that read a catalog (a directory, a file or stdin), one
+//! file per verb; they need no cluster.
+
+pub mod bundles;
+pub mod channels;
+pub mod describe;
+pub mod graph;
+pub mod packages;
+pub mod render;
+pub mod shared;
+pub mod upgrade_path;
+pub mod validate;
+
+use crate::cli::{
+    CatalogArgs, CatalogVerb, CliError,
+    output::{OutputFormat, Streams},
+};
+
+/// Runs a catalog verb.
+///
+/// # Errors
+/// The [`CliError`] to print as `error: ...`, carrying the exit code.
+pub fn run(args: &CatalogArgs, format: OutputFormat, streams: &mut Streams<'_>) -> Result<(), CliError> {
+    let verb = &args.verb;
+    match verb {
+        CatalogVerb::Render { bundles } => return render::run(bundles, format, streams),
+        CatalogVerb::Validate { dir } => {
+            return validate::run(dir.as_deref().unwrap_or(&args.catalog), format, streams);
+        }
+        _ => {}
+    }
+    let catalog = shared::load(&args.catalog)?;
+    shared::warn_problems(&catalog, streams.err)?;
+    match verb {
+        CatalogVerb::Packages => packages::run(&catalog, format, streams),
+        CatalogVerb::Channels { package } => channels::run(&catalog, package, format, streams),
+        CatalogVerb::Bundles { package, channel } => {
+            bundles::run(&catalog, package, channel.as_deref(), format, streams)
+        }
+        CatalogVerb::Describe { package } => describe::run(&catalog, package, format, streams),
+        CatalogVerb::Graph {
+            package,
+            channel,
+            format: drawing,
+        } => graph::run(&catalog, package, channel.as_deref(), *drawing, format, streams),
+        CatalogVerb::UpgradePath {
+            package,
+            from,
+            channel,
+        } => upgrade_path::run(&catalog, package, from, channel.as_deref(), format, streams),
+        CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } => Ok(()),
+    }
+}
