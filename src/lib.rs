@@ -26,13 +26,14 @@
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
 //!
-//! Public are the modules the binaries, the integration tests, the benches and the Redis
-//! operator's end-to-end suite use (`api`, `catalog`, `cli`, `codec`, `controller`, `graph`,
-//! `source`, `telemetry`); the rest is `pub(crate)`, so the compiler reports code nothing uses.
+//! Public are the modules the binaries, the integration tests, the benches, the fuzz targets and
+//! the Redis operator's end-to-end suite use (`api`, `bundle`, `catalog`, `cli`, `codec`,
+//! `controller`, `graph`, `source`, `telemetry`, `version_range`); the rest is `pub(crate)`, so
+//! the compiler reports code nothing uses.
 #![warn(missing_docs)]
 
 pub mod api;
-pub(crate) mod bundle;
+pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod codec;
@@ -45,4 +46,4 @@ pub(crate) mod resolve;
 pub mod source;
 pub(crate) mod status;
 pub mod telemetry;
-pub(crate) mod version_range;
+pub mod version_range;

@@ -973,14 +973,20 @@ fn resolve_plain<'de, V: Visitor<'de>>(s: &str, visitor: V) -> Result<Result<V::
     if let Some(n) = negative(s, i64::from_str_radix) {
         return Ok(visitor.visit_i64(n));
     }
-    // Integers beyond 64 bits are floats, as serde-saphyr reads them (keys included).
-    #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
-    if let Some(n) = unsigned(s, u128::from_str_radix) {
-        return Ok(visitor.visit_f64(n as f64));
-    }
-    #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
-    if let Some(n) = negative(s, i128::from_str_radix) {
-        return Ok(visitor.visit_f64(n as f64));
+    // Decimal integers beyond 64 bits are floats, as serde-saphyr reads them (keys included);
+    // `0x`/`0o`/`0b` ones are strings.
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if !["0x", "0o", "0b"].iter().any(|p| digits.starts_with(p)) {
+        #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
+        if let Some(n) = unsigned(s, u128::from_str_radix) {
+            return Ok(visitor.visit_f64(n as f64));
+        }
+        #[allow(clippy::cast_precision_loss, reason = "what serde-saphyr does")]
+        if let Some(n) = negative(s, i128::from_str_radix) {
+            return Ok(visitor.visit_f64(n as f64));
+        }
+    } else if unsigned(s, u128::from_str_radix).is_some() || negative(s, i128::from_str_radix).is_some() {
+        return Err(visitor);
     }
     if !leading_zero_digits(s)
         && let Some(f) = float(s)
@@ -1051,7 +1057,16 @@ fn float(s: &str) -> Option<f64> {
         ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
         _ => {}
     }
-    unsigned.parse::<f64>().ok().filter(|f| f.is_finite())
+    // A numeric spelling too large for f64 (`9e999`) is an infinite float, as serde-saphyr reads
+    // it; Rust's `inf`/`nan` words are not YAML floats.
+    let numeric = |t: &str| {
+        t.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    };
+    unsigned
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite() || (f.is_infinite() && numeric(unsigned)))
 }
 
 /// Typed requests for primitives, tuples and enums are left to serde-saphyr, whose conversions

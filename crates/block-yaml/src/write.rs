@@ -19,6 +19,12 @@ pub fn to_yaml(value: &Value) -> String {
     match value {
         Value::Object(map) if !map.is_empty() => write_map(&mut out, map, 0),
         Value::Array(items) if !items.is_empty() => write_seq(&mut out, items, 0),
+        // A document that is one string: no literal block (its lines would start at column 0,
+        // where `---`, `...` and indicators mean something else).
+        Value::String(s) if !is_plain_safe(s) => {
+            out.push_str(&double_quoted(s));
+            out.push('\n');
+        }
         other => {
             out.push_str(&inline(other, 0));
             out.push('\n');
@@ -33,11 +39,20 @@ fn write_map(out: &mut String, map: &serde_json::Map<String, Value>, indent: usi
         if i > 0 || !out.ends_with("- ") {
             push_indent(out, indent);
         }
-        // Keys are plain or double-quoted, never block scalars.
-        if is_plain_safe(k) {
-            out.push_str(k);
+        // Keys are plain or double-quoted, never block scalars. YAML limits implicit keys to 1024
+        // characters as written: a longer one is written explicitly (`? key`, then `: value`).
+        let key = if is_plain_safe(k) {
+            k.clone()
         } else {
-            out.push_str(&Value::String(k.clone()).to_string());
+            double_quoted(k)
+        };
+        if key.chars().count() > 1000 {
+            out.push_str("? ");
+            out.push_str(&double_quoted(k));
+            out.push('\n');
+            push_indent(out, indent);
+        } else {
+            out.push_str(&key);
         }
         out.push(':');
         write_value_after_key(out, v, indent);
@@ -103,14 +118,46 @@ fn scalar_string(s: &str, indent: usize) -> String {
     if let Some(block) = literal_block(s, indent) {
         return block;
     }
-    serde_json::Value::String(s.to_owned()).to_string()
+    double_quoted(s)
+}
+
+/// True for a character YAML does not allow unescaped or reads as a line break: the C0 and C1
+/// controls, DEL, NEL, U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF. JSON writes most of them raw.
+fn needs_escape(c: char) -> bool {
+    c < ' '
+        || ('\u{7f}'..='\u{9f}').contains(&c)
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// A YAML double-quoted scalar, with `\uXXXX` for every character [`needs_escape`] names.
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn is_plain_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };
-    if !(first.is_ascii_alphanumeric() || matches!(first, '/' | '.' | '(')) || s.ends_with([' ', ':']) {
+    if !(first.is_ascii_alphanumeric() || matches!(first, '/' | '.' | '('))
+        || s.ends_with([' ', ':'])
+        || s.starts_with("...")
+    {
         return false;
     }
     // URLs, image references, e-mail addresses and `a:b` stay plain; `: ` would start a mapping
@@ -152,8 +199,12 @@ fn literal_block(s: &str, indent: usize) -> Option<String> {
     let chomp = if s.ends_with('\n') { "|" } else { "|-" };
     if !s.contains('\n')
         || body.ends_with('\n')
-        || body.starts_with([' ', '\t'])
-        || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+        || body
+            .split('\n')
+            .find(|line| !line.is_empty())
+            .is_some_and(|line| line.starts_with([' ', '\t']))
+        || body.chars().any(|c| needs_escape(c) && c != '\n' && c != '\t')
+        || body.split('\n').all(str::is_empty)
     {
         return None;
     }
@@ -314,7 +365,10 @@ mod tests {
                 5 | 6 => {
                     let mut map = serde_json::Map::new();
                     for _ in 0..next() % 4 {
-                        let key = STRINGS[pick(next(), STRINGS.len())].to_owned();
+                        let mut key = STRINGS[pick(next(), STRINGS.len())].to_owned();
+                        if next().is_multiple_of(16) {
+                            key = key.repeat(1 + 1100 / key.len().max(1));
+                        }
                         map.insert(key, value(next, depth + 1));
                     }
                     Value::Object(map)

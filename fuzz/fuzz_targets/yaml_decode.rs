@@ -1,4 +1,4 @@
-//! Whatever the fast decoder accepts, serde-saphyr (as configured in `block_yaml::reference`)
+//! YAML decoding: whatever the fast decoder accepts, serde-saphyr (as configured in `block_yaml::reference`)
 //! reads as the same documents; the fast decoder never panics.
 #![no_main]
 
