@@ -23,6 +23,8 @@
 //! - [`k8s`]: server-side apply, Events, the leader Lease and the HTTP endpoints.
 //! - [`metrics`]: the Prometheus metrics of the controller.
 //! - [`telemetry`]: structured logging setup.
+//! - [`grpc`]: the registry gRPC API (`opm serve`'s): a server over a loaded catalog and a client
+//!   reading one into the model.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
 #![warn(missing_docs)]
@@ -34,6 +36,7 @@ pub mod cli;
 pub mod codec;
 pub mod controller;
 pub mod graph;
+pub mod grpc;
 pub mod k8s;
 pub mod metrics;
 pub mod plan;
