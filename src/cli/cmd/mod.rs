@@ -12,7 +12,9 @@ pub mod graph;
 pub mod install;
 pub mod list;
 pub mod packages;
+pub mod remote;
 pub mod render;
+pub mod serve;
 pub mod shared;
 pub mod uninstall;
 pub mod upgrade_path;
@@ -40,6 +42,13 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
                 CatalogVerb::Validate { dir } => {
                     return validate::run(dir.as_deref().unwrap_or(&args.catalog), format, streams);
                 }
+                CatalogVerb::Serve(serve_args) => {
+                    return serve::run(
+                        serve_args.dir.as_deref().unwrap_or(&args.catalog),
+                        serve_args,
+                        streams,
+                    );
+                }
                 _ => {}
             }
             let catalog = shared::load(&args.catalog)?;
@@ -61,7 +70,7 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
                     from,
                     channel,
                 } => upgrade_path::run(&catalog, package, from, channel.as_deref(), format, streams),
-                CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } => Ok(()),
+                CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } | CatalogVerb::Serve(_) => Ok(()),
             }
         }
     }
