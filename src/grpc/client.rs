@@ -193,10 +193,25 @@ impl Connection {
                 reason: err.to_string(),
             })?
             .connect_timeout(options.timeout);
-        let channel = endpoint.connect().await.map_err(|source| ClientError::Connect {
-            address: host_port.clone(),
-            source,
-        })?;
+        // The TCP connect has its own timeout; this one also covers a server that accepts and
+        // then never completes the HTTP/2 handshake.
+        let channel = match tokio::time::timeout(options.timeout, endpoint.connect()).await {
+            Ok(Ok(channel)) => channel,
+            Ok(Err(source)) => {
+                return Err(ClientError::Connect {
+                    address: host_port,
+                    source,
+                });
+            }
+            Err(_) => {
+                return Err(ClientError::Timeout {
+                    address: host_port,
+                    method: "connect",
+                    received: None,
+                    timeout: options.timeout,
+                });
+            }
+        };
         let client =
             RegistryClient::new(channel.clone()).max_decoding_message_size(options.max_message_bytes);
         Ok(Connection {
