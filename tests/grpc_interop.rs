@@ -1,7 +1,8 @@
 //! The registry gRPC API against the real peers, on loopback:
 //!
-//! - **our client reads `opm serve`**: on `catalog/` and on every valid fixture catalog, the
-//!   packages, default channels, channels, heads, entries and bundles our client reads from
+//! - **our client reads `opm serve`**: on `catalog/`, on every valid fixture catalog and on the
+//!   public community-operators catalog of the shared corpus (`v4.20`: 37 packages, 803 bundles),
+//!   the packages, default channels, channels, heads, entries and bundles our client reads from
 //!   `opm serve` are exactly those the directory loader reads from the same directory;
 //! - **upstream's client reads our server**: `tests/peers/registry-client` (operator-registry's
 //!   own Go client, `pkg/client`) asks `opm serve` and `kubectl-olm catalog serve` every question
@@ -39,6 +40,9 @@ use olm_rs::{
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[path = "../benches/support.rs"]
+mod support;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -245,7 +249,18 @@ fn our_client_reads_from_opm_serve_the_catalog_the_directory_loader_reads() {
     let Some(opm) = peer("opm") else { return };
     let scratch = tempfile::tempdir().unwrap();
     let runtime = runtime();
-    for (name, dir) in catalogs(scratch.path()) {
+    let mut all = catalogs(scratch.path());
+    match support::corpus_dir("v4.20") {
+        Some(dir) => all.push(("corpus v4.20".to_owned(), dir)),
+        None => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "corpus catalog v4.20 is missing: the shared corpus must be available in CI"
+            );
+            eprintln!("corpus catalog v4.20 not found: only catalog/ and the fixtures are compared");
+        }
+    }
+    for (name, dir) in all {
         let (_opm, address) = start_opm(&opm, &dir, scratch.path());
         let fetched = runtime
             .block_on(fetch_catalog(

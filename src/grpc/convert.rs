@@ -153,10 +153,30 @@ pub fn bundle_message(
     entry: &ChannelEntry,
     bundle: &Bundle,
 ) -> Result<api::Bundle, ConvertError> {
+    bundle_message_with(package, channel, entry, bundle, true)
+}
+
+/// [`bundle_message`], leaving `csvJson` and `object` empty unless `manifests` (what [`listed`]
+/// would drop need not be decoded).
+///
+/// # Errors
+/// [`ConvertError::DecodeObject`] when an inlined manifest does not decode.
+pub fn bundle_message_with(
+    package: &Package,
+    channel: &Channel,
+    entry: &ChannelEntry,
+    bundle: &Bundle,
+    manifests: bool,
+) -> Result<api::Bundle, ConvertError> {
     let props = &bundle.properties;
     let mut objects = Vec::with_capacity(props.bundle_objects.len());
     let mut csv_json = String::new();
-    for (index, object) in props.bundle_objects.iter().enumerate() {
+    let inlined = if manifests {
+        props.bundle_objects.as_slice()
+    } else {
+        &[]
+    };
+    for (index, object) in inlined.iter().enumerate() {
         let value = object.decode().map_err(|source| ConvertError::DecodeObject {
             package: package.name.clone(),
             bundle: bundle.name.clone(),
@@ -173,7 +193,8 @@ pub fn bundle_message(
         .packages
         .first()
         .map_or_else(|| bundle.version.to_string(), |p| p.version.clone());
-    if csv_json.is_empty()
+    if manifests
+        && csv_json.is_empty()
         && let [metadata] = props.csv_metadata.as_slice()
     {
         csv_json = canonical_json(&stub_csv(package, bundle, metadata.get()));
@@ -211,41 +232,54 @@ pub fn bundle_message(
         version,
         skip_range: entry.skip_range.clone(),
         dependencies,
-        properties: property_messages(&props.to_list()),
+        properties: property_messages(props),
         replaces: entry.replaces.clone(),
         skips: entry.skips.clone(),
         deprecation: deprecation(package.bundle_deprecation(&bundle.name)),
     })
 }
 
-/// Every property but the inlined manifests and the CSV metadata, values as canonical JSON.
-fn property_messages(list: &[property::Property]) -> Vec<api::Property> {
-    list.iter()
-        .filter_map(|p| {
-            let (type_, value) = match p {
-                property::Property::BundleObject(_) | property::Property::CsvMetadata(_) => return None,
-                property::Property::Package(v) => (property::TYPE_PACKAGE, serde_json::to_value(v)),
-                property::Property::Gvk(v) => (property::TYPE_GVK, serde_json::to_value(v)),
-                property::Property::GvkRequired(v) => (property::TYPE_GVK_REQUIRED, serde_json::to_value(v)),
-                property::Property::PackageRequired(v) => {
-                    (property::TYPE_PACKAGE_REQUIRED, serde_json::to_value(v))
-                }
-                property::Property::Constraint(v) => (property::TYPE_CONSTRAINT, Ok(v.to_value())),
-                property::Property::Deprecated(v) => (property::TYPE_DEPRECATED, Ok(v.to_value())),
-                property::Property::Other(raw) => {
-                    return Some(api::Property {
-                        r#type: raw.type_.clone(),
-                        value: raw_canonical(&raw.value),
-                    });
-                }
-            };
-            Some(api::Property {
-                r#type: type_.to_owned(),
-                // Serializing these plain structs cannot fail; `null` would be visible if it did.
-                value: canonical_json(&value.unwrap_or(Value::Null)),
-            })
-        })
-        .collect()
+/// Every property but the inlined manifests and the CSV metadata, values as canonical JSON, in
+/// the order of [`property::Properties::to_list`] (grouped by type). Read in place: the manifests
+/// (megabytes of base64) are never copied.
+fn property_messages(props: &property::Properties) -> Vec<api::Property> {
+    fn typed<T: serde::Serialize>(type_: &str, value: &T) -> api::Property {
+        api::Property {
+            r#type: type_.to_owned(),
+            // Serializing these plain structs cannot fail; `null` would be visible if it did.
+            value: canonical_json(&serde_json::to_value(value).unwrap_or(Value::Null)),
+        }
+    }
+    fn raw(type_: &str, value: &RawJson) -> api::Property {
+        api::Property {
+            r#type: type_.to_owned(),
+            value: raw_canonical(value),
+        }
+    }
+    let mut out = Vec::new();
+    out.extend(props.packages.iter().map(|v| typed(property::TYPE_PACKAGE, v)));
+    out.extend(props.gvks.iter().map(|v| typed(property::TYPE_GVK, v)));
+    out.extend(
+        props
+            .gvks_required
+            .iter()
+            .map(|v| typed(property::TYPE_GVK_REQUIRED, v)),
+    );
+    out.extend(
+        props
+            .packages_required
+            .iter()
+            .map(|v| typed(property::TYPE_PACKAGE_REQUIRED, v)),
+    );
+    out.extend(
+        props
+            .constraints
+            .iter()
+            .map(|v| raw(property::TYPE_CONSTRAINT, v)),
+    );
+    out.extend(props.deprecated.iter().map(|v| raw(property::TYPE_DEPRECATED, v)));
+    out.extend(props.others.iter().map(|p| raw(&p.type_, &p.value)));
+    out
 }
 
 /// The CSV opm builds for a bundle that has only `olm.csv.metadata` (`model_to_api.go`).

@@ -210,8 +210,9 @@ impl Registry {
     /// # Errors
     /// The first [`QueryError::Convert`].
     pub fn list_bundles(&self) -> Result<Vec<api::Bundle>, QueryError> {
-        self.slots()
-            .map(|slot| Self::message(slot).map(convert::listed))
+        self.bundle_keys()
+            .iter()
+            .map(|(p, c, n)| self.listed_bundle(p, c, n))
             .collect()
     }
 
@@ -235,8 +236,22 @@ impl Registry {
     /// # Errors
     /// [`QueryError::NotFound`] when the key is not in the catalog, [`QueryError::Convert`].
     pub fn listed_bundle(&self, package: &str, channel: &str, name: &str) -> Result<api::Bundle, QueryError> {
-        self.get_bundle_untrimmed(package, channel, name)
-            .map(convert::listed)
+        let slot = self.find(package, channel, name)?;
+        // A bundle with an image is listed without its manifests: do not decode them.
+        let manifests = slot.bundle.image.is_empty();
+        let message =
+            convert::bundle_message_with(slot.package, slot.channel, slot.entry, slot.bundle, manifests)?;
+        Ok(convert::listed(message))
+    }
+
+    fn find(&self, package: &str, channel: &str, name: &str) -> Result<Slot<'_>, QueryError> {
+        let pkg = self.package(package)?;
+        let ch = self.channel(pkg, channel)?;
+        self.slot(pkg, ch, name).ok_or_else(|| {
+            QueryError::NotFound(format!(
+                "package {package:?}, channel {channel:?}, bundle {name:?} not found"
+            ))
+        })
     }
 
     fn get_bundle_untrimmed(
@@ -245,14 +260,7 @@ impl Registry {
         channel: &str,
         name: &str,
     ) -> Result<api::Bundle, QueryError> {
-        let pkg = self.package(package)?;
-        let ch = self.channel(pkg, channel)?;
-        let slot = self.slot(pkg, ch, name).ok_or_else(|| {
-            QueryError::NotFound(format!(
-                "package {package:?}, channel {channel:?}, bundle {name:?} not found"
-            ))
-        })?;
-        Self::message(slot)
+        Self::message(self.find(package, channel, name)?)
     }
 
     /// `GetBundle`: the bundle as it appears in the channel, without `replaces`/`skips`.
