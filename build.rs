@@ -1,5 +1,6 @@
 //! Embeds the shipped catalog (`catalog/`) into the crate, for `olm-controller run` without
-//! `--builtin-catalog`.
+//! `--builtin-catalog`, and compiles the registry gRPC API (`proto/registry.proto`) for
+//! `crate::grpc`.
 //!
 //! The files are chosen by the crate's own directory walker (`src/source/walk.rs`, included
 //! below), so `.indexignore` means the same thing here as in `kubectl-olm` and in
@@ -13,6 +14,7 @@ use std::{env, fmt::Write as _, fs, path::Path};
 mod walk;
 
 fn main() {
+    compile_protos();
     let manifest = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let out_dir = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let root = Path::new(&manifest).join("catalog");
@@ -33,4 +35,17 @@ fn main() {
     code.push(']');
     let target = Path::new(&out_dir).join("builtin_catalog.rs");
     fs::write(&target, code).unwrap_or_else(|err| panic!("cannot write {}: {err}", target.display()));
+}
+
+/// `proto/registry.proto` to Rust (prost messages, tonic client and server). The descriptors come
+/// from `protox`, a protobuf compiler written in Rust, so no `protoc` has to be installed.
+fn compile_protos() {
+    println!("cargo::rerun-if-changed=proto");
+    let descriptors = protox::compile(["registry.proto"], ["proto"])
+        .unwrap_or_else(|err| panic!("cannot compile proto/registry.proto: {err}"));
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(descriptors)
+        .unwrap_or_else(|err| panic!("cannot generate the registry gRPC code: {err}"));
 }

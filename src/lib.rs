@@ -23,12 +23,14 @@
 //! - [`k8s`]: server-side apply, Events, the leader Lease and the HTTP endpoints.
 //! - [`metrics`]: the Prometheus metrics of the controller.
 //! - [`telemetry`]: structured logging setup.
+//! - [`grpc`]: the registry gRPC API (`opm serve`'s): a server over a loaded catalog and a client
+//!   reading one into the model.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`cli`]: the `kubectl-olm` command line.
 //!
 //! Public are the modules the binaries, the integration tests, the benches, the fuzz targets and
 //! the Redis operator's end-to-end suite use (`api`, `bundle`, `catalog`, `cli`, `codec`,
-//! `controller`, `graph`, `source`, `telemetry`, `version_range`); the rest is `pub(crate)`, so
+//! `controller`, `graph`, `grpc`, `source`, `telemetry`, `version_range`); the rest is `pub(crate)`, so
 //! the compiler reports code nothing uses.
 #![warn(missing_docs)]
 
@@ -39,6 +41,7 @@ pub mod cli;
 pub mod codec;
 pub mod controller;
 pub mod graph;
+pub mod grpc;
 pub(crate) mod k8s;
 pub(crate) mod metrics;
 pub(crate) mod plan;

@@ -1343,3 +1343,81 @@ async fn a_controller_killed_mid_install_finishes_after_restart_without_duplicat
     assert_eq!(env.list::<InstallPlan>().await.len(), 1);
     assert_eq!(env.list::<ClusterServiceVersion>().await.len(), 1);
 }
+
+/// A CatalogSource with `sourceType: grpc` and `spec.address` reads the registry that
+/// `kubectl-olm catalog serve` runs on loopback; a Subscription installs from it; when the
+/// registry goes away the catalog stays served and the status says so.
+#[tokio::test]
+async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_serve() {
+    let Some(env) = env("e2e-grpc").await else {
+        return;
+    };
+    let mut blobs = widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]);
+    // ListBundles carries the manifests of bundles without an image only (the others are pulled
+    // from their image, which this cluster has not got).
+    for blob in &mut blobs {
+        if blob["schema"] == "olm.bundle" {
+            blob["image"] = json!("");
+        }
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
+    std::fs::write(dir.path().join("catalog.json"), text.join("\n")).expect("writing the catalog");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["catalog", "serve"])
+        .arg(dir.path())
+        .args(["--grpc", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting kubectl-olm catalog serve");
+    let mut line = String::new();
+    {
+        use std::io::BufRead as _;
+        let stdout = server.stdout.take().expect("piped stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the serve line");
+    }
+    let address = line
+        .split(" on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+
+    env.create::<CatalogSource>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "e2e-grpc", "namespace": env.ns()},
+        "spec": {"sourceType": "grpc", "address": address, "displayName": "e2e over gRPC"},
+    }))
+    .await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e-grpc").await;
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e-grpc",
+        json!({"channel": "stable"}),
+    )
+    .await;
+    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+        .await;
+
+    // The registry goes away: the last good catalog stays served, and the status says so.
+    let _ = server.kill();
+    let _ = server.wait();
+    let cs = env
+        .wait_obj::<CatalogSource, _>("TRANSIENT_FAILURE", "e2e-grpc", |cs| {
+            (cs.pointer("/status/connectionState/lastObservedState") == Some(&json!("TRANSIENT_FAILURE")))
+                .then(|| cs.clone())
+        })
+        .await;
+    assert_eq!(str_at(&cs, "/status/connectionState/address"), address);
+    assert_eq!(str_at(&cs, "/status/reason"), "RegistryServerError");
+    let message = str_at(&cs, "/status/message");
+    assert!(
+        message.contains("still serving the catalog read from it at"),
+        "{message}"
+    );
+}

@@ -242,7 +242,8 @@ pub enum Shell {
 /// The `catalog` verb group with its shared `--catalog` flag.
 #[derive(Debug, Args)]
 pub struct CatalogArgs {
-    /// Directory of the file-based catalog (YAML and JSON files, any depth).
+    /// Directory of the file-based catalog (YAML and JSON files, any depth), or grpc://HOST:PORT
+    /// for a running registry (`opm serve`, `kubectl olm catalog serve`).
     #[arg(long = "catalog", value_name = "DIR", default_value = DEFAULT_CATALOG, global = true)]
     pub catalog: PathBuf,
 
@@ -338,6 +339,13 @@ Examples:
         /// Catalog directory; overrides --catalog.
         dir: Option<PathBuf>,
     },
+
+    /// Serve the catalog on the registry gRPC API (`opm serve`'s) until SIGINT or SIGTERM.
+    #[command(after_help = "\
+Examples:
+  kubectl olm catalog serve catalog --grpc 127.0.0.1:50051
+  kubectl olm catalog serve path/to/catalog --grpc 0.0.0.0:50051 -vv   # log every request")]
+    Serve(crate::cli::cmd::catalog::serve::ServeArgs),
 
     /// Render registry+v1 bundle directories as FBC olm.bundle documents (YAML, or -o json).
     #[command(after_help = "\

@@ -1,20 +1,26 @@
 //! CatalogSource controller (imperative shell: observes, acts and reports): validate the spec,
-//! load the catalog (a ConfigMap, or the built-in catalog), cache it, and report
-//! `connectionState` / `reason` / `message` as upstream does.
+//! load the catalog (a ConfigMap, a registry server's, or the built-in catalog), cache it, and
+//! report `connectionState` / `reason` / `message` as upstream does.
 //!
 //! Pipeline: validate `sourceType` ([`crate::plan::catalog_source::plan_source`], no client) →
 //! read the ConfigMap (client) → load it through the one catalog loader
 //! ([`crate::catalog::load::catalog_from_data`]: FBC keys and the legacy
 //! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys, once per ConfigMap
 //! `resourceVersion`, no client) → cache ([`super::cache`]) → status (client).
-//! `grpc` sources are not served by olm-rs (no registry pods): they are reported, not ignored.
+//!
+//! `sourceType: grpc` with `spec.address` (no `image`: olm-rs runs no registry pods): the
+//! registry is asked for its packages and heads on every reconcile (gRPC client), the whole
+//! catalog is read again when [`crate::plan::catalog_source::grpc_refresh`] says so, and linked by
+//! the same loader ([`crate::catalog::load::link`]). A registry that stops answering keeps its
+//! last good catalog in the cache, with `TRANSIENT_FAILURE` (or `CONNECTING`) and a message
+//! saying what is still served.
 
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
 
-use super::{Context, Error, Result, instrumented};
+use super::{Context, Error, Result, cache::CatalogCache, instrumented};
 use crate::{
     api::{
         reasons::catalog_source as reason,
@@ -23,9 +29,13 @@ use crate::{
             connection_state,
         },
     },
-    catalog::load::catalog_from_data,
+    catalog::load::{self, catalog_from_data},
+    grpc::{ClientError, ClientOptions, Connection},
     k8s::apply,
-    plan::catalog_source::{SourcePlan, plan_source, served_message},
+    plan::catalog_source::{
+        GrpcObserved, Heads, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message, heads_of,
+        plan_source, served_message,
+    },
 };
 
 fn now() -> Time {
@@ -49,10 +59,27 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         latest_image_registry_poll: None,
         ..old.clone()
     };
-    // Served: the ConfigMap it came from and what the model builder left out of it.
-    type Served = (Option<ConfigMapResourceReference>, Vec<String>);
+    // A grpc source reports the state its registry answered with, and its address.
+    let mut observed_state: Option<&'static str> = None;
+    let mut address: Option<String> = None;
+    let mut poll_every: Option<Duration> = None;
     let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
-        SourcePlan::Invalid(r, m) => Err((r, m)),
+        SourcePlan::Invalid(r, m) => {
+            cache.remove(&ns, &name);
+            Err((r, m))
+        }
+        SourcePlan::Grpc { address: addr, poll } => {
+            let previous = old
+                .connection_state
+                .as_ref()
+                .map(|c| c.last_observed_state.clone());
+            let served = serve_from_registry(cache, &ns, &name, &addr, poll, previous).await;
+            observed_state = Some(served.state);
+            status.latest_image_registry_poll = served.read_at;
+            address = Some(addr);
+            poll_every = poll;
+            served.result
+        }
         SourcePlan::Builtin => match cache.builtin() {
             Ok(catalog) => {
                 let left_out = catalog.problems.clone();
@@ -115,25 +142,22 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             status.reason = None;
             status.message = served_message(&left_out);
             status.config_map_reference = reference;
-            status.connection_state = Some(GrpcConnectionState {
-                address: None,
-                last_observed_state: connection_state::READY.into(),
-                last_connect: Some(now()),
-            });
         }
         Err((r, m)) => {
-            if r == reason::SPEC_INVALID_ERROR || r == reason::REGISTRY_SERVER_ERROR {
-                cache.remove(&ns, &name);
-            }
             status.reason = Some(r.into());
             status.message = Some(m);
-            status.connection_state = Some(GrpcConnectionState {
-                address: None,
-                last_observed_state: connection_state::TRANSIENT_FAILURE.into(),
-                last_connect: Some(now()),
-            });
         }
     }
+    let state = observed_state.unwrap_or(if ready {
+        connection_state::READY
+    } else {
+        connection_state::TRANSIENT_FAILURE
+    });
+    status.connection_state = Some(GrpcConnectionState {
+        address,
+        last_observed_state: state.into(),
+        last_connect: Some(now()),
+    });
     ctx.shared
         .metrics
         .catalogsource_ready
@@ -185,9 +209,161 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             _ => {}
         }
     }
-    Ok(if ready {
-        Action::requeue(Duration::from_secs(600))
-    } else {
-        Action::requeue(Duration::from_secs(60))
+    Ok(match (observed_state.is_some(), ready) {
+        // A registry is checked every minute (or every poll interval, when shorter), and soon
+        // again when it does not answer.
+        (true, true) => Action::requeue(poll_every.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK))),
+        (true, false) => Action::requeue(Duration::from_secs(15)),
+        (false, true) => Action::requeue(Duration::from_secs(600)),
+        (false, false) => Action::requeue(Duration::from_secs(60)),
     })
+}
+
+/// Served: the ConfigMap it came from and what the model builder left out of it.
+type Served = (Option<ConfigMapResourceReference>, Vec<String>);
+
+/// How often a registry's packages and heads are checked.
+const GRPC_CHECK: Duration = Duration::from_secs(60);
+
+/// The outcome of asking a registry.
+struct FromRegistry {
+    /// `connectionState.lastObservedState`.
+    state: &'static str,
+    /// When the catalog served was read (`status.latestImageRegistryPoll`).
+    read_at: Option<Time>,
+    result: std::result::Result<Served, (&'static str, String)>,
+}
+
+/// The cache tag of a catalog read from `address` at `secs` (Unix seconds): the address, so a
+/// changed `spec.address` reads again, and the time, for `registryPoll`.
+fn registry_tag(address: &str, secs: i64) -> String {
+    format!("grpc://{address}#{secs}")
+}
+
+/// The read time of a cached catalog when it came from `address`.
+fn read_from(tag: &str, address: &str) -> Option<Timestamp> {
+    let prefix = format!("grpc://{address}#");
+    tag.strip_prefix(&prefix)
+        .and_then(|secs| secs.parse::<i64>().ok())
+        .and_then(|secs| Timestamp::from_second(secs).ok())
+}
+
+fn reachability(err: &ClientError) -> Reachability {
+    let text = operator_runtime::error_chain(err);
+    match err {
+        ClientError::Timeout { .. } => Reachability::Connecting(text),
+        _ => Reachability::Failed(text),
+    }
+}
+
+/// The registry's [`Heads`], sorted.
+async fn registry_heads(conn: &Connection) -> std::result::Result<Heads, ClientError> {
+    let mut names = conn.list_packages().await?;
+    names.sort();
+    let mut heads = Vec::with_capacity(names.len());
+    for name in names {
+        let p = conn.get_package(&name).await?;
+        let mut channels: Vec<(String, String)> =
+            p.channels.into_iter().map(|c| (c.name, c.csv_name)).collect();
+        channels.sort();
+        heads.push((p.name, p.default_channel_name, channels));
+    }
+    Ok(heads)
+}
+
+/// Checks the registry at `address`, reads its catalog when [`grpc_refresh`] says so, and
+/// caches it; a registry that does not answer leaves the cached catalog in place.
+async fn serve_from_registry(
+    cache: &CatalogCache,
+    ns: &str,
+    name: &str,
+    address: &str,
+    poll: Option<Duration>,
+    previous_state: Option<String>,
+) -> FromRegistry {
+    let cached = cache
+        .get(ns, name)
+        .and_then(|c| read_from(&c.resource_version, address).map(|at| (c, at)));
+    let read_at = cached.as_ref().map(|(_, at)| Time(*at));
+    let options = ClientOptions {
+        timeout: Duration::from_secs(20),
+        ..ClientOptions::default()
+    };
+    let unreachable = |err: &ClientError, read_at: Option<Time>| {
+        let reach = reachability(err);
+        let error = match &reach {
+            Reachability::Connecting(e) | Reachability::Failed(e) => e.clone(),
+        };
+        let at = read_at.as_ref().map(|t| t.0.to_string());
+        FromRegistry {
+            state: reach.state(),
+            result: Err((
+                reason::REGISTRY_SERVER_ERROR,
+                grpc_unreachable_message(address, &error, at.as_deref()),
+            )),
+            read_at,
+        }
+    };
+    let conn = match Connection::connect(address, &options).await {
+        Ok(conn) => conn,
+        Err(err) => return unreachable(&err, read_at),
+    };
+    let heads = match registry_heads(&conn).await {
+        Ok(heads) => heads,
+        Err(err) => return unreachable(&err, read_at),
+    };
+    let observed = GrpcObserved {
+        cached: cached.is_some(),
+        previous_state,
+        since_read: cached
+            .as_ref()
+            .and_then(|(_, at)| Duration::try_from(Timestamp::now().duration_since(*at)).ok()),
+        poll,
+        heads_changed: cached.as_ref().is_none_or(|(c, _)| heads_of(&c.model) != heads),
+    };
+    let Some(why) = grpc_refresh(&observed) else {
+        let left_out = cached.map(|(c, _)| c.problems.clone()).unwrap_or_default();
+        return FromRegistry {
+            state: connection_state::READY,
+            read_at,
+            result: Ok((None, left_out)),
+        };
+    };
+    tracing::info!(catalogsource = %format!("{ns}/{name}"), registry = address, "reading the catalog: {why}");
+    let fetched = match conn.fetch().await {
+        Ok(fetched) => fetched,
+        Err(err) => return unreachable(&err, read_at),
+    };
+    let now = Timestamp::now();
+    match load::link(
+        fetched.config,
+        Vec::new(),
+        &registry_tag(address, now.as_second()),
+    ) {
+        Ok(mut catalog) => {
+            catalog.problems.extend(fetched.problems);
+            let left_out = catalog.problems.clone();
+            cache.insert(ns, name, Arc::new(catalog));
+            FromRegistry {
+                state: connection_state::READY,
+                read_at: Some(Time(now)),
+                result: Ok((None, left_out)),
+            }
+        }
+        Err(refused) => FromRegistry {
+            state: connection_state::READY,
+            read_at,
+            result: Err((
+                reason::REGISTRY_SERVER_ERROR,
+                format!(
+                    "registry {address} serves no usable catalog: {refused}{}",
+                    if cached.is_some() {
+                        "; still serving the catalog read from it before"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+        },
+    }
 }

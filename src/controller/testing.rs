@@ -443,4 +443,5 @@ pub(crate) fn object<K: serde::de::DeserializeOwned>(value: Value) -> K {
     serde_json::from_value(value).expect("a valid fixture object")
 }
 
+mod catalog_source;
 mod tests;

@@ -6,7 +6,9 @@ pub mod channels;
 pub mod describe;
 pub mod graph;
 pub mod packages;
+pub mod remote;
 pub mod render;
+pub mod serve;
 pub mod shared;
 pub mod upgrade_path;
 pub mod validate;
@@ -26,6 +28,13 @@ pub fn run(args: &CatalogArgs, format: OutputFormat, streams: &mut Streams<'_>) 
         CatalogVerb::Render { bundles } => return render::run(bundles, format, streams),
         CatalogVerb::Validate { dir } => {
             return validate::run(dir.as_deref().unwrap_or(&args.catalog), format, streams);
+        }
+        CatalogVerb::Serve(serve_args) => {
+            return serve::run(
+                serve_args.dir.as_deref().unwrap_or(&args.catalog),
+                serve_args,
+                streams,
+            );
         }
         _ => {}
     }
@@ -48,6 +57,6 @@ pub fn run(args: &CatalogArgs, format: OutputFormat, streams: &mut Streams<'_>) 
             from,
             channel,
         } => upgrade_path::run(&catalog, package, from, channel.as_deref(), format, streams),
-        CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } => Ok(()),
+        CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } | CatalogVerb::Serve(_) => Ok(()),
     }
 }

@@ -29,12 +29,16 @@ pub struct Catalog {
     pub decode_problems: usize,
 }
 
-/// Reads the catalog at `dir` into raw documents and the decoding problems met.
+/// Reads the catalog at `dir` (or served at `grpc://HOST:PORT`, see [`super::remote`]) into raw
+/// documents and the decoding problems met.
 ///
 /// # Errors
 /// [`CliError::CatalogNotFound`] when `dir` does not exist, [`CliError::LoadCatalog`] when it
 /// cannot be read.
 pub fn read(dir: &Path) -> Result<(DeclarativeConfig, Vec<DecodeError>), CliError> {
+    if let Some(address) = super::remote::grpc_address(dir) {
+        return super::remote::read(address);
+    }
     if !dir.exists() {
         return Err(CliError::CatalogNotFound {
             dir: dir.to_path_buf(),

@@ -1,0 +1,158 @@
+//! Reconciles of a `sourceType: grpc` CatalogSource against a registry served in process (our
+//! own gRPC server on loopback) and the mock API server.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use http::Method;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::*;
+use crate::{
+    catalog::{DeclarativeConfig, Model},
+    controller::catalog_source,
+    grpc::{Registry, ServeOptions, server},
+};
+
+const CATALOG_SOURCES: &str = "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources";
+
+/// Package `a` with bundles `a.v1` … `a.v{count}` in channel `stable`.
+fn registry(count: usize) -> Arc<Registry> {
+    let mut text = String::from(r#"{"schema":"olm.package","name":"a","defaultChannel":"stable"}"#);
+    let entries: Vec<String> = (1..=count)
+        .map(|i| match i {
+            1 => r#"{"name":"a.v1"}"#.to_owned(),
+            _ => format!(r#"{{"name":"a.v{i}","replaces":"a.v{}"}}"#, i - 1),
+        })
+        .collect();
+    text.push_str(&format!(
+        r#"{{"schema":"olm.channel","package":"a","name":"stable","entries":[{}]}}"#,
+        entries.join(",")
+    ));
+    for i in 1..=count {
+        text.push_str(&format!(
+            r#"{{"schema":"olm.bundle","package":"a","name":"a.v{i}","image":"quay.io/a/bundle:v{i}","properties":[{{"type":"olm.package","value":{{"packageName":"a","version":"{i}.0.0"}}}}]}}"#
+        ));
+    }
+    let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    Arc::new(Registry::new(Model::from_config(cfg)).expect("a servable catalog"))
+}
+
+/// Serves `registry` on `addr` until the returned sender is dropped or fired.
+async fn serve(registry: Arc<Registry>, addr: SocketAddr) -> (SocketAddr, oneshot::Sender<()>) {
+    let listener = server::bind(addr).await.expect("a free loopback port");
+    let bound = listener.local_addr().expect("a bound address");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server::serve(
+        registry,
+        listener,
+        ServeOptions::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    (bound, stop)
+}
+
+fn catalog_source(address: &str, status: Value) -> Value {
+    json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "reg", "namespace": "olm", "uid": "reg-uid", "resourceVersion": "1"},
+        "spec": {"sourceType": "grpc", "address": address},
+        "status": status})
+}
+
+async fn reconcile_once(fixture: &Fixture, server: &mut ApiServerVerifier, cs: Value) -> Value {
+    let source: CatalogSource = object(cs.clone());
+    let (result, received) = server
+        .run(
+            Scenario::StatusWritten {
+                collection: CATALOG_SOURCES.into(),
+                object: cs,
+                manager: "olm-rs/catalogsource",
+            },
+            catalog_source::reconcile(Arc::new(source), fixture.context("catalogsource")),
+        )
+        .await;
+    result.expect("the reconcile succeeds");
+    let written = bodies(&received, &Method::PATCH, CATALOG_SOURCES);
+    written[0]["status"].clone()
+}
+
+fn bundles_served(fixture: &Fixture) -> Vec<String> {
+    let catalog = fixture
+        .shared
+        .catalogs
+        .get("olm", "reg")
+        .expect("a catalog is served");
+    let package = catalog.model.package("a").expect("package a");
+    package.bundles().iter().map(|b| b.name.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_source_serves_the_registrys_catalog_keeps_it_when_the_registry_goes_and_rereads_it_when_it_returns()
+ {
+    let (fixture, mut server) = Fixture::new();
+    let (address, stop) = serve(registry(2), "127.0.0.1:0".parse().expect("an address")).await;
+    let address_text = address.to_string();
+
+    // First read: READY, with the address and the read time.
+    let status = reconcile_once(&fixture, &mut server, catalog_source(&address_text, json!({}))).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert_eq!(status["connectionState"]["address"], address_text.as_str());
+    assert!(status["latestImageRegistryPoll"].is_string(), "{status:#}");
+    assert!(status.get("reason").is_none_or(Value::is_null), "{status:#}");
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2"]);
+
+    // The registry goes away: TRANSIENT_FAILURE, the last good catalog still served, and said so.
+    stop.send(()).expect("the server is running");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let status = reconcile_once(&fixture, &mut server, catalog_source(&address_text, status)).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "TRANSIENT_FAILURE",
+        "{status:#}"
+    );
+    assert_eq!(status["reason"], "RegistryServerError");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("registry {address_text} is unreachable"))
+            && message.contains("still serving the catalog read from it at"),
+        "{message}"
+    );
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2"]);
+
+    // It comes back (restarted, with a new bundle): read again, READY.
+    let (_, _running) = serve(registry(3), address).await;
+    let status = reconcile_once(&fixture, &mut server, catalog_source(&address_text, status)).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert!(status.get("message").is_none_or(Value::is_null), "{status:#}");
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2", "a.v3"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_source_whose_registry_never_answered_says_no_catalog_was_read() {
+    let (fixture, mut server) = Fixture::new();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let status = reconcile_once(&fixture, &mut server, catalog_source(&address, json!({}))).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "TRANSIENT_FAILURE",
+        "{status:#}"
+    );
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no catalog has been read from it yet"),
+        "{message}"
+    );
+    assert!(fixture.shared.catalogs.get("olm", "reg").is_none());
+}
