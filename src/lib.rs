@@ -26,12 +26,14 @@
 //! - [`grpc`]: the registry gRPC API (`opm serve`'s): a server over a loaded catalog and a client
 //!   reading one into the model.
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
+//! - [`oci`]: all registry I/O: pulling catalog and bundle images (verified, unpacked safely,
+//!   cached by digest) and pushing them.
 //! - [`cli`]: the `kubectl-olm` command line.
 //!
 //! Public are the modules the binaries, the integration tests, the benches, the fuzz targets and
 //! the Redis operator's end-to-end suite use (`api`, `bundle`, `catalog`, `cli`, `codec`,
-//! `controller`, `graph`, `grpc`, `source`, `telemetry`, `version_range`); the rest is `pub(crate)`, so
-//! the compiler reports code nothing uses.
+//! `controller`, `graph`, `grpc`, `oci`, `source`, `telemetry`, `version_range`); the rest is
+//! `pub(crate)`, so the compiler reports code nothing uses.
 #![warn(missing_docs)]
 
 pub mod api;
@@ -44,6 +46,7 @@ pub mod graph;
 pub mod grpc;
 pub(crate) mod k8s;
 pub(crate) mod metrics;
+pub mod oci;
 pub(crate) mod plan;
 pub(crate) mod resolve;
 pub mod source;

@@ -31,7 +31,7 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// Run the controllers against the cluster (kubeconfig or in-cluster config).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -60,6 +60,19 @@ struct RunArgs {
     /// How long transient InstallPlan step errors are retried (e.g. 60s, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     install_plan_retry_timeout: std::time::Duration,
+    /// Where catalog images (CatalogSources with spec.image) are unpacked, by digest; reused
+    /// after a restart once the digest is checked.
+    #[arg(long, value_name = "DIR", default_value = "/var/cache/olm-rs")]
+    cache_dir: PathBuf,
+    /// Speak plain HTTP to this registry, HOST:PORT (repeatable); every other registry needs TLS.
+    #[arg(long, value_name = "HOST:PORT")]
+    insecure_registry: Vec<String>,
+    /// PEM CA certificates to trust for registries, in addition to the system roots.
+    #[arg(long, value_name = "FILE")]
+    registry_ca: Option<PathBuf>,
+    /// How many catalog images are pulled at once.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    max_concurrent_pulls: usize,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -87,6 +100,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .context("failed to find a kubeconfig or in-cluster config; pass --kubeconfig")?,
         };
         let client = kube::Client::try_from(config).context("failed to create the Kubernetes client")?;
+        let registry_ca = match &args.registry_ca {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("failed to read --registry-ca {}", path.display()))?,
+            ),
+            None => None,
+        };
         let config = olm_rs::controller::Config {
             global_namespace: args.namespace,
             metrics_bind: args.metrics_bind,
@@ -94,6 +114,14 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             lease_namespace: args.lease_namespace,
             builtin_catalog: args.builtin_catalog,
             install_plan_retry_timeout: args.install_plan_retry_timeout,
+            cache_dir: args.cache_dir,
+            insecure_registries: args
+                .insecure_registry
+                .iter()
+                .map(|r| r.to_ascii_lowercase())
+                .collect(),
+            registry_ca,
+            max_concurrent_pulls: args.max_concurrent_pulls,
         };
         olm_rs::controller::run(client, config).await?;
         Ok(())
@@ -105,7 +133,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crds { dir: None } => print_crds(),
         Command::Crds { dir: Some(dir) } => write_crds(&dir),
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -20,8 +20,9 @@ pub enum CliError {
 
     /// The `--catalog` directory does not exist.
     #[error(
-        "catalog directory {dir} not found; pass --catalog DIR pointing at a file-based catalog, \
-         or run from the repository root where ./catalog lives"
+        "catalog directory {dir} not found; pass --catalog DIR pointing at a file-based catalog \
+         (or --catalog REGISTRY/REPO:TAG for a catalog image), or run from the repository root where \
+         ./catalog lives"
     )]
     CatalogNotFound {
         /// The directory that was asked for.
@@ -221,12 +222,21 @@ pub enum CliError {
     #[error("{0}")]
     WaitTimedOut(String),
 
+    /// Pulling or pushing an image failed (the registry's or the unpacker's message, with its fix).
+    #[error("{0}")]
+    Registry(String),
+
     /// Writing the output failed.
     #[error("failed to write output: {0}")]
     Write(#[from] io::Error),
 }
 
 impl CliError {
+    /// A [`CliError::Registry`] carrying the whole cause chain of an image error.
+    pub fn registry(err: &crate::oci::Error) -> Self {
+        CliError::Registry(operator_runtime::error_chain(err))
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -3,7 +3,8 @@
 //! Installed on `PATH` as `kubectl-olm`, the binary is also a kubectl plugin: `kubectl olm ...`.
 //! This file holds only the argument definitions; [`cmd`] runs them, [`output`] prints, [`error`]
 //! maps failures to exit codes, [`cluster`] connects to a cluster for the verbs that act on one
-//! (`install`, `list`, `approve`, `uninstall`).
+//! (`install`, `list`, `approve`, `uninstall`), [`registry`] holds the flags of the verbs that pull
+//! or push images.
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod error;
 pub mod output;
+pub mod registry;
 
 pub use cmd::run;
 pub use error::CliError;
@@ -37,6 +39,10 @@ Examples:
 
   # Check a catalog the way `opm validate` does
   kubectl olm catalog validate path/to/catalog
+
+  # Browse a catalog image, and push a catalog directory as one
+  kubectl olm catalog packages --catalog quay.io/operatorhubio/catalog:latest
+  kubectl olm catalog push ./catalog registry.local:5000/olm/catalog:v1
 
   # Install the Redis operator in namespace redis, creating its OperatorGroup
   kubectl olm install redis-operator -n redis --create-operator-group --approval Manual
@@ -73,8 +79,10 @@ pub struct Cli {
 /// Top-level verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Browse, validate and render file-based catalogs (no cluster needed).
+    /// Browse, validate and render file-based catalogs (no cluster needed); push catalog images.
     Catalog(CatalogArgs),
+    /// Push registry+v1 bundle directories as bundle images.
+    Bundle(BundleArgs),
     /// Install an operator: create its Subscription (and, with --create-operator-group, an OperatorGroup).
     #[command(after_help = "\
 Examples:
@@ -242,10 +250,15 @@ pub enum Shell {
 /// The `catalog` verb group with its shared `--catalog` flag.
 #[derive(Debug, Args)]
 pub struct CatalogArgs {
-    /// Directory of the file-based catalog (YAML and JSON files, any depth), or grpc://HOST:PORT
-    /// for a running registry (`opm serve`, `kubectl olm catalog serve`).
-    #[arg(long = "catalog", value_name = "DIR", default_value = DEFAULT_CATALOG, global = true)]
+    /// The file-based catalog: a directory (YAML and JSON files, any depth), a catalog image
+    /// (oci://REGISTRY/REPO:TAG, REGISTRY/REPO@sha256:..., or REGISTRY/REPO:TAG), or
+    /// grpc://HOST:PORT for a running registry (`opm serve`, `kubectl olm catalog serve`).
+    #[arg(long = "catalog", value_name = "DIR|IMAGE", default_value = DEFAULT_CATALOG, global = true)]
     pub catalog: PathBuf,
+
+    /// How to reach registries when the catalog is an image.
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
 
     /// The catalog verb.
     #[command(subcommand)]
@@ -346,6 +359,19 @@ Examples:
   kubectl olm catalog serve catalog --grpc 127.0.0.1:50051
   kubectl olm catalog serve path/to/catalog --grpc 0.0.0.0:50051 -vv   # log every request")]
     Serve(crate::cli::cmd::catalog::serve::ServeArgs),
+    /// Push a catalog directory as a catalog image (one layer under /configs, the configs label).
+    #[command(after_help = "\
+Examples:
+  kubectl olm catalog push ./catalog registry.local:5000/olm/catalog:v1
+  kubectl olm catalog push ./catalog 127.0.0.1:5000/catalog:dev --insecure-registry 127.0.0.1:5000")]
+    Push {
+        /// The file-based catalog directory.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Where to push it: REGISTRY/REPO:TAG.
+        #[arg(value_name = "IMAGE")]
+        image: String,
+    },
 
     /// Render registry+v1 bundle directories as FBC olm.bundle documents (YAML, or -o json).
     #[command(after_help = "\
@@ -356,6 +382,35 @@ Examples:
         /// Bundle directories, each holding manifests/ and metadata/.
         #[arg(required = true, value_name = "BUNDLE_DIR")]
         bundles: Vec<PathBuf>,
+    },
+}
+
+/// The `bundle` verb group.
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// How to reach registries.
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
+
+    /// The bundle verb.
+    #[command(subcommand)]
+    pub verb: BundleVerb,
+}
+
+/// Verbs under `bundle`.
+#[derive(Debug, Subcommand)]
+pub enum BundleVerb {
+    /// Push a registry+v1 bundle directory as a bundle image, labelled from metadata/annotations.yaml.
+    #[command(after_help = "\
+Examples:
+  kubectl olm bundle push bundles/redis-operator/0.1.0 registry.local:5000/olm/redis-operator-bundle:v0.1.0")]
+    Push {
+        /// The bundle directory, holding manifests/ and metadata/.
+        #[arg(value_name = "BUNDLE_DIR")]
+        dir: PathBuf,
+        /// Where to push it: REGISTRY/REPO:TAG.
+        #[arg(value_name = "IMAGE")]
+        image: String,
     },
 }
 

@@ -1,6 +1,6 @@
 //! CatalogSource controller (imperative shell: observes, acts and reports): validate the spec,
-//! load the catalog (a ConfigMap, a registry server's, or the built-in catalog), cache it, and
-//! report `connectionState` / `reason` / `message` as upstream does.
+//! load the catalog (a ConfigMap, or the built-in catalog), cache it, and report
+//! `connectionState` / `reason` / `message` as upstream does.
 //!
 //! Pipeline: validate `sourceType` ([`crate::plan::catalog_source::plan_source`], no client) →
 //! read the ConfigMap (client) → load it through the one catalog loader
@@ -8,12 +8,18 @@
 //! `packages`/`clusterServiceVersions`/`customResourceDefinitions` keys, once per ConfigMap
 //! `resourceVersion`, no client) → cache ([`super::cache`]) → status (client).
 //!
-//! `sourceType: grpc` with `spec.address` (no `image`: olm-rs runs no registry pods): the
-//! registry is asked for its packages and heads on every reconcile (gRPC client), the whole
-//! catalog is read again when [`crate::plan::catalog_source::grpc_refresh`] says so, and linked by
-//! the same loader ([`crate::catalog::load::link`]). A registry that stops answering keeps its
-//! last good catalog in the cache, with `TRANSIENT_FAILURE` (or `CONNECTING`) and a message
-//! saying what is still served.
+//! `grpc` sources with `spec.image` are catalog images, pulled by the controller itself (no
+//! registry pods): the reconcile asks [`super::image_puller`] for a pull when one is due (first
+//! sight, or `registryPoll.interval` passed) and serves what the last good pull loaded; it never
+//! waits on the registry, and requeues itself while a pull runs. The catalog switches only when
+//! the digest changes, with an Event naming both digests. `grpc` with only `spec.address` is
+//! handled below.
+//!
+//! `sourceType: grpc` with `spec.address` (and no `image`): the registry is asked for its packages
+//! and heads on every reconcile (gRPC client), the whole catalog is read again when
+//! [`crate::plan::catalog_source::grpc_refresh`] says so, and linked by the same loader
+//! ([`crate::catalog::load::link`]). A registry that stops answering keeps its last good catalog in
+//! the cache, with `TRANSIENT_FAILURE` (or `CONNECTING`) and a message saying what is still served.
 
 use std::{sync::Arc, time::Duration};
 
@@ -33,8 +39,8 @@ use crate::{
     grpc::{ClientError, ClientOptions, Connection},
     k8s::apply,
     plan::catalog_source::{
-        GrpcObserved, Heads, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message, heads_of,
-        plan_source, served_message,
+        GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
+        heads_of, image_status, plan_source, poll_due, served_message,
     },
 };
 
@@ -64,10 +70,8 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     let mut address: Option<String> = None;
     let mut poll_every: Option<Duration> = None;
     let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
-        SourcePlan::Invalid(r, m) => {
-            cache.remove(&ns, &name);
-            Err((r, m))
-        }
+        SourcePlan::Image(image) => return reconcile_image(&cs, &ctx, &ns, &name, old, status, &image).await,
+        SourcePlan::Invalid(r, m) => Err((r, m)),
         SourcePlan::Grpc { address: addr, poll } => {
             let previous = old
                 .connection_state
@@ -136,6 +140,9 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             }
         }
     };
+    // Not (or no longer) an image: nothing to keep pulling for it.
+    ctx.shared.images.forget(&(ns.clone(), name.clone()));
+    status.resolved_image = None;
     let ready = outcome.is_ok();
     match outcome {
         Ok((reference, left_out)) => {
@@ -144,6 +151,11 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             status.config_map_reference = reference;
         }
         Err((r, m)) => {
+            // A registry that went away keeps its last good catalog served (the message says
+            // so); an invalid spec serves nothing.
+            if r == reason::SPEC_INVALID_ERROR {
+                cache.remove(&ns, &name);
+            }
             status.reason = Some(r.into());
             status.message = Some(m);
         }
@@ -158,12 +170,35 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         last_observed_state: state.into(),
         last_connect: Some(now()),
     });
+    report(&cs, &ctx, &ns, &name, &old, &mut status, ready, None).await?;
+    Ok(match (observed_state.is_some(), ready) {
+        // A registry is checked every minute (or every poll interval, when shorter), and soon
+        // again when it does not answer.
+        (true, true) => Action::requeue(poll_every.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK))),
+        (true, false) => Action::requeue(Duration::from_secs(15)),
+        (false, true) => Action::requeue(Duration::from_secs(600)),
+        (false, false) => Action::requeue(Duration::from_secs(60)),
+    })
+}
+
+/// Writes the status when it changed (metrics, Events on transitions, and the `extra` Event).
+#[allow(clippy::too_many_arguments)]
+async fn report(
+    cs: &CatalogSource,
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    old: &CatalogSourceStatus,
+    status: &mut CatalogSourceStatus,
+    ready: bool,
+    extra: Option<(&'static str, String)>,
+) -> Result<()> {
     ctx.shared
         .metrics
         .catalogsource_ready
         .get_or_create(&crate::metrics::CatalogLabels {
-            namespace: ns.clone(),
-            name: name.clone(),
+            namespace: ns.to_owned(),
+            name: name.to_owned(),
         })
         .set(i64::from(ready));
 
@@ -175,9 +210,9 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     {
         new.last_update_time = prev.last_update_time.clone();
     }
-    if !apply::same_ignoring_time(&apply::to_value(&old), &apply::to_value(&status)) {
-        let api: Api<CatalogSource> = Api::namespaced(ctx.client(), &ns);
-        apply::apply_status(&api, &name, &status, &ctx.manager)
+    if !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(&*status)) {
+        let api: Api<CatalogSource> = Api::namespaced(ctx.client(), ns);
+        apply::apply_status(&api, name, &*status, &ctx.manager)
             .await
             .map_err(Error::status(format!("CatalogSource {ns}/{name}")))?;
         let reference = cs.object_ref(&());
@@ -209,14 +244,106 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             _ => {}
         }
     }
-    Ok(match (observed_state.is_some(), ready) {
-        // A registry is checked every minute (or every poll interval, when shorter), and soon
-        // again when it does not answer.
-        (true, true) => Action::requeue(poll_every.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK))),
-        (true, false) => Action::requeue(Duration::from_secs(15)),
-        (false, true) => Action::requeue(Duration::from_secs(600)),
-        (false, false) => Action::requeue(Duration::from_secs(60)),
-    })
+    if let Some((reason, note)) = extra {
+        ctx.normal(&cs.object_ref(&()), reason, "Sync", note);
+    }
+    Ok(())
+}
+
+/// A catalog image: start a pull when one is due, serve the last good pull, report.
+async fn reconcile_image(
+    cs: &CatalogSource,
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    old: CatalogSourceStatus,
+    mut status: CatalogSourceStatus,
+    plan: &ImagePlan,
+) -> Result<Action> {
+    let key = (ns.to_owned(), name.to_owned());
+    let puller = &ctx.shared.images;
+    let mut view = puller.view(&key, plan);
+    let since = view.last_attempt.map(|at| at.elapsed());
+    if !view.pulling && poll_due(since, plan.poll, view.served.is_some()) {
+        view.pulling = puller.start(&key, plan, ctx.client());
+    }
+    let cache = &ctx.shared.catalogs;
+    let left_out = match &view.served {
+        Some(served) => {
+            if cache
+                .get(ns, name)
+                .is_none_or(|c| c.resource_version != served.digest)
+            {
+                cache.insert(ns, name, Arc::clone(&served.catalog));
+            }
+            served.catalog.problems.clone()
+        }
+        None => {
+            cache.remove(ns, name);
+            Vec::new()
+        }
+    };
+    let decided = image_status(
+        plan,
+        view.served.as_ref().map(|s| s.digest.as_str()),
+        view.last_error.as_deref(),
+        view.pulling,
+        &left_out,
+    );
+    let ready = view.served.is_some();
+    status.reason = decided.reason.map(Into::into);
+    status.message = decided.message;
+    status.config_map_reference = None;
+    status.latest_image_registry_poll = view
+        .last_attempt_time
+        .map(Time)
+        .or(old.latest_image_registry_poll.clone());
+    status.resolved_image = view
+        .served
+        .as_ref()
+        .map(|s| resolved_reference(&s.image, &s.digest));
+    let changed_state = old
+        .connection_state
+        .as_ref()
+        .map(|c| c.last_observed_state.as_str())
+        != Some(decided.state);
+    status.connection_state = Some(GrpcConnectionState {
+        address: None,
+        last_observed_state: decided.state.into(),
+        last_connect: if changed_state || view.last_attempt_time.is_some() {
+            Some(now())
+        } else {
+            old.connection_state.as_ref().and_then(|c| c.last_connect.clone())
+        },
+    });
+    let extra = view.changed.map(|(from, to)| {
+        (
+            "CatalogImageUpdated",
+            format!(
+                "catalog image {} changed from {from} to {to}; serving the new catalog",
+                plan.image
+            ),
+        )
+    });
+    report(cs, ctx, ns, name, &old, &mut status, ready, extra).await?;
+    let every = plan.poll.unwrap_or(Duration::from_secs(600));
+    Ok(Action::requeue(if view.pulling {
+        Duration::from_secs(2)
+    } else if ready {
+        every
+            .saturating_sub(view.last_attempt.map(|at| at.elapsed()).unwrap_or_default())
+            .clamp(Duration::from_secs(1), Duration::from_secs(600))
+    } else {
+        puller.wait_left(&key, &plan.image).max(Duration::from_secs(2))
+    }))
+}
+
+/// `REGISTRY/REPO@sha256:...` for `status.resolvedImage`.
+fn resolved_reference(image: &str, digest: &str) -> String {
+    match crate::oci::ImageRef::parse(image) {
+        Ok(reference) => reference.with_digest(digest).to_string(),
+        Err(_) => format!("{image}@{digest}"),
+    }
 }
 
 /// Served: the ConfigMap it came from and what the model builder left out of it.
@@ -365,5 +492,203 @@ async fn serve_from_registry(
                 ),
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{
+        controller::{
+            image_puller::ImagePuller,
+            testing::{ApiServerVerifier, Fixture, Scenario, bodies, event_reasons, object},
+        },
+        oci,
+    };
+
+    const NS: &str = "catalogs";
+    const COLLECTION: &str = "/apis/operators.coreos.com/v1alpha1/namespaces/catalogs/catalogsources";
+
+    fn catalog_source(name: &str, image: &str, status: Option<Value>) -> Value {
+        let mut cs = json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": NS, "resourceVersion": "1", "uid": "u1"},
+            "spec": {"sourceType": "grpc", "image": image},
+        });
+        if let Some(s) = status {
+            cs["status"] = s;
+        }
+        cs
+    }
+
+    fn with_puller(fixture: &mut Fixture, cache: &std::path::Path) {
+        let shared = Arc::get_mut(&mut fixture.shared).expect("no context made yet");
+        shared.images = ImagePuller::new(
+            oci::Options {
+                cache_dir: cache.to_owned(),
+                insecure: vec!["127.0.0.1:1".into()],
+                ..oci::Options::default()
+            },
+            1,
+        );
+    }
+
+    async fn reconcile_once(
+        server: &mut ApiServerVerifier,
+        ctx: &Arc<Context>,
+        cs: &Value,
+        scenario: Scenario,
+    ) -> (Action, Value, Vec<String>) {
+        let (action, received) = server
+            .run(scenario, reconcile(Arc::new(object(cs.clone())), Arc::clone(ctx)))
+            .await;
+        let status = bodies(&received, &http::Method::PATCH, COLLECTION)
+            .last()
+            .map_or(Value::Null, |b| b["status"].clone());
+        (
+            action.expect("the reconcile succeeds"),
+            status,
+            event_reasons(&received),
+        )
+    }
+
+    async fn until_pulled(ctx: &Context, name: &str, image: &str) {
+        let plan = crate::plan::catalog_source::ImagePlan {
+            image: image.to_owned(),
+            secrets: Vec::new(),
+            poll: None,
+            interval_problem: None,
+        };
+        for _ in 0..500 {
+            if !ctx
+                .shared
+                .images
+                .view(&(NS.to_owned(), name.to_owned()), &plan)
+                .pulling
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the pull of {image} did not finish");
+    }
+
+    fn written(cs: &Value) -> Scenario {
+        Scenario::StatusWritten {
+            collection: COLLECTION.into(),
+            object: cs.clone(),
+            manager: "olm-rs/catalogsource",
+        }
+    }
+
+    #[tokio::test]
+    async fn a_catalog_image_is_pulled_off_the_reconcile_and_then_served_by_digest() {
+        // A digest already in the cache needs no registry: the pull runs without network.
+        let cache = tempfile::tempdir().unwrap();
+        let manifest = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"}"#;
+        let digest = oci::sha256_digest(manifest);
+        let entry = cache.path().join("sha256").join(&digest[7..]).join("catalog");
+        std::fs::create_dir_all(entry.join("root/configs/p")).unwrap();
+        std::fs::write(entry.join("manifest.json"), manifest).unwrap();
+        std::fs::write(
+            entry.join("image.json"),
+            json!({"image": "x", "digest": digest, "manifestDigest": digest, "content": "configs"})
+                .to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            entry.join("root/configs/p/catalog.json"),
+            concat!(
+                r#"{"schema":"olm.package","name":"p","defaultChannel":"s"}"#,
+                r#"{"schema":"olm.channel","package":"p","name":"s","entries":[{"name":"p.v1.0.0"}]}"#,
+                r#"{"schema":"olm.bundle","package":"p","name":"p.v1.0.0","image":"r/p:1","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]}"#
+            ),
+        )
+        .unwrap();
+        let (mut fixture, mut server) = Fixture::new();
+        with_puller(&mut fixture, cache.path());
+        let ctx = fixture.context("catalogsource");
+        let image = format!("127.0.0.1:1/olm/catalog@{digest}");
+
+        let cs = catalog_source("pinned", &image, None);
+        let (action, status, _) = reconcile_once(&mut server, &ctx, &cs, written(&cs)).await;
+        assert_eq!(
+            status["connectionState"]["lastObservedState"], "CONNECTING",
+            "{status:#}"
+        );
+        assert_eq!(status["message"], format!("pulling {image}"));
+        assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+        assert!(ctx.shared.catalogs.get(NS, "pinned").is_none());
+
+        until_pulled(&ctx, "pinned", &image).await;
+        let cs = catalog_source("pinned", &image, Some(status));
+        let (_, status, events) = reconcile_once(&mut server, &ctx, &cs, written(&cs)).await;
+        assert_eq!(events, ["CatalogReady"]);
+        assert_eq!(
+            status["connectionState"]["lastObservedState"], "READY",
+            "{status:#}"
+        );
+        assert_eq!(status["resolvedImage"], image);
+        assert!(status["latestImageRegistryPoll"].is_string(), "{status:#}");
+        assert!(
+            status.get("reason").is_none() && status.get("message").is_none(),
+            "{status:#}"
+        );
+        let served = ctx
+            .shared
+            .catalogs
+            .get(NS, "pinned")
+            .expect("the catalog is served");
+        assert_eq!(served.resource_version, digest);
+        assert!(served.model.package("p").is_some());
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_registry_fails_the_catalog_and_is_not_hammered() {
+        let cache = tempfile::tempdir().unwrap();
+        let (mut fixture, mut server) = Fixture::new();
+        with_puller(&mut fixture, cache.path());
+        let ctx = fixture.context("catalogsource");
+        let image = "127.0.0.1:1/olm/catalog:v1";
+
+        let cs = catalog_source("down", image, None);
+        let (_, status, _) = reconcile_once(&mut server, &ctx, &cs, written(&cs)).await;
+        assert_eq!(status["connectionState"]["lastObservedState"], "CONNECTING");
+        until_pulled(&ctx, "down", image).await;
+
+        let cs = catalog_source("down", image, Some(status));
+        let (action, status, events) = reconcile_once(&mut server, &ctx, &cs, written(&cs)).await;
+        assert_eq!(events, ["RegistryServerError"]);
+        assert_eq!(
+            status["connectionState"]["lastObservedState"], "TRANSIENT_FAILURE",
+            "{status:#}"
+        );
+        assert_eq!(status["reason"], "RegistryServerError");
+        let message = status["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("cannot talk to registry 127.0.0.1:1"),
+            "{message}"
+        );
+        // The next try waits for the registry's backoff (5 s after one failure).
+        assert_ne!(action, Action::requeue(Duration::from_secs(600)));
+
+        // Within the registry's backoff nothing is pulled again and nothing changes.
+        let cs = catalog_source("down", image, Some(status));
+        let _ = reconcile_once(&mut server, &ctx, &cs, Scenario::NothingWritten).await;
+        let plan = crate::plan::catalog_source::ImagePlan {
+            image: image.to_owned(),
+            secrets: Vec::new(),
+            poll: None,
+            interval_problem: None,
+        };
+        assert!(
+            !ctx.shared
+                .images
+                .view(&(NS.to_owned(), "down".to_owned()), &plan)
+                .pulling
+        );
+        assert!(!ctx.shared.images.backoff_left(image).is_zero());
     }
 }

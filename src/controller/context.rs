@@ -16,6 +16,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Parsed catalogs by CatalogSource.
     pub catalogs: cache::CatalogCache,
+    /// Catalog images pulled in the background.
+    pub images: image_puller::ImagePuller,
     /// Reflector stores.
     pub stores: Stores,
     pub(super) backoff: operator_runtime::backoff::PerObject<String>,

@@ -1,7 +1,8 @@
 //! controller: the OLM controllers on kube-runtime, and `run()` which wires them together.
 //!
 //! Five controllers, one per kind, each a pipeline `observe → decide → act → report`:
-//! - [`catalog_source`]: loads ConfigMap and built-in catalogs into the shared [`cache`];
+//! - [`catalog_source`]: loads ConfigMap, built-in and image catalogs (pulled in the background
+//!   by [`image_puller`]) into the shared [`cache`];
 //! - [`operator_group`]: target namespaces and the one-group-per-namespace rule;
 //! - [`subscription`]: resolution and the InstallPlan of each Subscription;
 //! - [`install_plan`]: the approval gate and step execution;
@@ -69,6 +70,7 @@ pub mod cache;
 pub mod catalog_source;
 pub mod csv;
 pub mod error;
+pub mod image_puller;
 pub mod install_plan;
 pub mod mappers;
 pub mod operator_group;
@@ -91,6 +93,14 @@ pub struct Config {
     pub builtin_catalog: Option<PathBuf>,
     /// How long transient InstallPlan step errors are retried before the plan fails.
     pub install_plan_retry_timeout: Duration,
+    /// Where catalog images are unpacked, by digest.
+    pub cache_dir: PathBuf,
+    /// Registries (`HOST:PORT`) spoken to over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// PEM CA certificates trusted for registries besides the system roots.
+    pub registry_ca: Option<Vec<u8>>,
+    /// How many catalog images are pulled at once.
+    pub max_concurrent_pulls: usize,
 }
 
 impl Default for Config {
@@ -102,6 +112,10 @@ impl Default for Config {
             lease_namespace: "olm".into(),
             builtin_catalog: None,
             install_plan_retry_timeout: Duration::from_secs(60),
+            cache_dir: std::env::temp_dir().join("olm-rs-cache"),
+            insecure_registries: Vec::new(),
+            registry_ca: None,
+            max_concurrent_pulls: 2,
         }
     }
 }

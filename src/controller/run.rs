@@ -159,11 +159,22 @@ pub(super) async fn run_controllers(
     };
     let catalogs =
         cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?;
+    let images = image_puller::ImagePuller::new(
+        crate::oci::Options {
+            credentials: Vec::new(),
+            ca_bundle: config.registry_ca.clone(),
+            insecure: config.insecure_registries.clone(),
+            cache_dir: config.cache_dir.clone(),
+            limits: crate::oci::Limits::default(),
+        },
+        config.max_concurrent_pulls,
+    );
     let shared = Arc::new(Shared {
         client: client.clone(),
         config,
         metrics,
         catalogs,
+        images,
         stores: stores.clone(),
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),

@@ -387,6 +387,7 @@ impl Fixture {
             config: Config::default(),
             metrics: Arc::new(Metrics::new()),
             catalogs: CatalogCache::new(None).expect("the embedded catalog loads"),
+            images: super::image_puller::ImagePuller::new(crate::oci::Options::default(), 1),
             stores: Stores {
                 catalog_sources,
                 subscriptions,

@@ -1,11 +1,21 @@
-//! catalog_source: the CatalogSource's own decisions (pure): which catalog its spec asks for, when
-//! a catalog served by a registry must be read again, which connection state to report, and the
-//! status message of a catalog that is served.
+//! catalog_source: the CatalogSource's own decisions (pure): which catalog its spec asks for,
+//! when a catalog image is polled again, when a catalog served by a registry must be read again,
+//! which connection state to report, and the status message of a catalog that is served.
 //!
-//! The shell ([`crate::controller::catalog_source`]) reads the ConfigMap or asks the registry,
-//! loads the result through the one catalog loader ([`crate::catalog::load`]) and writes what
-//! these functions return. Messages say what is wrong and how to fix it; upstream's reasons are
-//! kept ([`crate::api::reasons::catalog_source`]).
+//! The shell ([`crate::controller::catalog_source`]) reads the ConfigMap, pulls the image (off the
+//! reconcile path) or asks the registry, loads the result through the one catalog loader
+//! ([`crate::catalog::load`]) and writes what these functions return. Messages say what is wrong
+//! and how to fix it; upstream's reasons are kept ([`crate::api::reasons::catalog_source`]).
+//!
+//! # `sourceType: grpc` with `spec.image`
+//!
+//! Catalog images follow upstream's rules where it has them: `updateStrategy.registryPoll.interval`
+//! is a Go duration, and one that does not parse means the default 15m with reason
+//! `InvalidIntervalError`; polling happens only for an image with a `registryPoll`. Where upstream
+//! runs a registry pod we pull the image ourselves, and say so in the status: `READY` while content
+//! is served (a failed re-poll keeps the last good content and says why in `message`),
+//! `TRANSIENT_FAILURE` with the registry's error while there is nothing to serve, `CONNECTING`
+//! during the first pull.
 //!
 //! # `sourceType: grpc` with `spec.address`
 //!
@@ -17,8 +27,8 @@
 //! answers again after a failure (it restarted or came back), when the packages or channel heads
 //! it announces differ from the catalog served (it restarted with new content), or when
 //! `updateStrategy.registryPoll.interval` has elapsed. A registry that goes away keeps its last
-//! good catalog served, and the status says so ([`grpc_unreachable_message`]). A grpc source with
-//! an `image` asks for a registry pod, which olm-rs does not run: it is refused with the fix.
+//! good catalog served, and the status says so ([`grpc_unreachable_message`]). When both are set,
+//! the image wins (upstream runs the image's registry and ignores the address).
 
 use std::time::Duration;
 
@@ -50,8 +60,160 @@ pub enum SourcePlan {
         /// `spec.updateStrategy.registryPoll.interval`.
         poll: Option<Duration>,
     },
+    /// Pull this catalog image.
+    Image(ImagePlan),
     /// The spec is invalid or unsupported: (reason, message).
     Invalid(&'static str, String),
+}
+
+/// A catalog image to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePlan {
+    /// The image reference, as written.
+    pub image: String,
+    /// Pull Secrets in the CatalogSource's namespace, in order.
+    pub secrets: Vec<String>,
+    /// How often the tag is resolved again (`None`: never after the first pull).
+    pub poll: Option<Duration>,
+    /// Why the interval was replaced by the default (reason `InvalidIntervalError`).
+    pub interval_problem: Option<String>,
+}
+
+/// Upstream's `DefaultRegistryPollDuration`.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(15 * 60);
+
+/// A positive Go duration (`45m`, `1h30m`, `1.5h`, `30s`), as `time.ParseDuration` reads it:
+/// every number needs a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
+fn parse_go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|n| *n > 0)?;
+        let value: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += value * seconds;
+    }
+    (total > 0.0 && total.is_finite()).then(|| Duration::from_secs_f64(total))
+}
+
+/// The poll interval of `updateStrategy.registryPoll.interval`: `(None, None)` without a
+/// `registryPoll`; the default and a message when the interval does not parse.
+pub fn poll_interval(cs: &CatalogSource) -> (Option<Duration>, Option<String>) {
+    let Some(poll) = cs
+        .spec
+        .update_strategy
+        .as_ref()
+        .and_then(|u| u.registry_poll.as_ref())
+    else {
+        return (None, None);
+    };
+    match poll.interval.as_deref() {
+        None => (Some(DEFAULT_POLL), None),
+        Some(text) => match parse_go_duration(text) {
+            Some(d) => (Some(d), None),
+            None => (
+                Some(DEFAULT_POLL),
+                Some(format!(
+                    "error parsing spec.updateStrategy.registryPoll.interval {text:?}. Using the default value of \
+                     15m0s instead; set a duration such as 45m or 1h"
+                )),
+            ),
+        },
+    }
+}
+
+/// Whether a catalog image is due to be resolved again: never pulled, or its poll interval has
+/// passed since the last attempt.
+#[must_use]
+pub fn poll_due(last_attempt: Option<Duration>, poll: Option<Duration>, served: bool) -> bool {
+    match (served, last_attempt, poll) {
+        (false, None, _) | (true, None, _) => true,
+        (true, Some(since), Some(every)) => since >= every,
+        (true, Some(_), None) => false,
+        // Nothing served and an attempt made: the registry backoff decides when to retry.
+        (false, Some(_), _) => true,
+    }
+}
+
+/// What a catalog image's status says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageStatus {
+    /// `connectionState.lastObservedState`.
+    pub state: &'static str,
+    /// `reason`.
+    pub reason: Option<&'static str>,
+    /// `message`.
+    pub message: Option<String>,
+}
+
+/// The status of a catalog image from what the puller knows: the digest served (if any), the
+/// last error (if the last attempt failed), whether a pull is running, and what the served
+/// catalog left out.
+pub fn image_status(
+    plan: &ImagePlan,
+    served: Option<&str>,
+    last_error: Option<&str>,
+    pulling: bool,
+    left_out: &[String],
+) -> ImageStatus {
+    use crate::api::v1alpha1::connection_state as state;
+    let interval = plan.interval_problem.clone();
+    match (served, last_error) {
+        (Some(digest), error) => {
+            let mut parts = Vec::new();
+            if let Some(m) = &interval {
+                parts.push(m.clone());
+            }
+            if let Some(e) = error {
+                parts.push(format!(
+                    "serving {} ({digest}); the last poll failed: {e}",
+                    plan.image
+                ));
+            }
+            if let Some(m) = served_message(left_out) {
+                parts.push(m);
+            }
+            ImageStatus {
+                state: state::READY,
+                reason: interval.as_ref().map(|_| reason::INVALID_INTERVAL_ERROR),
+                message: (!parts.is_empty()).then(|| parts.join("; ")),
+            }
+        }
+        (None, Some(e)) if !pulling => ImageStatus {
+            state: state::TRANSIENT_FAILURE,
+            reason: Some(reason::REGISTRY_SERVER_ERROR),
+            message: Some(match &interval {
+                Some(m) => format!("{e}; {m}"),
+                None => e.to_owned(),
+            }),
+        },
+        (None, error) => ImageStatus {
+            state: state::CONNECTING,
+            reason: interval.as_ref().map(|_| reason::INVALID_INTERVAL_ERROR),
+            message: Some(match error {
+                Some(e) => format!("pulling {} again after: {e}", plan.image),
+                None => format!("pulling {}", plan.image),
+            }),
+        },
+    }
 }
 
 /// Validates the spec.
@@ -90,18 +252,19 @@ fn plan_grpc(cs: &CatalogSource) -> SourcePlan {
         .map(str::trim)
         .filter(|a| !a.is_empty());
     if let Some(image) = image {
-        return SourcePlan::Invalid(
-            reason::REGISTRY_SERVER_ERROR,
-            format!(
-                "CatalogSource {name}: sourceType grpc with spec.image {image} asks for a registry pod, which olm-rs does not run; serve the catalog yourself (kubectl olm catalog serve DIR --grpc 0.0.0.0:50051, or opm serve) and set spec.address to HOST:PORT without spec.image, or put the catalog in a ConfigMap (sourceType: configmap)"
-            ),
-        );
+        let (poll, interval_problem) = poll_interval(cs);
+        return SourcePlan::Image(ImagePlan {
+            image: image.trim().to_owned(),
+            secrets: cs.spec.secrets.clone(),
+            poll,
+            interval_problem,
+        });
     }
     let Some(address) = address else {
         return SourcePlan::Invalid(
             reason::SPEC_INVALID_ERROR,
             format!(
-                "CatalogSource {name} has sourceType grpc but no spec.address; set spec.address to the HOST:PORT of a registry server (opm serve, kubectl olm catalog serve)"
+                "CatalogSource {name} has sourceType grpc but neither spec.image nor spec.address; set spec.image to a catalog image (REGISTRY/REPO:TAG), or spec.address to the HOST:PORT of a registry server (opm serve, kubectl olm catalog serve)"
             ),
         );
     };
@@ -305,15 +468,11 @@ mod tests {
                 poll: None
             }
         );
-        let SourcePlan::Invalid(r, m) = plan_source(&grpc(Some("r:1"), Some("quay.io/x/index:v1"), None))
+        let SourcePlan::Image(plan) = plan_source(&grpc(Some("r:1"), Some("quay.io/x/index:v1"), None))
         else {
             panic!()
         };
-        assert_eq!(r, "RegistryServerError");
-        assert!(
-            m.contains("spec.address") && m.contains("quay.io/x/index:v1"),
-            "{m}"
-        );
+        assert_eq!(plan.image, "quay.io/x/index:v1");
         let SourcePlan::Invalid(r, m) = plan_source(&grpc(Some("r:1"), None, Some("soon"))) else {
             panic!()
         };
@@ -376,6 +535,105 @@ mod tests {
             none.contains("no catalog has been read") && none.contains("spec.address"),
             "{none}"
         );
+    }
+
+    fn image_cs(interval: Option<&str>) -> CatalogSource {
+        let mut spec = serde_json::json!({
+            "sourceType": "grpc",
+            "image": "quay.io/operatorhubio/catalog:latest",
+            "secrets": ["pull"],
+        });
+        if let Some(i) = interval {
+            spec["updateStrategy"] = serde_json::json!({"registryPoll": {"interval": i}});
+        }
+        CatalogSource::new("c", serde_json::from_value(spec).unwrap())
+    }
+
+    #[test]
+    fn grpc_with_an_image_is_pulled_and_polled_at_its_interval() {
+        let SourcePlan::Image(plan) = plan_source(&image_cs(Some("1h30m"))) else {
+            panic!()
+        };
+        assert_eq!(plan.image, "quay.io/operatorhubio/catalog:latest");
+        assert_eq!(plan.secrets, ["pull"]);
+        assert_eq!(plan.poll, Some(Duration::from_secs(5400)));
+        assert_eq!(plan.interval_problem, None);
+        let SourcePlan::Image(plan) = plan_source(&image_cs(None)) else {
+            panic!()
+        };
+        assert_eq!(plan.poll, None);
+    }
+
+    #[test]
+    fn an_invalid_interval_means_the_default_15m_and_says_so() {
+        for bad in ["often", "30", "-5m", "0s"] {
+            let SourcePlan::Image(plan) = plan_source(&image_cs(Some(bad))) else {
+                panic!()
+            };
+            assert_eq!(plan.poll, Some(DEFAULT_POLL), "{bad}");
+            let m = plan.interval_problem.unwrap();
+            assert!(
+                m.starts_with("error parsing spec.updateStrategy.registryPoll.interval"),
+                "{m}"
+            );
+            assert!(m.contains("15m0s"), "{m}");
+        }
+    }
+
+    #[test]
+    fn intervals_are_go_durations() {
+        assert_eq!(parse_go_duration("45m"), Some(Duration::from_secs(2700)));
+        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        for bad in ["", "30", "m", "1d", "1h 30m", "0s"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn polls_are_due_when_never_made_or_after_the_interval() {
+        let hour = Some(Duration::from_secs(3600));
+        assert!(poll_due(None, hour, false));
+        assert!(poll_due(None, None, true));
+        assert!(!poll_due(Some(Duration::from_secs(60)), hour, true));
+        assert!(poll_due(Some(Duration::from_secs(3600)), hour, true));
+        assert!(!poll_due(Some(Duration::from_secs(1 << 20)), None, true));
+        assert!(poll_due(Some(Duration::from_secs(1)), None, false));
+    }
+
+    #[test]
+    fn image_status_keeps_ready_on_a_failed_poll_and_fails_only_without_content() {
+        let SourcePlan::Image(plan) = plan_source(&image_cs(Some("10m"))) else {
+            panic!()
+        };
+        let ok = image_status(&plan, Some("sha256:a"), None, false, &[]);
+        assert_eq!((ok.state, ok.reason, ok.message), ("READY", None, None));
+        let stale = image_status(&plan, Some("sha256:a"), Some("registry down"), false, &[]);
+        assert_eq!(stale.state, "READY");
+        let m = stale.message.unwrap();
+        assert!(
+            m.contains(
+                "serving quay.io/operatorhubio/catalog:latest (sha256:a); the last poll failed: registry down"
+            ),
+            "{m}"
+        );
+        let failed = image_status(&plan, None, Some("not found"), false, &[]);
+        assert_eq!(
+            (failed.state, failed.reason, failed.message.as_deref()),
+            (
+                "TRANSIENT_FAILURE",
+                Some("RegistryServerError"),
+                Some("not found")
+            )
+        );
+        let first = image_status(&plan, None, None, true, &[]);
+        assert_eq!(first.state, "CONNECTING");
+        let SourcePlan::Image(bad) = plan_source(&image_cs(Some("soon"))) else {
+            panic!()
+        };
+        let with_default = image_status(&bad, Some("sha256:a"), None, false, &[]);
+        assert_eq!(with_default.reason, Some("InvalidIntervalError"));
     }
 
     #[test]

@@ -8,13 +8,20 @@
 
 pub mod cluster;
 pub mod image;
+pub mod registry;
 
 /// Whether `program` (a Debian package's command, installed by `.ci/run`) answers `--version`.
 /// Without it a test skips with a message naming the package to install, except under `CI=true`,
 /// where a missing tool fails the test instead of passing it silently.
 pub fn tool_available(program: &str, package: &str) -> bool {
+    tool_answers(program, &["--version"], package)
+}
+
+/// [`tool_available`] for a program that answers other arguments than `--version` with success
+/// (`openssl version`, `htpasswd -nb u p`).
+pub fn tool_answers(program: &str, args: &[&str], package: &str) -> bool {
     let found = std::process::Command::new(program)
-        .arg("--version")
+        .args(args)
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {

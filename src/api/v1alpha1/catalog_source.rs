@@ -273,6 +273,11 @@ pub struct CatalogSourceStatus {
     /// The connection to the registry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_state: Option<GrpcConnectionState>,
+    /// olm-rs: the catalog image being served, by digest (`REGISTRY/REPO@sha256:...`), for a
+    /// CatalogSource with `spec.image` (upstream OLM has no such field; catalogd reports the same
+    /// in `resolvedSource.image.ref`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_image: Option<String>,
     /// Conditions (newer features report here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

@@ -3,6 +3,7 @@
 //! `list`, `approve`, `uninstall`); each verb is one file computing plain data and printing it
 //! through [`crate::cli::output`].
 
+pub mod bundle;
 pub mod catalog;
 pub mod cluster;
 pub mod completion;
@@ -22,5 +23,6 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
         Command::Completion { shell } => completion::run(*shell, streams),
         Command::Version => version::run(cli.output, streams),
         Command::Catalog(args) => catalog::run(args, cli.output, streams),
+        Command::Bundle(args) => bundle::run(args, cli.output, streams),
     }
 }

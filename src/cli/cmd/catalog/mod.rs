@@ -1,11 +1,12 @@
-//! `kubectl-olm catalog ...`: the verbs that read a catalog (a directory, a file or stdin), one
-//! file per verb; they need no cluster.
+//! `kubectl-olm catalog ...`: the verbs that read a catalog (a directory, a file, stdin or an
+//! image), one file per verb, and `push`, which makes a catalog image; they need no cluster.
 
 pub mod bundles;
 pub mod channels;
 pub mod describe;
 pub mod graph;
 pub mod packages;
+pub mod push;
 pub mod remote;
 pub mod render;
 pub mod serve;
@@ -27,18 +28,21 @@ pub fn run(args: &CatalogArgs, format: OutputFormat, streams: &mut Streams<'_>) 
     match verb {
         CatalogVerb::Render { bundles } => return render::run(bundles, format, streams),
         CatalogVerb::Validate { dir } => {
-            return validate::run(dir.as_deref().unwrap_or(&args.catalog), format, streams);
+            let dir = dir.as_deref().unwrap_or(&args.catalog);
+            return validate::run(dir, &args.registry, format, streams);
         }
         CatalogVerb::Serve(serve_args) => {
             return serve::run(
                 serve_args.dir.as_deref().unwrap_or(&args.catalog),
                 serve_args,
+                &args.registry,
                 streams,
             );
         }
+        CatalogVerb::Push { dir, image } => return push::run(dir, image, &args.registry, format, streams),
         _ => {}
     }
-    let catalog = shared::load(&args.catalog)?;
+    let catalog = shared::load(&args.catalog, &args.registry, streams.err)?;
     shared::warn_problems(&catalog, streams.err)?;
     match verb {
         CatalogVerb::Packages => packages::run(&catalog, format, streams),
@@ -57,6 +61,9 @@ pub fn run(args: &CatalogArgs, format: OutputFormat, streams: &mut Streams<'_>) 
             from,
             channel,
         } => upgrade_path::run(&catalog, package, from, channel.as_deref(), format, streams),
-        CatalogVerb::Validate { .. } | CatalogVerb::Render { .. } | CatalogVerb::Serve(_) => Ok(()),
+        CatalogVerb::Validate { .. }
+        | CatalogVerb::Render { .. }
+        | CatalogVerb::Serve(_)
+        | CatalogVerb::Push { .. } => Ok(()),
     }
 }

@@ -32,8 +32,14 @@ pub struct ServeArgs {
 /// # Errors
 /// [`CliError::InvalidCatalog`] (after the report) for an invalid catalog, load errors, and
 /// [`CliError::Refused`] when the address cannot be bound or the server fails.
-pub fn run(dir: &Path, args: &ServeArgs, streams: &mut Streams<'_>) -> Result<(), CliError> {
-    let (cfg, decode_problems) = super::shared::read(dir)?;
+pub fn run(
+    dir: &Path,
+    args: &ServeArgs,
+    registry: &crate::cli::registry::RegistryArgs,
+    streams: &mut Streams<'_>,
+) -> Result<(), CliError> {
+    // A directory, a catalog image (pulled first) or another registry.
+    let (cfg, decode_problems, _) = super::shared::read(dir, registry, streams.err)?;
     let (model, report) = validate::validate_with(cfg, decode_problems);
     if !report.passed() {
         write!(streams.err, "{report}")?;

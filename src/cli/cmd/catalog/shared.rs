@@ -1,5 +1,6 @@
-//! What the catalog verbs share: loading `--catalog DIR` into the linked [`Model`], and finding a
-//! package and a channel with errors that list what exists.
+//! What the catalog verbs share: loading `--catalog DIR|IMAGE` into the linked [`Model`] (an
+//! image is pulled through [`crate::oci`] into the cache first), and finding a package and a
+//! channel with errors that list what exists.
 //!
 //! Browsing uses [`Model::build`], which never fails: real catalogs carry problems `opm validate`
 //! rejects (see `catalog validate`), and a user still wants to list and inspect them. Each verb
@@ -15,7 +16,7 @@ use crate::{
         declcfg::{DeclarativeConfig, DecodeError},
         model,
     },
-    cli::{CliError, error::known_list},
+    cli::{CliError, error::known_list, registry::RegistryArgs},
 };
 use operator_runtime::error_chain;
 
@@ -29,15 +30,35 @@ pub struct Catalog {
     pub decode_problems: usize,
 }
 
-/// Reads the catalog at `dir` (or served at `grpc://HOST:PORT`, see [`super::remote`]) into raw
-/// documents and the decoding problems met.
+/// The image reference `--catalog` names, when it names one rather than a path.
+#[must_use]
+pub fn image_arg(dir: &Path) -> Option<&str> {
+    let text = dir.to_str()?;
+    crate::oci::reference::is_image_reference(text, dir.exists()).then_some(text)
+}
+
+/// Reads the catalog at `dir` (a path, or an image pulled first) into raw documents and the
+/// decoding problems met, with the name to show for it.
 ///
 /// # Errors
 /// [`CliError::CatalogNotFound`] when `dir` does not exist, [`CliError::LoadCatalog`] when it
-/// cannot be read.
-pub fn read(dir: &Path) -> Result<(DeclarativeConfig, Vec<DecodeError>), CliError> {
+/// cannot be read, [`CliError::Registry`] when the image cannot be pulled.
+pub fn read(
+    dir: &Path,
+    registry: &RegistryArgs,
+    err: &mut dyn std::io::Write,
+) -> Result<(DeclarativeConfig, Vec<DecodeError>, String), CliError> {
     if let Some(address) = super::remote::grpc_address(dir) {
-        return super::remote::read(address);
+        let (cfg, problems) = super::remote::read(address)?;
+        return Ok((cfg, problems, address.to_owned()));
+    }
+    if let Some(image) = image_arg(dir) {
+        let pulled = crate::cli::registry::pull_catalog(registry, image, err)?;
+        let loaded = crate::source::load_path(&pulled.dir).map_err(|e| CliError::LoadCatalog {
+            dir: pulled.dir.clone(),
+            message: error_chain(&e),
+        })?;
+        return Ok((loaded.config, loaded.problems, pulled.image));
     }
     if !dir.exists() {
         return Err(CliError::CatalogNotFound {
@@ -48,17 +69,17 @@ pub fn read(dir: &Path) -> Result<(DeclarativeConfig, Vec<DecodeError>), CliErro
         dir: dir.to_path_buf(),
         message: error_chain(&e),
     })?;
-    Ok((loaded.config, loaded.problems))
+    Ok((loaded.config, loaded.problems, dir.display().to_string()))
 }
 
-/// Loads the catalog at `dir` for browsing.
+/// Loads the catalog at `dir` (a path or an image) for browsing.
 ///
 /// # Errors
 /// See [`read`].
-pub fn load(dir: &Path) -> Result<Catalog, CliError> {
-    let (cfg, problems) = read(dir)?;
+pub fn load(dir: &Path, registry: &RegistryArgs, err: &mut dyn std::io::Write) -> Result<Catalog, CliError> {
+    let (cfg, problems, name) = read(dir, registry, err)?;
     Ok(Catalog {
-        dir: dir.display().to_string(),
+        dir: name,
         model: Model::from_config(cfg),
         decode_problems: problems.len(),
     })

@@ -1,4 +1,4 @@
-//! `kubectl-olm catalog validate [DIR]`: checks a catalog with the rules `opm validate` applies
+//! `kubectl-olm catalog validate [DIR|IMAGE]`: checks a catalog with the rules `opm validate` applies
 //! ([`crate::catalog::validate`]) and prints every problem as a tree grouped by package, channel and
 //! bundle, each naming its file. Exit code 1 when the catalog is invalid. `-o json|yaml` prints
 //! `{passed, errors: [{file, document, package, channel, bundle, message}]}` (opm's `--output json`
@@ -11,6 +11,7 @@ use crate::{
     cli::{
         CliError, OutputFormat,
         output::{self, Streams},
+        registry::RegistryArgs,
     },
 };
 
@@ -19,14 +20,19 @@ use crate::{
 /// # Errors
 /// [`CliError::InvalidCatalog`] (after the report is printed) when problems were found; load
 /// errors; [`CliError::Write`].
-pub fn run(dir: &Path, format: OutputFormat, streams: &mut Streams<'_>) -> Result<(), CliError> {
-    let (cfg, decode_problems) = super::shared::read(dir)?;
+pub fn run(
+    dir: &Path,
+    registry: &RegistryArgs,
+    format: OutputFormat,
+    streams: &mut Streams<'_>,
+) -> Result<(), CliError> {
+    let (cfg, decode_problems, name) = super::shared::read(dir, registry, streams.err)?;
     let (model, report) = validate::validate_with(cfg, decode_problems);
     match format {
         OutputFormat::Json | OutputFormat::Yaml => output::print_object(streams.out, format, &report)?,
         OutputFormat::Name => {
             if report.passed() {
-                writeln!(streams.out, "catalog/{}", dir.display())?;
+                writeln!(streams.out, "catalog/{name}")?;
             }
         }
         OutputFormat::Table | OutputFormat::Wide => {
@@ -35,8 +41,7 @@ pub fn run(dir: &Path, format: OutputFormat, streams: &mut Streams<'_>) -> Resul
                 let bundles: usize = model.packages().map(|p| p.bundles().len()).sum();
                 writeln!(
                     streams.out,
-                    "catalog {} is valid: {} package(s), {channels} channel(s), {bundles} bundle(s)",
-                    dir.display(),
+                    "catalog {name} is valid: {} package(s), {channels} channel(s), {bundles} bundle(s)",
                     model.len()
                 )?;
             } else {
@@ -48,7 +53,7 @@ pub fn run(dir: &Path, format: OutputFormat, streams: &mut Streams<'_>) -> Resul
         Ok(())
     } else {
         Err(CliError::InvalidCatalog {
-            dir: dir.display().to_string(),
+            dir: name,
             count: report.len(),
         })
     }

@@ -1,0 +1,1119 @@
+//! Unpacking image layers into a directory: only the files asked for, and nothing that could
+//! write outside it.
+//!
+//! The rules, each a refusal with its own [`UnpackError`] variant naming the layer, the entry and
+//! the fix:
+//! - **Paths.** Every entry path of every layer is checked: not UTF-8, absolute (`/etc/passwd`),
+//!   or climbing (`..`) is refused, whether or not the entry is one we keep. `./` and empty
+//!   components are dropped, as tar writers add them.
+//! - **Selection.** Only entries under the selected directories (`configs` for a catalog image,
+//!   `manifests` and `metadata` for a bundle) are kept; everything else is read past. A selected
+//!   directory (or one above it) that is itself a link is refused: we would have to follow it.
+//! - **Layers in order, with OCI whiteouts.** `.wh.NAME` deletes `NAME` from the layers below,
+//!   `.wh..wh..opq` empties its directory of what the layers below put there; both apply before
+//!   the layer's own entries (the image-spec rule), and an entry replacing a directory with a
+//!   file hides the directory's children.
+//! - **Links never leave.** Nothing is ever written as a link: a symbolic or hard link inside the
+//!   selection is resolved inside the image's own tree (absolute targets from the image root, as
+//!   a container sees them) and its file is copied. A target above the image root, outside the
+//!   selection, missing, or a directory is refused.
+//! - **Caps.** [`Limits`] bounds the bytes unpacked from all layers together (a gzip bomb stops at
+//!   the cap, counted on the decompressed stream, skipped entries included), one file's size, the
+//!   number of entries, and (checked while downloading, by the caller) one blob's size.
+//!
+//! Contents are staged as plain files while the layers stream (memory stays flat whatever the
+//! image size), then hard-linked (or copied) into the output once every layer is applied.
+
+use std::{
+    cell::Cell,
+    collections::BTreeMap,
+    fs,
+    io::{self, Read},
+    path::{Path, PathBuf},
+    rc::Rc,
+};
+
+/// Size and count caps for one image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes unpacked from all layers together (decompressed tar streams, skipped entries included).
+    pub max_total_size: u64,
+    /// Bytes of one file we keep.
+    pub max_file_size: u64,
+    /// Entries in all layers together.
+    pub max_entries: u64,
+    /// Bytes of one blob as downloaded (compressed).
+    pub max_blob_size: u64,
+}
+
+impl Default for Limits {
+    /// 2 GiB unpacked, 256 MiB per file, 500,000 entries, 1 GiB per blob: ten times the largest
+    /// public catalog image (`large-fbc`: 205 MiB of FBC, 7.4 MB largest file) on an opm base.
+    fn default() -> Self {
+        Self {
+            max_total_size: 2 << 30,
+            max_file_size: 256 << 20,
+            max_entries: 500_000,
+            max_blob_size: 1 << 30,
+        }
+    }
+}
+
+/// How a layer is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// A plain tar stream.
+    None,
+    /// tar+gzip.
+    Gzip,
+    /// tar+zstd.
+    Zstd,
+}
+
+/// The compression of a layer media type we can unpack, `None` for any other media type.
+#[must_use]
+pub fn compression_for(media_type: &str) -> Option<Compression> {
+    match media_type {
+        "application/vnd.oci.image.layer.v1.tar"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar"
+        | "application/vnd.docker.image.rootfs.diff.tar" => Some(Compression::None),
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip"
+        | "application/vnd.docker.image.rootfs.diff.tar.gzip"
+        | "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip" => Some(Compression::Gzip),
+        "application/vnd.oci.image.layer.v1.tar+zstd"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd" => Some(Compression::Zstd),
+        _ => None,
+    }
+}
+
+/// Why a layer could not be unpacked. Every variant names the layer (its digest) and the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    /// An entry's path is not UTF-8.
+    #[error(
+        "layer {layer}: entry {entry:?} has a path that is not UTF-8; rebuild the image with UTF-8 file names"
+    )]
+    NotUtf8 {
+        /// The layer digest.
+        layer: String,
+        /// The path, lossily decoded.
+        entry: String,
+    },
+    /// An entry's path is absolute.
+    #[error(
+        "layer {layer}: entry {entry:?} has an absolute path, which could write outside the unpack \
+         directory; rebuild the image with relative paths (as docker, buildah and opm write them)"
+    )]
+    AbsolutePath {
+        /// The layer digest.
+        layer: String,
+        /// The path.
+        entry: String,
+    },
+    /// An entry's path climbs with `..`.
+    #[error(
+        "layer {layer}: entry {entry:?} contains `..`, which could write outside the unpack directory; \
+         rebuild the image without `..` in paths"
+    )]
+    ParentDir {
+        /// The layer digest.
+        layer: String,
+        /// The path.
+        entry: String,
+    },
+    /// A link's target climbs above the image root.
+    #[error(
+        "layer {layer}: entry {entry:?} is a link to {target:?}, which leaves the image root; \
+         links must stay inside the image"
+    )]
+    LinkLeavesRoot {
+        /// The layer digest.
+        layer: String,
+        /// The link.
+        entry: String,
+        /// Its target, as written.
+        target: String,
+    },
+    /// A link's target is outside the directories we unpack.
+    #[error(
+        "layer {layer}: entry {entry:?} is a link to {target:?}, outside {selection}; links in {selection} \
+         may only point inside it: replace the link with the file"
+    )]
+    LinkOutsideSelection {
+        /// The layer digest.
+        layer: String,
+        /// The link.
+        entry: String,
+        /// Its target, as written.
+        target: String,
+        /// The directories unpacked.
+        selection: String,
+    },
+    /// A link's target does not exist, or is a directory.
+    #[error(
+        "layer {layer}: entry {entry:?} is a link to {target:?}, which {problem}; replace the link with the file"
+    )]
+    LinkTarget {
+        /// The layer digest.
+        layer: String,
+        /// The link.
+        entry: String,
+        /// Its target, as written.
+        target: String,
+        /// `does not exist`, `is a directory`, `is a chain of more than 40 links`.
+        problem: &'static str,
+    },
+    /// A selected directory (or one above it) is a link.
+    #[error(
+        "layer {layer}: entry {entry:?} is a link, but {selection} must be a real directory; rebuild the \
+         image with the files in {selection}"
+    )]
+    SelectionIsLink {
+        /// The layer digest.
+        layer: String,
+        /// The link.
+        entry: String,
+        /// The directories unpacked.
+        selection: String,
+    },
+    /// An entry of a type we do not unpack (device, fifo, ...).
+    #[error(
+        "layer {layer}: entry {entry:?} is a {kind}, which a catalog or bundle never contains; \
+         remove it from the image"
+    )]
+    UnsupportedEntry {
+        /// The layer digest.
+        layer: String,
+        /// The entry.
+        entry: String,
+        /// The tar entry type.
+        kind: String,
+    },
+    /// More entries than [`Limits::max_entries`].
+    #[error(
+        "layer {layer}: more than {limit} entries in the image (at {entry:?}); the image is refused as too \
+         large"
+    )]
+    TooManyEntries {
+        /// The layer digest.
+        layer: String,
+        /// The entry where the limit was crossed.
+        entry: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// A kept file is larger than [`Limits::max_file_size`].
+    #[error(
+        "layer {layer}: entry {entry:?} is {size} bytes, more than the {limit}-byte limit for one file; \
+         split the file, or raise the limit (--max-file-size) if it is legitimate"
+    )]
+    FileTooLarge {
+        /// The layer digest.
+        layer: String,
+        /// The entry.
+        entry: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The layers unpack to more than [`Limits::max_total_size`] (a decompression bomb, or an
+    /// image far larger than a catalog).
+    #[error(
+        "layer {layer}: the image unpacks to more than {limit} bytes (stopped at {entry:?}); it is refused \
+         as a decompression bomb or an oversized image (raise --max-unpack-size if it is legitimate)"
+    )]
+    TotalTooLarge {
+        /// The layer digest.
+        layer: String,
+        /// The entry being read when the limit was crossed (`<archive>` between entries).
+        entry: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// The layer is not a readable (compressed) tar stream.
+    #[error(
+        "layer {layer}: failed to read the layer as {compression} (at {entry:?}): {source}; the image is corrupt"
+    )]
+    Read {
+        /// The layer digest.
+        layer: String,
+        /// The entry being read (`<archive>` between entries).
+        entry: String,
+        /// The compression expected.
+        compression: &'static str,
+        /// The read error.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the unpacked files failed.
+    #[error("failed to write {path}: {source}")]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What an entry path means once whiteouts are recognised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryPath {
+    /// The root itself (`./`).
+    Root,
+    /// An ordinary path, `/`-joined components.
+    Path(String),
+    /// `.wh.NAME`: delete this path from the layers below.
+    Whiteout(String),
+    /// `DIR/.wh..wh..opq`: delete the children of this directory (`""` for the root) from below.
+    Opaque(String),
+}
+
+/// Why a path was refused (the caller adds the layer and entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathProblem {
+    /// Not UTF-8.
+    NotUtf8,
+    /// Starts with `/`.
+    Absolute,
+    /// Contains `..`.
+    ParentDir,
+}
+
+const WHITEOUT: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// Normalizes a tar entry path and recognises whiteouts.
+///
+/// # Errors
+/// The [`PathProblem`] when the path is not UTF-8, absolute or climbing.
+pub fn parse_entry_path(raw: &[u8]) -> Result<EntryPath, PathProblem> {
+    let text = std::str::from_utf8(raw).map_err(|_| PathProblem::NotUtf8)?;
+    if text.starts_with('/') {
+        return Err(PathProblem::Absolute);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(PathProblem::ParentDir),
+            p => parts.push(p),
+        }
+    }
+    let Some((last, dir)) = parts.split_last() else {
+        return Ok(EntryPath::Root);
+    };
+    if *last == OPAQUE {
+        return Ok(EntryPath::Opaque(dir.join("/")));
+    }
+    if let Some(name) = last.strip_prefix(WHITEOUT) {
+        let mut path = dir.to_vec();
+        path.push(name);
+        return Ok(EntryPath::Whiteout(path.join("/")));
+    }
+    Ok(EntryPath::Path(parts.join("/")))
+}
+
+/// Resolves a symbolic link's target to a root-relative path: absolute targets from the image
+/// root, relative ones from the link's directory. `None` when it climbs above the root.
+#[must_use]
+pub fn resolve_link(link: &str, target: &str) -> Option<String> {
+    let mut parts: Vec<&str> = if target.starts_with('/') {
+        Vec::new()
+    } else {
+        let mut dir: Vec<&str> = link.split('/').collect();
+        dir.pop();
+        dir
+    };
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Whether `path` is `dir` or below it (`dir` `""` is the root).
+#[must_use]
+pub fn is_within(path: &str, dir: &str) -> bool {
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Dir,
+    File(PathBuf),
+    Symlink {
+        target: String,
+        written: String,
+        layer: String,
+    },
+}
+
+/// What one layer does, collected before it is applied.
+#[derive(Default)]
+struct LayerDelta {
+    deletions: Vec<String>,
+    opaques: Vec<String>,
+    additions: Vec<(String, Node)>,
+}
+
+/// Unpacks layers one after the other, then writes the selected files.
+pub struct Unpacker {
+    selection: Vec<String>,
+    limits: Limits,
+    staging: PathBuf,
+    tree: BTreeMap<String, Node>,
+    entries: u64,
+    unpacked: Rc<Cell<u64>>,
+    staged: u64,
+}
+
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+    limit: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.count.get() > self.limit {
+            return Err(io::Error::other("unpack size limit exceeded"));
+        }
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get().saturating_add(n as u64));
+        if self.count.get() > self.limit {
+            return Err(io::Error::other("unpack size limit exceeded"));
+        }
+        Ok(n)
+    }
+}
+
+impl Unpacker {
+    /// An unpacker keeping the entries below `selection` (root-relative directories without
+    /// slashes at either end), staging file contents in `staging` (an empty directory on the
+    /// file system the output will be on).
+    #[must_use]
+    pub fn new(selection: Vec<String>, limits: Limits, staging: PathBuf) -> Self {
+        Self {
+            selection,
+            limits,
+            staging,
+            tree: BTreeMap::new(),
+            entries: 0,
+            unpacked: Rc::new(Cell::new(0)),
+            staged: 0,
+        }
+    }
+
+    fn selection_text(&self) -> String {
+        self.selection
+            .iter()
+            .map(|s| format!("/{s}"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    fn selected(&self, path: &str) -> bool {
+        self.selection.iter().any(|s| is_within(path, s))
+    }
+
+    fn above_selection(&self, path: &str) -> bool {
+        self.selection.iter().any(|s| is_within(s, path))
+    }
+
+    /// Applies one layer (its blob already verified) on top of the layers before it.
+    ///
+    /// # Errors
+    /// The [`UnpackError`] refusal, or a read or write failure.
+    pub fn apply_layer(
+        &mut self,
+        layer: &str,
+        blob: impl Read,
+        compression: Compression,
+    ) -> Result<(), UnpackError> {
+        let (name, reader): (&'static str, Box<dyn Read + '_>) = match compression {
+            Compression::None => ("tar", Box::new(blob)),
+            Compression::Gzip => ("tar+gzip", Box::new(flate2::read::MultiGzDecoder::new(blob))),
+            Compression::Zstd => (
+                "tar+zstd",
+                Box::new(
+                    ruzstd::decoding::StreamingDecoder::new(blob).map_err(|e| UnpackError::Read {
+                        layer: layer.to_owned(),
+                        entry: "<archive>".to_owned(),
+                        compression: "tar+zstd",
+                        source: io::Error::other(e.to_string()),
+                    })?,
+                ),
+            ),
+        };
+        let counting = Counting {
+            inner: io::BufReader::with_capacity(256 << 10, reader),
+            count: Rc::clone(&self.unpacked),
+            limit: self.limits.max_total_size,
+        };
+        let mut archive = tar::Archive::new(counting);
+        let mut delta = LayerDelta::default();
+        let mut current = "<archive>".to_owned();
+        let entries = archive
+            .entries()
+            .map_err(|source| self.read_error(layer, &current, name, source))?;
+        for entry in entries {
+            let mut entry = entry.map_err(|source| self.read_error(layer, &current, name, source))?;
+            let raw = entry.path_bytes().into_owned();
+            current = String::from_utf8_lossy(&raw).into_owned();
+            self.entries += 1;
+            if self.entries > self.limits.max_entries {
+                return Err(UnpackError::TooManyEntries {
+                    layer: layer.to_owned(),
+                    entry: current,
+                    limit: self.limits.max_entries,
+                });
+            }
+            let path = match parse_entry_path(&raw) {
+                Ok(EntryPath::Root) => continue,
+                Ok(EntryPath::Whiteout(p)) => {
+                    delta.deletions.push(p);
+                    continue;
+                }
+                Ok(EntryPath::Opaque(p)) => {
+                    delta.opaques.push(p);
+                    continue;
+                }
+                Ok(EntryPath::Path(p)) => p,
+                Err(problem) => {
+                    let (layer, entry) = (layer.to_owned(), current);
+                    return Err(match problem {
+                        PathProblem::NotUtf8 => UnpackError::NotUtf8 { layer, entry },
+                        PathProblem::Absolute => UnpackError::AbsolutePath { layer, entry },
+                        PathProblem::ParentDir => UnpackError::ParentDir { layer, entry },
+                    });
+                }
+            };
+            let kind = entry.header().entry_type();
+            let is_link = kind.is_symlink() || kind.is_hard_link();
+            if !self.selected(&path) {
+                if is_link && self.above_selection(&path) {
+                    return Err(UnpackError::SelectionIsLink {
+                        layer: layer.to_owned(),
+                        entry: current,
+                        selection: self.selection_text(),
+                    });
+                }
+                continue;
+            }
+            let node = if kind.is_dir() {
+                Node::Dir
+            } else if kind.is_file() || kind == tar::EntryType::Continuous {
+                let size = entry.header().size().unwrap_or(u64::MAX);
+                if size > self.limits.max_file_size {
+                    return Err(UnpackError::FileTooLarge {
+                        layer: layer.to_owned(),
+                        entry: current,
+                        size,
+                        limit: self.limits.max_file_size,
+                    });
+                }
+                self.staged += 1;
+                let staged = self.staging.join(self.staged.to_string());
+                let mut out = fs::File::create(&staged).map_err(|source| UnpackError::Write {
+                    path: staged.clone(),
+                    source,
+                })?;
+                if let Err(source) = io::copy(&mut entry, &mut out) {
+                    return Err(self.read_error(layer, &current, name, source));
+                }
+                Node::File(staged)
+            } else if self.selection.contains(&path) && is_link {
+                return Err(UnpackError::SelectionIsLink {
+                    layer: layer.to_owned(),
+                    entry: current,
+                    selection: self.selection_text(),
+                });
+            } else if kind.is_symlink() {
+                let written = entry
+                    .link_name_bytes()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let Some(target) = resolve_link(&path, &written) else {
+                    return Err(UnpackError::LinkLeavesRoot {
+                        layer: layer.to_owned(),
+                        entry: current,
+                        target: written,
+                    });
+                };
+                Node::Symlink {
+                    target,
+                    written,
+                    layer: layer.to_owned(),
+                }
+            } else if kind.is_hard_link() {
+                let written = entry
+                    .link_name_bytes()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let target = match parse_entry_path(written.as_bytes()) {
+                    Ok(EntryPath::Path(p)) => p,
+                    _ => {
+                        return Err(UnpackError::LinkLeavesRoot {
+                            layer: layer.to_owned(),
+                            entry: current,
+                            target: written,
+                        });
+                    }
+                };
+                // A hard link names an earlier entry of the archive: this layer's, else below.
+                let found = delta
+                    .additions
+                    .iter()
+                    .rev()
+                    .find(|(p, _)| *p == target)
+                    .map(|(_, n)| n.clone())
+                    .or_else(|| self.tree.get(&target).cloned());
+                match found {
+                    Some(Node::File(staged)) => Node::File(staged),
+                    _ if !self.selected(&target) => {
+                        return Err(UnpackError::LinkOutsideSelection {
+                            layer: layer.to_owned(),
+                            entry: current,
+                            target: written,
+                            selection: self.selection_text(),
+                        });
+                    }
+                    _ => {
+                        return Err(UnpackError::LinkTarget {
+                            layer: layer.to_owned(),
+                            entry: current,
+                            target: written,
+                            problem: "is not a regular file earlier in the image",
+                        });
+                    }
+                }
+            } else {
+                return Err(UnpackError::UnsupportedEntry {
+                    layer: layer.to_owned(),
+                    entry: current,
+                    kind: format!("{kind:?}").to_lowercase(),
+                });
+            };
+            delta.additions.push((path, node));
+        }
+        self.apply(delta);
+        Ok(())
+    }
+
+    fn read_error(
+        &self,
+        layer: &str,
+        entry: &str,
+        compression: &'static str,
+        source: io::Error,
+    ) -> UnpackError {
+        if self.unpacked.get() > self.limits.max_total_size {
+            UnpackError::TotalTooLarge {
+                layer: layer.to_owned(),
+                entry: entry.to_owned(),
+                limit: self.limits.max_total_size,
+            }
+        } else {
+            UnpackError::Read {
+                layer: layer.to_owned(),
+                entry: entry.to_owned(),
+                compression,
+                source,
+            }
+        }
+    }
+
+    fn remove_below(&mut self, dir: &str, keep_dir: bool) {
+        let doomed: Vec<String> = self
+            .tree
+            .keys()
+            .filter(|p| is_within(p, dir) && !(keep_dir && p.as_str() == dir))
+            .cloned()
+            .collect();
+        for p in doomed {
+            self.tree.remove(&p);
+        }
+    }
+
+    fn apply(&mut self, delta: LayerDelta) {
+        // Whiteouts and opaque markers hide what the layers below have; then the layer's own
+        // entries land, a non-directory hiding whatever was below a directory of the same path.
+        for path in &delta.deletions {
+            self.remove_below(path, false);
+        }
+        for dir in &delta.opaques {
+            self.remove_below(dir, true);
+        }
+        for (path, node) in delta.additions {
+            if !matches!(node, Node::Dir) {
+                self.remove_below(&path, false);
+            }
+            self.tree.insert(path, node);
+        }
+    }
+
+    /// Whether anything was unpacked below `dir` (or `dir` itself exists).
+    #[must_use]
+    pub fn has(&self, dir: &str) -> bool {
+        self.tree.keys().any(|p| is_within(p, dir))
+    }
+
+    /// Writes the selected files below `out` (which must exist), links resolved to copies.
+    /// Returns the number of files and their total size.
+    ///
+    /// # Errors
+    /// A link refusal, or a write failure.
+    pub fn finish(self, out: &Path) -> Result<(usize, u64), UnpackError> {
+        let mut files = 0;
+        let mut bytes = 0;
+        for (path, node) in &self.tree {
+            let dest = out.join(path);
+            let source = match node {
+                Node::Dir => {
+                    fs::create_dir_all(&dest).map_err(|source| UnpackError::Write {
+                        path: dest.clone(),
+                        source,
+                    })?;
+                    continue;
+                }
+                Node::File(staged) => staged,
+                Node::Symlink {
+                    target,
+                    written,
+                    layer,
+                } => self.follow(path, target, written, layer)?,
+            };
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).map_err(|source| UnpackError::Write {
+                    path: parent.to_owned(),
+                    source,
+                })?;
+            }
+            if fs::hard_link(source, &dest).is_err() {
+                fs::copy(source, &dest).map_err(|source| UnpackError::Write {
+                    path: dest.clone(),
+                    source,
+                })?;
+            }
+            files += 1;
+            bytes += fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
+        }
+        Ok((files, bytes))
+    }
+
+    /// The staged file a symbolic link ends at, following chains inside the tree.
+    fn follow(&self, path: &str, target: &str, written: &str, layer: &str) -> Result<&PathBuf, UnpackError> {
+        let refuse = |problem| UnpackError::LinkTarget {
+            layer: layer.to_owned(),
+            entry: path.to_owned(),
+            target: written.to_owned(),
+            problem,
+        };
+        let mut next = target;
+        for _ in 0..40 {
+            if !self.selected(next) {
+                return Err(UnpackError::LinkOutsideSelection {
+                    layer: layer.to_owned(),
+                    entry: path.to_owned(),
+                    target: written.to_owned(),
+                    selection: self.selection_text(),
+                });
+            }
+            match self.tree.get(next).ok_or_else(|| refuse("does not exist"))? {
+                Node::File(staged) => return Ok(staged),
+                Node::Dir => return Err(refuse("is a directory")),
+                Node::Symlink { target, .. } => next = target,
+            }
+        }
+        Err(refuse("is a chain of more than 40 links"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_paths_are_normalized_and_whiteouts_recognised() {
+        assert_eq!(
+            parse_entry_path(b"./configs/a.json"),
+            Ok(EntryPath::Path("configs/a.json".into()))
+        );
+        assert_eq!(
+            parse_entry_path(b"configs//x/"),
+            Ok(EntryPath::Path("configs/x".into()))
+        );
+        assert_eq!(parse_entry_path(b"./"), Ok(EntryPath::Root));
+        assert_eq!(
+            parse_entry_path(b"configs/.wh.old"),
+            Ok(EntryPath::Whiteout("configs/old".into()))
+        );
+        assert_eq!(
+            parse_entry_path(b".wh.configs"),
+            Ok(EntryPath::Whiteout("configs".into()))
+        );
+        assert_eq!(
+            parse_entry_path(b"configs/.wh..wh..opq"),
+            Ok(EntryPath::Opaque("configs".into()))
+        );
+        assert_eq!(
+            parse_entry_path(b".wh..wh..opq"),
+            Ok(EntryPath::Opaque(String::new()))
+        );
+    }
+
+    #[test]
+    fn absolute_climbing_and_non_utf8_paths_are_refused() {
+        assert_eq!(parse_entry_path(b"/etc/passwd"), Err(PathProblem::Absolute));
+        assert_eq!(parse_entry_path(b"configs/../../x"), Err(PathProblem::ParentDir));
+        assert_eq!(parse_entry_path(b".."), Err(PathProblem::ParentDir));
+        assert_eq!(parse_entry_path(b"configs/\xff"), Err(PathProblem::NotUtf8));
+    }
+
+    #[test]
+    fn link_targets_resolve_from_the_link_directory_or_the_image_root() {
+        assert_eq!(
+            resolve_link("configs/a/x.json", "../b/y.json").as_deref(),
+            Some("configs/b/y.json")
+        );
+        assert_eq!(
+            resolve_link("configs/x.json", "/etc/passwd").as_deref(),
+            Some("etc/passwd")
+        );
+        assert_eq!(
+            resolve_link("configs/x.json", "./y.json").as_deref(),
+            Some("configs/y.json")
+        );
+        assert_eq!(resolve_link("configs/x.json", "../../../etc/passwd"), None);
+    }
+
+    #[test]
+    fn within_compares_whole_components() {
+        assert!(is_within("configs/a", "configs"));
+        assert!(is_within("configs", "configs"));
+        assert!(!is_within("configs2/a", "configs"));
+        assert!(is_within("anything", ""));
+    }
+
+    #[test]
+    fn layer_media_types_map_to_their_compression() {
+        assert_eq!(
+            compression_for("application/vnd.oci.image.layer.v1.tar+zstd"),
+            Some(Compression::Zstd)
+        );
+        assert_eq!(
+            compression_for("application/vnd.docker.image.rootfs.diff.tar.gzip"),
+            Some(Compression::Gzip)
+        );
+        assert_eq!(
+            compression_for("application/vnd.oci.image.layer.v1.tar"),
+            Some(Compression::None)
+        );
+        assert_eq!(
+            compression_for("application/vnd.wasm.content.layer.v1+wasm"),
+            None
+        );
+    }
+
+    // ---- whole layers, built with the tar crate ----
+
+    enum E<'a> {
+        File(&'a str, &'a [u8]),
+        Dir(&'a str),
+        Symlink(&'a str, &'a str),
+        HardLink(&'a str, &'a str),
+        /// A path written raw into the header (the tar crate refuses `..` through its API).
+        RawFile(&'a [u8], &'a [u8]),
+    }
+
+    fn layer(entries: &[E<'_>]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for e in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            match e {
+                E::File(p, data) => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_size(data.len() as u64);
+                    b.append_data(&mut h, p, *data).unwrap();
+                }
+                E::Dir(p) => {
+                    h.set_entry_type(tar::EntryType::Directory);
+                    h.set_size(0);
+                    b.append_data(&mut h, p, io::empty()).unwrap();
+                }
+                E::Symlink(p, t) | E::HardLink(p, t) => {
+                    let kind = if matches!(e, E::Symlink(..)) {
+                        tar::EntryType::Symlink
+                    } else {
+                        tar::EntryType::Link
+                    };
+                    h.set_entry_type(kind);
+                    h.set_size(0);
+                    b.append_link(&mut h, p, t).unwrap();
+                }
+                E::RawFile(p, data) => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_size(data.len() as u64);
+                    let name = &mut h.as_old_mut().name;
+                    name[..p.len()].copy_from_slice(p);
+                    h.set_cksum();
+                    b.append(&h, *data).unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap()
+    }
+
+    fn unpack(
+        layers: &[Vec<u8>],
+        selection: &[&str],
+        limits: Limits,
+    ) -> Result<BTreeMap<String, String>, UnpackError> {
+        let tmp = tempfile::tempdir().unwrap();
+        let staging = tmp.path().join("staging");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(&staging).unwrap();
+        fs::create_dir_all(&out).unwrap();
+        let mut u = Unpacker::new(
+            selection.iter().map(|s| (*s).to_owned()).collect(),
+            limits,
+            staging,
+        );
+        for (i, l) in layers.iter().enumerate() {
+            u.apply_layer(&format!("sha256:layer{i}"), l.as_slice(), Compression::None)?;
+        }
+        u.finish(&out)?;
+        let mut files = Vec::new();
+        olm_files(&out, &out, &mut files);
+        Ok(files.into_iter().collect())
+    }
+
+    fn olm_files(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.push((
+                    format!("{}/", p.strip_prefix(base).unwrap().display()),
+                    String::new(),
+                ));
+                olm_files(base, &p, out);
+            } else {
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                out.push((rel, fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+
+    fn sel() -> &'static [&'static str] {
+        &["configs"]
+    }
+
+    #[test]
+    fn only_the_selection_is_written_and_later_layers_win() {
+        let l1 = layer(&[
+            E::Dir("bin"),
+            E::File("bin/opm", b"binary"),
+            E::Dir("configs"),
+            E::File("configs/a/catalog.json", b"v1"),
+            E::File("configs/b.yaml", b"b"),
+        ]);
+        let l2 = layer(&[E::File("configs/a/catalog.json", b"v2")]);
+        let files = unpack(&[l1, l2], sel(), Limits::default()).unwrap();
+        let keys: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "configs/",
+                "configs/a/",
+                "configs/a/catalog.json",
+                "configs/b.yaml"
+            ]
+        );
+        assert_eq!(files["configs/a/catalog.json"], "v2");
+    }
+
+    #[test]
+    fn whiteouts_and_opaque_directories_hide_lower_layers_only() {
+        let l1 = layer(&[
+            E::File("configs/old/catalog.json", b"old"),
+            E::File("configs/keep.json", b"k"),
+            E::File("configs/d/x.json", b"x"),
+        ]);
+        // The opaque marker comes after the layer's own file: that file must survive.
+        let l2 = layer(&[
+            E::File("configs/d/new.json", b"n"),
+            E::File("configs/d/.wh..wh..opq", b""),
+            E::File("configs/.wh.old", b""),
+        ]);
+        let files = unpack(&[l1, l2], sel(), Limits::default()).unwrap();
+        let keys: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "configs/",
+                "configs/d/",
+                "configs/d/new.json",
+                "configs/keep.json"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_file_replacing_a_directory_hides_its_children() {
+        let l1 = layer(&[E::File("configs/p/catalog.json", b"x")]);
+        let l2 = layer(&[E::File("configs/p", b"now a file")]);
+        let files = unpack(&[l1, l2], sel(), Limits::default()).unwrap();
+        assert_eq!(files["configs/p"], "now a file");
+        assert!(!files.contains_key("configs/p/catalog.json"));
+    }
+
+    #[test]
+    fn links_inside_the_selection_become_copies() {
+        let l = layer(&[
+            E::File("configs/real.json", b"R"),
+            E::Symlink("configs/rel.json", "real.json"),
+            E::Symlink("configs/abs.json", "/configs/real.json"),
+            E::Symlink("configs/chain.json", "rel.json"),
+            E::HardLink("configs/hard.json", "configs/real.json"),
+        ]);
+        let files = unpack(&[l], sel(), Limits::default()).unwrap();
+        for f in ["real", "rel", "abs", "chain", "hard"] {
+            assert_eq!(files[&format!("configs/{f}.json")], "R", "{f}");
+        }
+    }
+
+    #[test]
+    fn links_leaving_the_root_or_the_selection_are_refused() {
+        let escape = layer(&[E::Symlink("configs/x.json", "../../../etc/passwd")]);
+        let err = unpack(&[escape], sel(), Limits::default()).unwrap_err();
+        assert!(matches!(err, UnpackError::LinkLeavesRoot { .. }), "{err}");
+        assert!(err.to_string().contains("\"configs/x.json\""), "{err}");
+
+        let absolute = layer(&[E::Symlink("configs/x.json", "/etc/passwd")]);
+        let err = unpack(&[absolute], sel(), Limits::default()).unwrap_err();
+        assert!(matches!(err, UnpackError::LinkOutsideSelection { .. }), "{err}");
+        assert!(err.to_string().contains("outside /configs"), "{err}");
+
+        let dangling = layer(&[E::Symlink("configs/x.json", "nope.json")]);
+        let err = unpack(&[dangling], sel(), Limits::default()).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+
+        let hard = layer(&[
+            E::File("etc/passwd", b"p"),
+            E::HardLink("configs/x", "etc/passwd"),
+        ]);
+        assert!(matches!(
+            unpack(&[hard], sel(), Limits::default()).unwrap_err(),
+            UnpackError::LinkOutsideSelection { .. }
+        ));
+
+        let dir_link = layer(&[E::Dir("catalog"), E::Symlink("configs", "catalog")]);
+        assert!(matches!(
+            unpack(&[dir_link], sel(), Limits::default()).unwrap_err(),
+            UnpackError::SelectionIsLink { .. }
+        ));
+    }
+
+    #[test]
+    fn unsafe_paths_are_refused_even_outside_the_selection() {
+        let dotdot = layer(&[E::RawFile(b"../evil", b"x")]);
+        let err = unpack(&[dotdot], sel(), Limits::default()).unwrap_err();
+        assert!(matches!(err, UnpackError::ParentDir { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("layer sha256:layer0: entry \"../evil\""),
+            "{err}"
+        );
+        let abs = layer(&[E::RawFile(b"/etc/cron.d/x", b"x")]);
+        assert!(matches!(
+            unpack(&[abs], sel(), Limits::default()).unwrap_err(),
+            UnpackError::AbsolutePath { .. }
+        ));
+    }
+
+    #[test]
+    fn caps_stop_large_files_many_entries_and_bombs() {
+        let big = vec![b'a'; 4096];
+        let l = layer(&[E::File("configs/big.json", &big)]);
+        let limits = Limits {
+            max_file_size: 1000,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            unpack(&[l], sel(), limits).unwrap_err(),
+            UnpackError::FileTooLarge { size: 4096, .. }
+        ));
+
+        let many = layer(&[E::File("a", b""), E::File("b", b""), E::File("c", b"")]);
+        let limits = Limits {
+            max_entries: 2,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            unpack(&[many], sel(), limits).unwrap_err(),
+            UnpackError::TooManyEntries { limit: 2, .. }
+        ));
+
+        // Outside the selection too: the bytes are read, so they count.
+        let zeros = vec![0u8; 1 << 20];
+        let bomb = layer(&[E::File("junk", &zeros)]);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        io::Write::write_all(&mut gz, &bomb).unwrap();
+        let gz = gz.finish().unwrap();
+        assert!(gz.len() < 10_000);
+        let tmp = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_total_size: 100_000,
+            ..Limits::default()
+        };
+        let mut u = Unpacker::new(vec!["configs".into()], limits, tmp.path().to_owned());
+        let err = u
+            .apply_layer("sha256:bomb", gz.as_slice(), Compression::Gzip)
+            .unwrap_err();
+        assert!(
+            matches!(err, UnpackError::TotalTooLarge { limit: 100_000, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("decompression bomb"), "{err}");
+    }
+
+    #[test]
+    fn gzip_and_zstd_layers_unpack_like_plain_tar() {
+        let l = layer(&[E::File("configs/a.json", b"A")]);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        io::Write::write_all(&mut gz, &l).unwrap();
+        let gz = gz.finish().unwrap();
+        let zst =
+            ruzstd::encoding::compress_to_vec(l.as_slice(), ruzstd::encoding::CompressionLevel::Fastest);
+        for (blob, compression) in [(gz, Compression::Gzip), (zst, Compression::Zstd)] {
+            let tmp = tempfile::tempdir().unwrap();
+            let (staging, out) = (tmp.path().join("s"), tmp.path().join("o"));
+            fs::create_dir_all(&staging).unwrap();
+            fs::create_dir_all(&out).unwrap();
+            let mut u = Unpacker::new(vec!["configs".into()], Limits::default(), staging);
+            u.apply_layer("sha256:l", blob.as_slice(), compression).unwrap();
+            assert!(u.has("configs"));
+            assert_eq!(u.finish(&out).unwrap(), (1, 1));
+            assert_eq!(fs::read_to_string(out.join("configs/a.json")).unwrap(), "A");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_stream_is_a_read_error_naming_the_compression() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut u = Unpacker::new(vec!["configs".into()], Limits::default(), tmp.path().to_owned());
+        let err = u
+            .apply_layer("sha256:bad", &b"not gzip at all"[..], Compression::Gzip)
+            .unwrap_err();
+        assert!(err.to_string().contains("as tar+gzip"), "{err}");
+    }
+}

@@ -1,0 +1,284 @@
+//! Catalog images served by `olm-controller run` on the local control plane: a CatalogSource with
+//! `sourceType: grpc` and `spec.image` pointing at a real registry (Debian's `docker-registry` on
+//! loopback, `crates/test-support/src/registry.rs`), the controller pulling it itself.
+//!
+//! What is checked, through the API as a cluster admin sees it: the catalog turns `READY` with
+//! the digest in `status.resolvedImage`; a new image pushed under the same tag is picked up at the
+//! next `registryPoll` with an Event naming both digests; with the registry stopped the catalog
+//! stays `READY` on the last good content and the message says why; a missing tag is
+//! `TRANSIENT_FAILURE` naming the image; an invalid poll interval is reported with upstream's
+//! `InvalidIntervalError`. Without a configured cluster, or without the registry, the tests skip
+//! (and fail under `CI=true`).
+
+// Test helpers outside #[test] functions: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Event;
+use kube::{
+    Api, ResourceExt,
+    api::{ListParams, PostParams},
+};
+use olm_rs::api::v1alpha1::CatalogSource;
+use serde_json::{Value, json};
+use support::{
+    cluster::{TestCluster, repo_root, wait_for},
+    registry::Registry,
+};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// The controller as a child process, killed when dropped (its log printed if the test fails).
+struct Controller {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Controller {
+    fn start(cluster: &TestCluster, registry: &Registry, cache: &Path, tag: &str) -> Self {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("catalog-image-e2e-{tag}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let metrics = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--metrics-bind")
+            .arg(metrics.to_string())
+            .arg("--insecure-registry")
+            .arg(&registry.addr)
+            .arg("--cache-dir")
+            .arg(cache)
+            .env("RUST_LOG", "info,olm_rs=debug")
+            .stdout(Stdio::from(out.try_clone().unwrap()))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .expect("starting olm-controller");
+        Self { child, log }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            eprintln!(
+                "--- controller log {} (tail) ---\n{}",
+                self.log.display(),
+                lines[lines.len().saturating_sub(60)..].join("\n")
+            );
+        }
+    }
+}
+
+fn kubectl_olm(args: &[&str], cache: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(args)
+        .arg("--cache-dir")
+        .arg(cache)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn pushed_digest(stdout: &str) -> String {
+    stdout.trim().rsplit('@').next().unwrap().to_owned()
+}
+
+/// A copy of `catalog/` with one more package, so its image has another digest.
+fn second_catalog(dir: &Path) -> PathBuf {
+    let root = dir.join("catalog-v2");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(repo_root().join("catalog"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(root.join("extra")).unwrap();
+    std::fs::write(
+        root.join("extra/catalog.json"),
+        concat!(
+            r#"{"schema":"olm.package","name":"extra","defaultChannel":"stable"}"#,
+            "\n",
+            r#"{"schema":"olm.channel","package":"extra","name":"stable","entries":[{"name":"extra.v1.0.0"}]}"#,
+            "\n",
+            r#"{"schema":"olm.bundle","package":"extra","name":"extra.v1.0.0","image":"example.invalid/extra:1","properties":[{"type":"olm.package","value":{"packageName":"extra","version":"1.0.0"}}]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    root
+}
+
+async fn create_catalog_source(api: &Api<CatalogSource>, name: &str, ns: &str, image: &str, interval: &str) {
+    let cs: CatalogSource = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"sourceType": "grpc", "image": image, "displayName": "image e2e",
+                 "updateStrategy": {"registryPoll": {"interval": interval}}},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &cs).await.unwrap();
+}
+
+async fn wait_status(
+    api: &Api<CatalogSource>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let check = &check;
+    wait_for(what, WAIT, move || async move {
+        let cs = api.get_opt(name).await.ok()??;
+        let status = serde_json::to_value(cs.status?).ok()?;
+        check(&status).then_some(status)
+    })
+    .await
+}
+
+fn state(status: &Value) -> &str {
+    status
+        .pointer("/connectionState/lastObservedState")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_catalog_image_is_served_follows_its_tag_and_outlives_its_registry() {
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    if !support::registry::available() {
+        return;
+    }
+    cluster.install_olm_crds("olm-rs-e2e");
+    let mut registry = Registry::plain();
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cli_cache = scratch.path().join("cli-cache");
+    let image = registry.image("olm/catalog:stable");
+    let first = pushed_digest(&kubectl_olm(
+        &[
+            "catalog",
+            "push",
+            "catalog",
+            &image,
+            "--insecure-registry",
+            &registry.addr,
+        ],
+        &cli_cache,
+    ));
+    let ns = cluster.namespace("catalog-image").await;
+    let controller = Controller::start(
+        &cluster,
+        &registry,
+        &scratch.path().join("controller-cache"),
+        ns.name(),
+    );
+    let api: Api<CatalogSource> = ns.api();
+
+    // Served, by digest.
+    create_catalog_source(&api, "images", ns.name(), &image, "5s").await;
+    let status = wait_status(&api, "images", "catalog image READY", |s| state(s) == "READY").await;
+    assert_eq!(
+        status["resolvedImage"],
+        format!("{}/olm/catalog@{first}", registry.addr)
+    );
+    assert!(status["latestImageRegistryPoll"].is_string(), "{status:#}");
+
+    // A new image under the same tag is picked up at the next poll, with an Event.
+    let v2 = second_catalog(scratch.path());
+    let v2_arg = v2.display().to_string();
+    let second = pushed_digest(&kubectl_olm(
+        &[
+            "catalog",
+            "push",
+            &v2_arg,
+            &image,
+            "--insecure-registry",
+            &registry.addr,
+        ],
+        &cli_cache,
+    ));
+    assert_ne!(first, second);
+    wait_status(&api, "images", "the new digest served", |s| {
+        s["resolvedImage"].as_str().is_some_and(|r| r.ends_with(&second))
+    })
+    .await;
+    let events: Api<Event> = ns.api();
+    let updated = wait_for("a CatalogImageUpdated Event", WAIT, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("CatalogImageUpdated"))
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(updated.contains(&first) && updated.contains(&second), "{updated}");
+
+    // A tag that does not exist; an interval that does not parse (the default 15m is used).
+    let missing = format!("{}/olm/catalog:nope", registry.addr);
+    create_catalog_source(&api, "missing", ns.name(), &missing, "1h").await;
+    let status = wait_status(&api, "missing", "a missing image reported", |s| {
+        state(s) == "TRANSIENT_FAILURE"
+    })
+    .await;
+    assert_eq!(status["reason"], "RegistryServerError");
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("image {missing} not found")),
+        "{status:#}"
+    );
+    create_catalog_source(&api, "bad-interval", ns.name(), &image, "often").await;
+    let status = wait_status(&api, "bad-interval", "InvalidIntervalError", |s| {
+        state(s) == "READY"
+    })
+    .await;
+    assert_eq!(status["reason"], "InvalidIntervalError", "{status:#}");
+    assert!(
+        status["message"].as_str().unwrap().contains("15m0s"),
+        "{status:#}"
+    );
+
+    // The registry goes away: the last good catalog stays served and the message says why.
+    registry.stop();
+    let status = wait_status(&api, "images", "a failed poll reported", |s| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the last poll failed"))
+    })
+    .await;
+    assert_eq!(state(&status), "READY", "{status:#}");
+    assert!(
+        status["message"].as_str().unwrap().contains(&second),
+        "{status:#}"
+    );
+
+    let names: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert_eq!(names.len(), 3);
+    drop(controller);
+}
