@@ -1,0 +1,247 @@
+use super::*;
+use crate::api::v1alpha1::CatalogSourceSpec;
+
+fn cs(source_type: &str, config_map: Option<&str>) -> CatalogSource {
+    let mut spec: CatalogSourceSpec =
+        serde_json::from_value(serde_json::json!({"sourceType": source_type})).unwrap();
+    spec.config_map = config_map.map(Into::into);
+    CatalogSource::new("c", spec)
+}
+
+#[test]
+fn configmap_and_internal_need_a_config_map() {
+    assert_eq!(
+        plan_source(&cs("configmap", Some("cm"))),
+        SourcePlan::ConfigMap("cm".into())
+    );
+    assert_eq!(
+        plan_source(&cs("internal", Some("cm"))),
+        SourcePlan::ConfigMap("cm".into())
+    );
+    let SourcePlan::Invalid(r, m) = plan_source(&cs("configmap", None)) else {
+        panic!()
+    };
+    assert_eq!(r, "SpecInvalidError");
+    assert!(m.contains("spec.configMap"), "{m}");
+}
+
+#[test]
+fn unknown_and_grpc_source_types_are_reported_with_the_fix() {
+    let SourcePlan::Invalid(r, m) = plan_source(&cs("sqlite", None)) else {
+        panic!()
+    };
+    assert_eq!(r, "SpecInvalidError");
+    assert!(m.starts_with("unknown sourcetype: sqlite"), "{m}");
+    let SourcePlan::Invalid(r, m) = plan_source(&cs("grpc", None)) else {
+        panic!()
+    };
+    assert_eq!(r, "SpecInvalidError");
+    assert!(m.contains("spec.address"), "{m}");
+    assert_eq!(plan_source(&cs("builtin", None)), SourcePlan::Builtin);
+}
+
+fn grpc(address: Option<&str>, image: Option<&str>, interval: Option<&str>) -> CatalogSource {
+    let mut c = cs("grpc", None);
+    c.spec.address = address.map(Into::into);
+    c.spec.image = image.map(Into::into);
+    if let Some(i) = interval {
+        c.spec.update_strategy =
+            serde_json::from_value(serde_json::json!({"registryPoll": {"interval": i}})).unwrap();
+    }
+    c
+}
+
+#[test]
+fn a_grpc_source_with_an_address_reads_the_registry_and_one_with_an_image_is_refused() {
+    assert_eq!(
+        plan_source(&grpc(Some("registry.ns.svc:50051"), None, Some("10m"))),
+        SourcePlan::Grpc {
+            address: "registry.ns.svc:50051".into(),
+            poll: Some(Duration::from_secs(600))
+        }
+    );
+    assert_eq!(
+        plan_source(&grpc(Some("r:1"), None, None)),
+        SourcePlan::Grpc {
+            address: "r:1".into(),
+            poll: None
+        }
+    );
+    let SourcePlan::Image(plan) = plan_source(&grpc(Some("r:1"), Some("quay.io/x/index:v1"), None)) else {
+        panic!()
+    };
+    assert_eq!(plan.image, "quay.io/x/index:v1");
+    let SourcePlan::Invalid(r, m) = plan_source(&grpc(Some("r:1"), None, Some("soon"))) else {
+        panic!()
+    };
+    assert_eq!(r, "InvalidIntervalError");
+    assert!(m.contains("registryPoll.interval") && m.contains("soon"), "{m}");
+}
+
+fn observed() -> GrpcObserved {
+    GrpcObserved {
+        cached: true,
+        previous_state: Some("READY".into()),
+        since_read: Some(Duration::from_secs(60)),
+        poll: Some(Duration::from_secs(600)),
+        heads_changed: false,
+    }
+}
+
+#[test]
+fn a_registry_catalog_is_read_again_when_new_back_polled_or_changed_and_kept_otherwise() {
+    assert_eq!(grpc_refresh(&observed()), None);
+    let first = GrpcObserved {
+        cached: false,
+        ..observed()
+    };
+    assert!(grpc_refresh(&first).unwrap().contains("yet"));
+    let back = GrpcObserved {
+        previous_state: Some("TRANSIENT_FAILURE".into()),
+        ..observed()
+    };
+    assert!(grpc_refresh(&back).unwrap().contains("it was TRANSIENT_FAILURE"));
+    let polled = GrpcObserved {
+        since_read: Some(Duration::from_secs(600)),
+        ..observed()
+    };
+    assert!(grpc_refresh(&polled).unwrap().contains("registryPoll"));
+    let no_poll = GrpcObserved {
+        since_read: Some(Duration::from_secs(6000)),
+        poll: None,
+        ..observed()
+    };
+    assert_eq!(grpc_refresh(&no_poll), None);
+    let changed = GrpcObserved {
+        heads_changed: true,
+        ..observed()
+    };
+    assert!(grpc_refresh(&changed).unwrap().contains("heads changed"));
+}
+
+#[test]
+fn connection_states_are_upstreams_and_an_unreachable_registry_says_what_is_served() {
+    assert_eq!(Reachability::Connecting("t".into()).state(), "CONNECTING");
+    assert_eq!(Reachability::Failed("x".into()).state(), "TRANSIENT_FAILURE");
+    let kept = grpc_unreachable_message("r:1", "connection refused", Some("2026-01-01T00:00:00Z"));
+    assert!(
+        kept.contains("still serving the catalog read from it at 2026-01-01T00:00:00Z"),
+        "{kept}"
+    );
+    let none = grpc_unreachable_message("r:1", "connection refused", None);
+    assert!(
+        none.contains("no catalog has been read") && none.contains("spec.address"),
+        "{none}"
+    );
+}
+
+fn image_cs(interval: Option<&str>) -> CatalogSource {
+    let mut spec = serde_json::json!({
+        "sourceType": "grpc",
+        "image": "quay.io/operatorhubio/catalog:latest",
+        "secrets": ["pull"],
+    });
+    if let Some(i) = interval {
+        spec["updateStrategy"] = serde_json::json!({"registryPoll": {"interval": i}});
+    }
+    CatalogSource::new("c", serde_json::from_value(spec).unwrap())
+}
+
+#[test]
+fn grpc_with_an_image_is_pulled_and_polled_at_its_interval() {
+    let SourcePlan::Image(plan) = plan_source(&image_cs(Some("1h30m"))) else {
+        panic!()
+    };
+    assert_eq!(plan.image, "quay.io/operatorhubio/catalog:latest");
+    assert_eq!(plan.secrets, ["pull"]);
+    assert_eq!(plan.poll, Some(Duration::from_secs(5400)));
+    assert_eq!(plan.interval_problem, None);
+    let SourcePlan::Image(plan) = plan_source(&image_cs(None)) else {
+        panic!()
+    };
+    assert_eq!(plan.poll, None);
+}
+
+#[test]
+fn an_invalid_interval_means_the_default_15m_and_says_so() {
+    for bad in ["often", "30", "-5m", "0s"] {
+        let SourcePlan::Image(plan) = plan_source(&image_cs(Some(bad))) else {
+            panic!()
+        };
+        assert_eq!(plan.poll, Some(DEFAULT_POLL), "{bad}");
+        let m = plan.interval_problem.unwrap();
+        assert!(
+            m.starts_with("error parsing spec.updateStrategy.registryPoll.interval"),
+            "{m}"
+        );
+        assert!(m.contains("15m0s"), "{m}");
+    }
+}
+
+#[test]
+fn intervals_are_go_durations() {
+    assert_eq!(parse_go_duration("45m"), Some(Duration::from_secs(2700)));
+    assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
+    assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+    assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+    for bad in ["", "30", "m", "1d", "1h 30m", "0s"] {
+        assert_eq!(parse_go_duration(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn polls_are_due_when_never_made_or_after_the_interval() {
+    let hour = Some(Duration::from_secs(3600));
+    assert!(poll_due(None, hour, false));
+    assert!(poll_due(None, None, true));
+    assert!(!poll_due(Some(Duration::from_secs(60)), hour, true));
+    assert!(poll_due(Some(Duration::from_secs(3600)), hour, true));
+    assert!(!poll_due(Some(Duration::from_secs(1 << 20)), None, true));
+    assert!(poll_due(Some(Duration::from_secs(1)), None, false));
+}
+
+#[test]
+fn image_status_keeps_ready_on_a_failed_poll_and_fails_only_without_content() {
+    let SourcePlan::Image(plan) = plan_source(&image_cs(Some("10m"))) else {
+        panic!()
+    };
+    let ok = image_status(&plan, Some("sha256:a"), None, false, &[]);
+    assert_eq!((ok.state, ok.reason, ok.message), ("READY", None, None));
+    let stale = image_status(&plan, Some("sha256:a"), Some("registry down"), false, &[]);
+    assert_eq!(stale.state, "READY");
+    let m = stale.message.unwrap();
+    assert!(
+        m.contains(
+            "serving quay.io/operatorhubio/catalog:latest (sha256:a); the last poll failed: registry down"
+        ),
+        "{m}"
+    );
+    let failed = image_status(&plan, None, Some("not found"), false, &[]);
+    assert_eq!(
+        (failed.state, failed.reason, failed.message.as_deref()),
+        (
+            "TRANSIENT_FAILURE",
+            Some("RegistryServerError"),
+            Some("not found")
+        )
+    );
+    let first = image_status(&plan, None, None, true, &[]);
+    assert_eq!(first.state, "CONNECTING");
+    let SourcePlan::Image(bad) = plan_source(&image_cs(Some("soon"))) else {
+        panic!()
+    };
+    let with_default = image_status(&bad, Some("sha256:a"), None, false, &[]);
+    assert_eq!(with_default.reason, Some("InvalidIntervalError"));
+}
+
+#[test]
+fn a_catalog_served_with_parts_left_out_says_so_and_a_whole_one_says_nothing() {
+    assert_eq!(served_message(&[]), None);
+    let message = served_message(&["package \"a\": channel \"s\": entry a.v2 has no bundle".into()])
+        .expect("a message");
+    assert!(
+        message.contains("a.v2") && message.contains("1 in all"),
+        "{message}"
+    );
+    assert!(message.contains("catalog validate"), "{message}");
+}
