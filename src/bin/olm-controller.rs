@@ -54,6 +54,13 @@ struct RunArgs {
     /// Namespace of the leader Lease.
     #[arg(long, default_value = "olm")]
     lease_namespace: String,
+    /// The leader Lease's term: a standby takes over this long (plus one retry period) after
+    /// the leader crashed; at once after a clean shutdown.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    lease_duration: std::time::Duration,
+    /// How often the leader renews the Lease and a standby re-reads it (at most half the term).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    lease_retry_period: std::time::Duration,
     /// Serve this directory as the built-in catalog instead of the embedded one.
     #[arg(long, value_name = "DIR")]
     builtin_catalog: Option<PathBuf>,
@@ -112,6 +119,8 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             metrics_bind: args.metrics_bind,
             leader_elect: args.leader_elect,
             lease_namespace: args.lease_namespace,
+            lease_timing: operator_runtime::lease::Timing::new(args.lease_duration, args.lease_retry_period)
+                .map_err(|e| anyhow::anyhow!(e))?,
             builtin_catalog: args.builtin_catalog,
             install_plan_retry_timeout: args.install_plan_retry_timeout,
             cache_dir: args.cache_dir,

@@ -89,6 +89,8 @@ pub struct Config {
     pub leader_elect: bool,
     /// Namespace of the leader Lease.
     pub lease_namespace: String,
+    /// The leader Lease's term and retry period (failover after a crash takes at most their sum).
+    pub lease_timing: crate::k8s::lease::Timing,
     /// A directory that replaces the embedded built-in catalog.
     pub builtin_catalog: Option<PathBuf>,
     /// How long transient InstallPlan step errors are retried before the plan fails.
@@ -110,6 +112,7 @@ impl Default for Config {
             metrics_bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             leader_elect: false,
             lease_namespace: "olm".into(),
+            lease_timing: crate::k8s::lease::Timing::default(),
             builtin_catalog: None,
             install_plan_retry_timeout: Duration::from_secs(60),
             cache_dir: std::env::temp_dir().join("olm-rs-cache"),

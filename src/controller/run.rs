@@ -29,6 +29,7 @@ pub async fn run(client: Client, config: Config) -> std::result::Result<(), RunE
             &config.lease_namespace,
             "olm-rs-controller",
             identity,
+            config.lease_timing,
         )
     });
     if let Some(elector) = &elector {
@@ -36,7 +37,10 @@ pub async fn run(client: Client, config: Config) -> std::result::Result<(), RunE
         ready.set(ReadyState::Standby);
         tracing::info!(identity = elector.identity(), "waiting for the leader lease");
         tokio::select! {
-            () = elector.acquire() => tracing::info!("acquired the leader lease"),
+            acquired = elector.acquire() => match acquired {
+                Ok(()) => tracing::info!("acquired the leader lease"),
+                Err(twin) => { http.abort(); return Err(RunError::Lease(twin)); }
+            },
             () = shutdown_signal() => { http.abort(); return Ok(()); }
         }
     }
@@ -78,6 +82,9 @@ pub enum RunError {
     /// `--builtin-catalog` could not be loaded.
     #[error("failed to load the built-in catalog: {0}")]
     BuiltinCatalog(#[source] cache::BuiltinDirError),
+    /// Another replica with our identity holds the leader Lease.
+    #[error(transparent)]
+    Lease(#[from] crate::k8s::lease::AcquireError),
     /// The leader Lease was lost; another replica takes over.
     #[error("lost the leader lease; stopping so another replica can take over")]
     LostLease,

@@ -12,14 +12,25 @@
 //!   replicas racing for an expired Lease cannot both win: one gets a 409 Conflict and waits;
 //! - the holder renews every `renew_every`; when renewals fail for longer than the lease
 //!   duration it must assume it lost the Lease and stop. On shutdown the holder releases the
-//!   Lease (empty holder) so a successor can start at once.
+//!   Lease (empty holder) so a successor can start at once;
+//! - **a Lease naming our identity that this process did not take is not ours** (client-go would
+//!   take it at once, so two replicas sharing a `POD_NAME` would both lead): it is waited out like
+//!   any other holder's, and when it is renewed meanwhile, a live twin holds it and the candidate
+//!   refuses to start ([`AcquireError::DuplicateIdentity`]). A restarted process with the same
+//!   identity simply waits one term.
+//!
+//! Failover after a crash takes at most the lease duration plus one retry period (10 s + 2 s by
+//! default, as [`Timing`]); both are flags of the binaries.
 //!
 //! [`observe`] and [`decide`] are the pure part and are unit-tested; [`LeaderElector`] does the
 //! I/O. kube-runtime has no leader election; we keep this small module rather than
 //! `kube-lease-manager` or `kubert::lease`, whose kube versions trail the kube 5 we build on.
 
 use std::{
-    sync::{Mutex, MutexGuard},
+    sync::{
+        Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -90,13 +101,25 @@ pub fn observe(previous: Option<&Observed>, spec: Option<&LeaseSpec>, now: Insta
     }
 }
 
-/// Decides whether `me` may take the Lease it observed, at `now` on its own clock.
-pub fn decide(observed: &Observed, me: &str, now: Instant) -> LeaseDecision {
+/// Whether the Lease, last seen as `previous` and now as `spec`, was renewed meanwhile under our
+/// identity `me` by someone else (this process does not hold it): a twin with our identity is
+/// alive.
+pub fn twin_renewed(previous: Option<&Observed>, spec: Option<&LeaseSpec>, me: &str, mine: bool) -> bool {
+    let record = Record::of(spec);
+    !mine
+        && record.holder == me
+        && previous.is_some_and(|prev| prev.record.holder == me && prev.record != record)
+}
+
+/// Decides whether `me` may take the Lease it observed, at `now` on its own clock. `mine` says
+/// whether this process holds it (its last write took or renewed it): a Lease naming `me` that
+/// this process never took is another process's, and waited out like any other.
+pub fn decide(observed: &Observed, me: &str, mine: bool, now: Instant) -> LeaseDecision {
     let holder = observed.record.holder.as_str();
     if holder.is_empty() {
         return LeaseDecision::Take { new_holder: true };
     }
-    if holder == me {
+    if holder == me && mine {
         return LeaseDecision::Take { new_holder: false };
     }
     let term = Duration::from_secs(u64::try_from(observed.record.duration_secs).unwrap_or(15));
@@ -135,28 +158,91 @@ fn random_suffix() -> u32 {
     short
 }
 
+/// The term of the Lease and how often it is renewed (and re-read by a standby).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// `leaseDurationSeconds`: how long a holder that stopped renewing keeps the Lease.
+    pub lease_duration: Duration,
+    /// How often the holder renews and a standby re-reads.
+    pub retry_period: Duration,
+}
+
+impl Default for Timing {
+    /// A 10 s term, renewed every 2 s: a standby takes over at most 12 s after the holder
+    /// crashed (at once after a clean shutdown, which releases the Lease).
+    fn default() -> Self {
+        Self {
+            lease_duration: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Timing {
+    /// A timing from flag values, refused when the holder could not renew within its term.
+    ///
+    /// # Errors
+    /// A message naming the flags when the term is under a second or the retry period is not
+    /// shorter than half of it.
+    pub fn new(lease_duration: Duration, retry_period: Duration) -> Result<Self, String> {
+        if lease_duration < Duration::from_secs(1) || lease_duration.subsec_nanos() != 0 {
+            return Err(format!(
+                "--lease-duration {lease_duration:?} must be whole seconds, at least 1s (a Lease counts whole seconds)"
+            ));
+        }
+        if retry_period.is_zero() || retry_period * 2 > lease_duration {
+            return Err(format!(
+                "--lease-retry-period {retry_period:?} must be above zero and at most half of --lease-duration {lease_duration:?}, so the holder renews before its term ends"
+            ));
+        }
+        Ok(Self {
+            lease_duration,
+            retry_period,
+        })
+    }
+}
+
+/// Why a candidate gave up.
+#[derive(Debug, thiserror::Error)]
+pub enum AcquireError {
+    /// Another live process renews the Lease under our identity.
+    #[error(
+        "another replica with identity {identity:?} holds the leader Lease {lease} and keeps renewing it; give each replica its own identity (POD_NAME from the downward API, or leave POD_NAME unset for a random suffix)"
+    )]
+    DuplicateIdentity {
+        /// Our (shared) identity.
+        identity: String,
+        /// The Lease, `namespace/name`.
+        lease: String,
+    },
+}
+
 /// A candidate for one Lease.
 pub struct LeaderElector {
     api: Api<Lease>,
+    lease: String,
     name: String,
     identity: String,
     lease_duration: Duration,
     /// How often the holder renews (and a standby re-reads the Lease).
     pub renew_every: Duration,
     observed: Mutex<Option<Observed>>,
+    /// Whether this process holds the Lease (its last write took or renewed it).
+    mine: AtomicBool,
 }
 
 impl LeaderElector {
-    /// A candidate called `identity` for the Lease `namespace/name`, with a 15 s term renewed
-    /// every 5 s (a standby takes over at most about 20 s after the holder stops renewing).
-    pub fn new(client: kube::Client, namespace: &str, name: &str, identity: String) -> Self {
+    /// A candidate called `identity` for the Lease `namespace/name` with the given [`Timing`].
+    pub fn new(client: kube::Client, namespace: &str, name: &str, identity: String, timing: Timing) -> Self {
         Self {
             api: Api::namespaced(client, namespace),
+            lease: format!("{namespace}/{name}"),
             name: name.to_owned(),
             identity,
-            lease_duration: Duration::from_secs(15),
-            renew_every: Duration::from_secs(5),
+            lease_duration: timing.lease_duration,
+            renew_every: timing.retry_period,
             observed: Mutex::new(None),
+            mine: AtomicBool::new(false),
         }
     }
 
@@ -173,24 +259,34 @@ impl LeaderElector {
     }
 
     /// Tries once to take or renew the Lease. `Ok(None)` = we hold it now;
-    /// `Ok(Some(wait))` = someone else does.
+    /// `Ok(Some(wait))` = someone else does; `Err(Ok(..))` = a twin with our identity holds it.
     ///
     /// # Errors
     /// The API server's answer when reading or writing the Lease fails (a 409 Conflict is not an
-    /// error: another replica won the race).
-    pub async fn try_acquire(&self) -> kube::Result<Option<Duration>> {
-        let current = self.api.get_opt(&self.name).await?;
+    /// error: another replica won the race), or the duplicate identity.
+    pub async fn try_acquire(&self) -> Result<Option<Duration>, Result<AcquireError, kube::Error>> {
+        let current = self.api.get_opt(&self.name).await.map_err(Err)?;
         let spec = current.as_ref().and_then(|l| l.spec.as_ref());
         let local_now = Instant::now();
+        let mine = self.mine.load(Ordering::SeqCst);
         let decision = {
             let mut observed = self.observed();
+            if twin_renewed(observed.as_ref(), spec, &self.identity, mine) {
+                return Err(Ok(AcquireError::DuplicateIdentity {
+                    identity: self.identity.clone(),
+                    lease: self.lease.clone(),
+                }));
+            }
             let seen = observe(observed.as_ref(), spec, local_now);
-            let decision = decide(&seen, &self.identity, local_now);
+            let decision = decide(&seen, &self.identity, mine, local_now);
             *observed = Some(seen);
             decision
         };
         let new_holder = match decision {
-            LeaseDecision::Wait(wait) => return Ok(Some(wait.min(self.renew_every))),
+            LeaseDecision::Wait(wait) => {
+                self.mine.store(false, Ordering::SeqCst);
+                return Ok(Some(wait.min(self.renew_every)));
+            }
             LeaseDecision::Take { new_holder } => new_holder,
         };
         let now = Timestamp::now();
@@ -226,23 +322,46 @@ impl LeaderElector {
             }
         };
         match result {
-            Ok(_) => Ok(None),
+            Ok(_) => {
+                self.mine.store(true, Ordering::SeqCst);
+                Ok(None)
+            }
             // Someone else wrote the Lease between our read and write: they won this round.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Some(self.renew_every)),
-            Err(err) => Err(err),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                self.mine.store(false, Ordering::SeqCst);
+                Ok(Some(self.renew_every))
+            }
+            Err(err) => Err(Err(err)),
         }
     }
 
     /// Blocks until this candidate holds the Lease.
-    pub async fn acquire(&self) {
+    ///
+    /// # Errors
+    /// [`AcquireError::DuplicateIdentity`] when a live twin holds it under our identity.
+    pub async fn acquire(&self) -> Result<(), AcquireError> {
+        let mut warned = false;
         loop {
             match self.try_acquire().await {
-                Ok(None) => return,
+                Ok(None) => return Ok(()),
                 Ok(Some(wait)) => {
+                    let holder = self
+                        .observed()
+                        .as_ref()
+                        .map(|o| o.record.holder.clone())
+                        .unwrap_or_default();
+                    if holder == self.identity && !warned {
+                        warned = true;
+                        tracing::warn!(
+                            identity = %self.identity,
+                            "the leader lease names our own identity but this process never took it: waiting out its term (a restart), and refusing to start if it is renewed (a second replica with the same identity)"
+                        );
+                    }
                     tracing::debug!(holder_wait = ?wait, "lease held by another replica");
                     tokio::time::sleep(wait).await;
                 }
-                Err(err) => {
+                Err(Ok(twin)) => return Err(twin),
+                Err(Err(err)) => {
                     tracing::warn!(error = %err, "failed to read or write the leader lease");
                     tokio::time::sleep(self.renew_every).await;
                 }
@@ -258,11 +377,11 @@ impl LeaderElector {
             tokio::time::sleep(self.renew_every).await;
             match self.try_acquire().await {
                 Ok(None) => last_ok = tokio::time::Instant::now(),
-                Ok(Some(_)) => {
+                Ok(Some(_)) | Err(Ok(_)) => {
                     tracing::error!("lost the leader lease to another replica");
                     return;
                 }
-                Err(err) => {
+                Err(Err(err)) => {
                     tracing::warn!(error = %err, "failed to renew the leader lease");
                     if last_ok.elapsed() >= self.lease_duration {
                         return;
@@ -286,6 +405,7 @@ impl LeaderElector {
             spec.holder_identity = None;
             spec.renew_time = None;
         }
+        self.mine.store(false, Ordering::SeqCst);
         if let Err(err) = self.api.replace(&self.name, &PostParams::default(), &lease).await {
             tracing::warn!(error = %err, "failed to release the leader lease");
         }
@@ -317,12 +437,12 @@ mod tests {
     fn a_missing_or_released_lease_is_taken() {
         let t0 = Instant::now();
         assert_eq!(
-            decide(&observe(None, None, t0), "a", t0),
+            decide(&observe(None, None, t0), "a", false, t0),
             LeaseDecision::Take { new_holder: true }
         );
         let released = LeaseSpec::default();
         assert_eq!(
-            decide(&observe(None, Some(&released), t0), "a", t0),
+            decide(&observe(None, Some(&released), t0), "a", false, t0),
             LeaseDecision::Take { new_holder: true }
         );
     }
@@ -332,7 +452,7 @@ mod tests {
         let t0 = Instant::now();
         let seen = observe(None, Some(&held_by("a", 0)), t0);
         assert_eq!(
-            decide(&seen, "a", t0 + secs(100)),
+            decide(&seen, "a", true, t0 + secs(100)),
             LeaseDecision::Take { new_holder: false }
         );
     }
@@ -341,7 +461,10 @@ mod tests {
     fn a_valid_lease_of_another_replica_makes_us_wait_for_its_remaining_term_on_our_clock() {
         let t0 = Instant::now();
         let seen = observe(None, Some(&held_by("b", 0)), t0);
-        assert_eq!(decide(&seen, "a", t0 + secs(10)), LeaseDecision::Wait(secs(5)));
+        assert_eq!(
+            decide(&seen, "a", true, t0 + secs(10)),
+            LeaseDecision::Wait(secs(5))
+        );
     }
 
     #[test]
@@ -352,7 +475,7 @@ mod tests {
         let again = observe(Some(&first), Some(&held_by("b", 0)), t0 + secs(16));
         assert_eq!(again.at, t0);
         assert_eq!(
-            decide(&again, "a", t0 + secs(16)),
+            decide(&again, "a", true, t0 + secs(16)),
             LeaseDecision::Take { new_holder: true }
         );
     }
@@ -364,7 +487,10 @@ mod tests {
         // 12 s later the holder renewed (its renewTime moved): the term starts again from now.
         let renewed = observe(Some(&first), Some(&held_by("b", 12)), t0 + secs(12));
         assert_eq!(renewed.at, t0 + secs(12));
-        assert_eq!(decide(&renewed, "a", t0 + secs(20)), LeaseDecision::Wait(secs(7)));
+        assert_eq!(
+            decide(&renewed, "a", true, t0 + secs(20)),
+            LeaseDecision::Wait(secs(7))
+        );
     }
 
     #[test]
@@ -374,13 +500,16 @@ mod tests {
         // keeps renewing, so the record changes and the lease is live.
         let behind = observe(None, Some(&held_by("b", -600)), t0);
         let renewed = observe(Some(&behind), Some(&held_by("b", -595)), t0 + secs(5));
-        assert_eq!(decide(&renewed, "a", t0 + secs(6)), LeaseDecision::Wait(secs(14)));
+        assert_eq!(
+            decide(&renewed, "a", true, t0 + secs(6)),
+            LeaseDecision::Wait(secs(14))
+        );
         // The holder's clock is 10 minutes ahead and it stopped renewing: its renewTime looks
         // fresh for ten more minutes, yet the lease expires a term after we last saw it change.
         let ahead = observe(None, Some(&held_by("b", 600)), t0);
         let still = observe(Some(&ahead), Some(&held_by("b", 600)), t0 + secs(15));
         assert_eq!(
-            decide(&still, "a", t0 + secs(15)),
+            decide(&still, "a", true, t0 + secs(15)),
             LeaseDecision::Take { new_holder: true }
         );
     }
@@ -393,5 +522,48 @@ mod tests {
         assert!(a.starts_with("node-") && b.starts_with("node-"), "{a} {b}");
         assert_ne!(a, b);
         assert!(identity(Some(String::new()), None).starts_with("replica-"));
+    }
+
+    #[test]
+    fn a_lease_naming_our_identity_that_this_process_never_took_is_waited_out() {
+        let t0 = Instant::now();
+        // Restarted with the same POD_NAME: the dead process's Lease is not ours to renew at once.
+        let seen = observe(None, Some(&held_by("a", 0)), t0);
+        assert_eq!(
+            decide(&seen, "a", false, t0 + secs(3)),
+            LeaseDecision::Wait(secs(12))
+        );
+        let still = observe(Some(&seen), Some(&held_by("a", 0)), t0 + secs(15));
+        assert_eq!(
+            decide(&still, "a", false, t0 + secs(15)),
+            LeaseDecision::Take { new_holder: true }
+        );
+        // Nobody renewed it meanwhile: no twin.
+        assert!(!twin_renewed(Some(&seen), Some(&held_by("a", 0)), "a", false));
+    }
+
+    #[test]
+    fn a_lease_renewed_under_our_identity_by_another_process_is_a_twin() {
+        let t0 = Instant::now();
+        let seen = observe(None, Some(&held_by("a", 0)), t0);
+        assert!(twin_renewed(Some(&seen), Some(&held_by("a", 2)), "a", false));
+        // Our own renewals, another holder's, or a first look are not.
+        assert!(!twin_renewed(Some(&seen), Some(&held_by("a", 2)), "a", true));
+        assert!(!twin_renewed(Some(&seen), Some(&held_by("b", 2)), "a", false));
+        assert!(!twin_renewed(None, Some(&held_by("a", 2)), "a", false));
+    }
+
+    #[test]
+    fn timings_whose_holder_could_not_renew_in_time_are_refused() {
+        assert_eq!(
+            Timing::new(secs(10), secs(2)).map(|t| t.lease_duration),
+            Ok(secs(10))
+        );
+        assert!(Timing::new(secs(10), secs(6)).is_err_and(|e| e.contains("--lease-retry-period")));
+        assert!(
+            Timing::new(Duration::from_millis(500), secs(0)).is_err_and(|e| e.contains("--lease-duration"))
+        );
+        let default = Timing::default();
+        assert!(default.lease_duration + default.retry_period <= secs(15));
     }
 }
