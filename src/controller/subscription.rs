@@ -435,15 +435,17 @@ async fn unpack_and_plan(
                 manifests: &pulled.manifests,
                 image,
             };
-            let outcome = match create_plan(sub, ctx, ns, install, Some(unpacked)).await? {
-                Ok(plan) => Outcome::NewPlan(selected.bundle.clone(), Box::new(plan)),
+            Ok(match create_plan(sub, ctx, ns, install, Some(unpacked)).await? {
+                Ok(plan) => {
+                    // The manifests are in the plan now (and the image in the digest cache).
+                    puller.forget(&key);
+                    Outcome::NewPlan(selected.bundle.clone(), Box::new(plan))
+                }
+                // Kept: the same manifests give the same failure until the catalog changes.
                 Err(message) => {
                     Outcome::UnpackFailed(reason::ERROR_PREVENTED_UNPACKING, message, lookup::RETRY_AFTER)
                 }
-            };
-            // The manifests are in the plan now (and the image in the digest cache).
-            puller.forget(&key);
-            Ok(outcome)
+            })
         }
         (lookup::LookupState::Failed { retry_in, .. }, _) => {
             let (_, reason, message) = lookup::subscription_condition(&entry).unwrap_or_default();
