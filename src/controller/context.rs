@@ -18,6 +18,9 @@ pub struct Shared {
     pub catalogs: cache::CatalogCache,
     /// Catalog images pulled in the background.
     pub images: image_puller::ImagePuller,
+    /// Bundle images pulled in the background (sharing the catalog puller's permits and
+    /// registry backoff).
+    pub bundles: image_puller::ImagePuller<image_puller::BundlePull>,
     /// Reflector stores.
     pub stores: Stores,
     pub(super) backoff: operator_runtime::backoff::PerObject<String>,

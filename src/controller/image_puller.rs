@@ -1,12 +1,18 @@
-//! Catalog images pulled off the reconcile path (imperative shell).
+//! Catalog and bundle images pulled off the reconcile path (imperative shell).
 //!
 //! The rules: a reconcile never waits on a registry. It asks [`ImagePuller::start`] for a pull and
 //! reads what the last pulls produced ([`ImagePuller::view`]); the pull itself (pull Secrets,
-//! [`crate::oci`] pull into the digest cache, loading the FBC through the one catalog loader on a
-//! blocking thread) runs as its own task. At most [`Config::max_concurrent_pulls`] run at once,
-//! and a registry that failed is left alone for a growing while (5 s doubling up to 5 min), so a
-//! broken registry is not hammered by every CatalogSource that names it. The last good catalog of
-//! a CatalogSource is kept until a newer one loads: a failed re-poll never takes content away.
+//! [`crate::oci`] pull into the digest cache, then reading what was unpacked on a blocking thread)
+//! runs as its own task. At most [`Config::max_concurrent_pulls`] run at once, catalogs and
+//! bundles together, and a registry that failed is left alone for a growing while (5 s doubling up
+//! to 5 min), so a broken registry is not hammered by every CatalogSource or InstallPlan that
+//! names it. The last good content of a key is kept until a newer one loads: a failed re-poll
+//! never takes content away.
+//!
+//! What a pull produces is a [`Pull`]: a catalog image loads to a [`Served`] catalog through the
+//! one catalog loader ([`CatalogPull`]); a bundle image to the manifests of its registry+v1
+//! bundle, parsed and checked by [`crate::bundle::Bundle::parse`] ([`BundlePull`]). Both pullers
+//! share the pull permits and the per-registry backoff ([`ImagePuller::sibling`]).
 //!
 //! [`Config::max_concurrent_pulls`]: super::Config::max_concurrent_pulls
 
@@ -20,14 +26,98 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
 use super::lock;
+pub use crate::plan::catalog_source::ImagePlan;
 use crate::{
     catalog::load::{self, LoadProblem, LoadedCatalog},
     oci,
-    plan::catalog_source::ImagePlan,
 };
 
-/// (namespace, name) of a CatalogSource.
+/// What a puller's entries are keyed by: (namespace, name) of a CatalogSource for catalogs;
+/// (namespace of the catalog, image) for bundles. The namespace is where pull Secrets are read.
 pub type Key = (String, String);
+
+/// Why a pull failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullError {
+    /// The message, naming the image.
+    pub message: String,
+    /// The registry itself failed (unreachable, a server error): its host is backed off.
+    pub registry_fault: bool,
+    /// The content is wrong (not a bundle, an invalid bundle, an unsafe layer): pulling again
+    /// gives the same answer.
+    pub fatal: bool,
+}
+
+impl PullError {
+    fn ours(message: String) -> Self {
+        Self {
+            message,
+            registry_fault: false,
+            fatal: false,
+        }
+    }
+
+    fn oci(error: &oci::Error) -> Self {
+        use oci::Error as E;
+        Self {
+            message: operator_runtime::error_chain(error),
+            registry_fault: error.is_registry_fault(),
+            fatal: matches!(
+                error,
+                E::NotABundle { .. }
+                    | E::NotACatalog { .. }
+                    | E::Unpack { .. }
+                    | E::UnsupportedLayer { .. }
+                    | E::UnsupportedManifest { .. }
+                    | E::BlobTooLarge { .. }
+                    | E::BadDocument { .. }
+                    | E::NoPlatform { .. }
+                    | E::BadConfigsLabel { .. }
+            ),
+        }
+    }
+
+    fn fatal(message: String) -> Self {
+        Self {
+            message,
+            registry_fault: false,
+            fatal: true,
+        }
+    }
+}
+
+/// What one kind of image becomes once pulled.
+pub trait Pull: Send + Sync + 'static {
+    /// The content kept for a key.
+    type Output: Clone + Send + Sync + 'static;
+
+    /// The digest `output` was pulled at.
+    fn digest(output: &Self::Output) -> &str;
+
+    /// Pulls `image` with `registry` (into the digest cache) and reads what it holds.
+    fn pull(
+        registry: oci::Registry,
+        image: oci::ImageRef,
+        plan: ImagePlan,
+    ) -> impl std::future::Future<Output = Result<Self::Output, PullError>> + Send;
+}
+
+/// Catalog images: the catalog directory loaded into a [`Served`] catalog.
+pub struct CatalogPull;
+
+/// Bundle images: the manifests of the registry+v1 bundle.
+pub struct BundlePull;
+
+/// A bundle image that was pulled and parsed.
+#[derive(Clone, Debug)]
+pub struct PulledBundle {
+    /// The image reference pulled.
+    pub image: String,
+    /// The digest it resolved to.
+    pub digest: String,
+    /// The bundle's manifests (`manifests/`), in file order, as a bundle directory gives them.
+    pub manifests: Arc<Vec<serde_json::Value>>,
+}
 
 /// A catalog that was pulled and loaded.
 #[derive(Clone)]
@@ -40,13 +130,17 @@ pub struct Served {
     pub catalog: Arc<LoadedCatalog>,
 }
 
-/// What the puller knows about one CatalogSource.
-#[derive(Clone, Default)]
-pub struct View {
-    /// The last good catalog.
-    pub served: Option<Served>,
+/// What the puller knows about one key.
+#[derive(Clone)]
+pub struct View<T = Served> {
+    /// The last good content.
+    pub served: Option<T>,
     /// The error of the last attempt, when it failed.
     pub last_error: Option<String>,
+    /// Whether that error is about the content (see [`PullError::fatal`]).
+    pub last_error_fatal: bool,
+    /// When the first attempt since the last success (or [`ImagePuller::restart`]) started.
+    pub first_attempt: Option<Instant>,
     /// When the last attempt finished.
     pub last_attempt: Option<Instant>,
     /// The wall-clock time of that, for `status.latestImageRegistryPoll`.
@@ -59,17 +153,36 @@ pub struct View {
     pub failures: u32,
 }
 
-struct Entry {
-    image: String,
-    secrets: Vec<String>,
-    view: View,
+impl<T> Default for View<T> {
+    fn default() -> Self {
+        Self {
+            served: None,
+            last_error: None,
+            last_error_fatal: false,
+            first_attempt: None,
+            last_attempt: None,
+            last_attempt_time: None,
+            pulling: false,
+            changed: None,
+            failures: 0,
+        }
+    }
 }
 
-/// Pulls catalog images for CatalogSources, in the background.
-pub struct ImagePuller {
+struct Entry<T> {
+    image: String,
+    secrets: Vec<String>,
+    view: View<T>,
+}
+
+type Entries<P> = Arc<Mutex<HashMap<Key, Entry<<P as Pull>::Output>>>>;
+
+/// Pulls images in the background: catalog images for CatalogSources (the default), bundle
+/// images for InstallPlans ([`BundlePull`]).
+pub struct ImagePuller<P: Pull = CatalogPull> {
     options: oci::Options,
     permits: Arc<tokio::sync::Semaphore>,
-    entries: Arc<Mutex<HashMap<Key, Entry>>>,
+    entries: Entries<P>,
     backoff: Arc<Mutex<HashMap<String, (u32, Instant)>>>,
 }
 
@@ -83,7 +196,7 @@ fn backoff_after(failures: u32) -> Duration {
         .min(BACKOFF_MAX)
 }
 
-impl ImagePuller {
+impl<P: Pull> ImagePuller<P> {
     /// A puller writing to `options.cache_dir`, running at most `concurrency` pulls at once.
     #[must_use]
     pub fn new(options: oci::Options, concurrency: usize) -> Self {
@@ -95,9 +208,32 @@ impl ImagePuller {
         }
     }
 
+    /// A puller of another kind of image sharing this one's options, pull permits and
+    /// per-registry backoff.
+    #[must_use]
+    pub fn sibling<Q: Pull>(&self) -> ImagePuller<Q> {
+        ImagePuller {
+            options: self.options.clone(),
+            permits: Arc::clone(&self.permits),
+            entries: Arc::default(),
+            backoff: Arc::clone(&self.backoff),
+        }
+    }
+
+    /// Starts the attempts for `key` afresh: its failures are forgotten and
+    /// [`View::first_attempt`] is cleared (the next pull starts a new attempt window).
+    pub fn restart(&self, key: &Key) {
+        if let Some(entry) = lock(&self.entries).get_mut(key) {
+            entry.view.failures = 0;
+            entry.view.first_attempt = None;
+            entry.view.last_error = None;
+            entry.view.last_error_fatal = false;
+        }
+    }
+
     /// What is known for `key` under `plan`; a changed image or secret list starts afresh.
     /// Takes the pending digest change (it is reported once).
-    pub fn view(&self, key: &Key, plan: &ImagePlan) -> View {
+    pub fn view(&self, key: &Key, plan: &ImagePlan) -> View<P::Output> {
         let mut entries = lock(&self.entries);
         let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
             image: plan.image.clone(),
@@ -167,6 +303,7 @@ impl ImagePuller {
                 return false;
             }
             entry.view.pulling = true;
+            entry.view.first_attempt.get_or_insert_with(Instant::now);
         }
         let (entries, backoff, permits) = (
             Arc::clone(&self.entries),
@@ -177,7 +314,7 @@ impl ImagePuller {
         let (key, plan) = (key.clone(), plan.clone());
         tokio::spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = pull(options, client, &key.0, &plan).await;
+            let result = pull::<P>(options, client, &key.0, &plan).await;
             let host = oci::ImageRef::parse(&plan.image)
                 .map(|r| r.registry_host().to_owned())
                 .unwrap_or_default();
@@ -187,7 +324,9 @@ impl ImagePuller {
                     Ok(_) => {
                         backoff.remove(&host);
                     }
-                    Err((_, true)) if !host.is_empty() => {
+                    Err(PullError {
+                        registry_fault: true, ..
+                    }) if !host.is_empty() => {
                         let failures = backoff.get(&host).map_or(0, |(n, _)| *n) + 1;
                         backoff.insert(host, (failures, Instant::now() + backoff_after(failures)));
                     }
@@ -208,17 +347,20 @@ impl ImagePuller {
             match result {
                 Ok(served) => {
                     if let Some(old) = &entry.view.served
-                        && old.digest != served.digest
+                        && P::digest(old) != P::digest(&served)
                     {
-                        entry.view.changed = Some((old.digest.clone(), served.digest.clone()));
+                        entry.view.changed = Some((P::digest(old).to_owned(), P::digest(&served).to_owned()));
                     }
                     entry.view.served = Some(served);
                     entry.view.last_error = None;
+                    entry.view.last_error_fatal = false;
+                    entry.view.first_attempt = None;
                     entry.view.failures = 0;
                 }
-                Err((message, _)) => {
-                    tracing::warn!(catalogsource = %format!("{}/{}", key.0, key.1), image = %plan.image, %message, "catalog image pull failed");
-                    entry.view.last_error = Some(message);
+                Err(error) => {
+                    tracing::warn!(key = %format!("{}/{}", key.0, key.1), image = %plan.image, message = %error.message, "image pull failed");
+                    entry.view.last_error = Some(error.message);
+                    entry.view.last_error_fatal = error.fatal;
                     entry.view.failures += 1;
                 }
             }
@@ -264,42 +406,99 @@ async fn credentials(
     Ok(out)
 }
 
-/// One pull: Secrets, image, catalog. The error says whether the registry itself failed.
-async fn pull(
+/// One pull: Secrets, then the image, read by `P`.
+async fn pull<P: Pull>(
     options: oci::Options,
     client: Client,
     namespace: &str,
     plan: &ImagePlan,
-) -> Result<Served, (String, bool)> {
-    let ours = |message: String| (message, false);
-    let image = oci::ImageRef::parse(&plan.image).map_err(|e| ours(e.to_string()))?;
+) -> Result<P::Output, PullError> {
+    let image = oci::ImageRef::parse(&plan.image).map_err(|e| PullError::fatal(e.to_string()))?;
     let credentials = credentials(&client, namespace, &plan.secrets)
         .await
-        .map_err(ours)?;
+        .map_err(PullError::ours)?;
     let registry = oci::Registry::new(oci::Options {
         credentials,
         ..options
     })
-    .map_err(|e| ours(operator_runtime::error_chain(&e)))?;
-    let pulled = registry
-        .pull_catalog(&image)
+    .map_err(|e| PullError::ours(operator_runtime::error_chain(&e)))?;
+    P::pull(registry, image, plan.clone()).await
+}
+
+impl Pull for CatalogPull {
+    type Output = Served;
+
+    fn digest(output: &Served) -> &str {
+        &output.digest
+    }
+
+    async fn pull(
+        registry: oci::Registry,
+        image: oci::ImageRef,
+        plan: ImagePlan,
+    ) -> Result<Served, PullError> {
+        let pulled = registry
+            .pull_catalog(&image)
+            .await
+            .map_err(|e| PullError::oci(&e))?;
+        let digest = pulled.digest.clone();
+        let dir = pulled.dir.clone();
+        let label = format!("{}@{}", pulled.image, pulled.digest);
+        let loaded = tokio::task::spawn_blocking(move || -> Result<LoadedCatalog, String> {
+            let loaded = crate::source::load_path(&dir).map_err(|e| operator_runtime::error_chain(&e))?;
+            let problems = loaded.problems.into_iter().map(LoadProblem::from).collect();
+            load::link(loaded.config, problems, &digest)
+                .map_err(|refused| format!("image {label} does not hold a valid catalog: {refused}"))
+        })
         .await
-        .map_err(|e| (operator_runtime::error_chain(&e), e.is_registry_fault()))?;
-    let digest = pulled.digest.clone();
-    let dir = pulled.dir.clone();
-    let label = format!("{}@{}", pulled.image, pulled.digest);
-    let loaded = tokio::task::spawn_blocking(move || -> Result<LoadedCatalog, String> {
-        let loaded = crate::source::load_path(&dir).map_err(|e| operator_runtime::error_chain(&e))?;
-        let problems = loaded.problems.into_iter().map(LoadProblem::from).collect();
-        load::link(loaded.config, problems, &digest)
-            .map_err(|refused| format!("image {label} does not hold a valid catalog: {refused}"))
-    })
-    .await
-    .map_err(|e| ours(format!("loading the catalog failed: {e}")))?
-    .map_err(ours)?;
-    Ok(Served {
-        image: plan.image.clone(),
-        digest: pulled.digest,
-        catalog: Arc::new(loaded),
-    })
+        .map_err(|e| PullError::ours(format!("loading the catalog failed: {e}")))?
+        .map_err(PullError::ours)?;
+        Ok(Served {
+            image: plan.image,
+            digest: pulled.digest,
+            catalog: Arc::new(loaded),
+        })
+    }
+}
+
+impl Pull for BundlePull {
+    type Output = PulledBundle;
+
+    fn digest(output: &PulledBundle) -> &str {
+        &output.digest
+    }
+
+    async fn pull(
+        registry: oci::Registry,
+        image: oci::ImageRef,
+        plan: ImagePlan,
+    ) -> Result<PulledBundle, PullError> {
+        let pulled = registry
+            .pull_bundle(&image)
+            .await
+            .map_err(|e| PullError::oci(&e))?;
+        let dir = pulled.dir.clone();
+        let label = format!("{}@{}", pulled.image, pulled.digest);
+        let manifests = tokio::task::spawn_blocking(move || read_bundle(&dir, &label))
+            .await
+            .map_err(|e| PullError::ours(format!("reading the bundle failed: {e}")))??;
+        Ok(PulledBundle {
+            image: plan.image,
+            digest: pulled.digest,
+            manifests: Arc::new(manifests),
+        })
+    }
+}
+
+/// The manifests of the unpacked bundle in `dir`, checked as `kubectl-olm` checks a bundle
+/// directory.
+fn read_bundle(dir: &std::path::Path, label: &str) -> Result<Vec<serde_json::Value>, PullError> {
+    let tree = crate::source::bundle::read_tree(dir)
+        .map_err(|e| PullError::ours(format!("cannot read the unpacked bundle image {label}: {e}")))?;
+    let bundle = crate::bundle::Bundle::parse(&tree).map_err(|e| {
+        PullError::fatal(format!(
+            "bundle image {label} does not hold a valid registry+v1 bundle: {e}"
+        ))
+    })?;
+    Ok(bundle.manifests.into_iter().map(|m| m.object).collect())
 }

@@ -181,6 +181,7 @@ pub(super) async fn run_controllers(
         config,
         metrics,
         catalogs,
+        bundles: images.sibling(),
         images,
         stores: stores.clone(),
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),

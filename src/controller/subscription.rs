@@ -19,6 +19,17 @@
 //!    a conflict reads it instead), is owned by the Subscription, and lists the bundle's steps ([`crate::plan::steps::bundle_steps`],
 //!    from the bundle's inlined objects in the catalog model). A controller that crashes after
 //!    creating it finds it again instead of making a second one.
+//!
+//!    A bundle without inlined objects (an `opm render` catalog: `image:` and
+//!    `olm.csv.metadata`) is pulled from its image first, as upstream unpacks it before creating
+//!    the plan: the pull runs in [`super::image_puller`] (the catalog images' permits and registry
+//!    backoff, the digest cache under `--cache-dir`, the CatalogSource's `spec.secrets`);
+//!    [`lookup::lookup_state`] says where it stands. Meanwhile the Subscription has
+//!    `BundleUnpacking=True` with the registry's message (re-checked every 5 s); past the
+//!    OperatorGroup's `operatorframework.io/bundle-unpack-timeout` (default 10m), or at once for
+//!    an image that is no bundle, `BundleUnpackFailed=True` and a Warning Event, and a new
+//!    attempt 5 minutes later. The pulled manifests become the plan's steps exactly as inlined
+//!    ones, and the plan's `status.bundleLookups` records the lookup.
 //! 4. **Report**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
 //!    status does not flip); the write is skipped when nothing but timestamps changed
 //!    ([`status::status_changed`]). A new `ResolutionFailed` message is also a Warning Event, once
@@ -54,7 +65,7 @@ use kube::{
     runtime::{controller::Action, reflector::ObjectRef},
 };
 
-use super::{Context, Error, Result, cache::LoadedCatalog, instrumented};
+use super::{Context, Error, Result, cache::LoadedCatalog, image_puller, instrumented};
 use crate::{
     api::{
         reasons::subscription as reason,
@@ -64,6 +75,8 @@ use crate::{
     },
     k8s::apply,
     plan::{
+        bundle_lookup as lookup,
+        catalog_source::ImagePlan,
         steps,
         subscription::{
             self as status, CatalogHealthObservation, Decision, Install, Observed, ResolutionStep,
@@ -86,6 +99,10 @@ enum Outcome {
     /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
     WaitingForSucceeded(Option<String>),
     NewPlan(String, Box<InstallPlan>),
+    /// The bundle's image is being pulled (the lookup's message).
+    Unpacking(String),
+    /// The bundle's image could not be unpacked: reason, message, when to look again.
+    UnpackFailed(&'static str, String, Duration),
 }
 
 async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action> {
@@ -233,9 +250,12 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Decision::Failed(reason, message) => Outcome::Failed(reason, message),
         Decision::UpToDate(adopted) => Outcome::UpToDate(adopted),
         Decision::WaitingForSucceeded(adopted) => Outcome::WaitingForSucceeded(adopted),
-        Decision::Install(install) => match create_plan(&sub, &ctx, &ns, &install).await? {
-            Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
-            Err(message) => Outcome::Failed(reason::ERROR_PREVENTED_RESOLUTION, message),
+        Decision::Install(install) => match lookup::needs_lookup(install.bundle) {
+            None => match create_plan(&sub, &ctx, &ns, &install, None).await? {
+                Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
+                Err(message) => Outcome::Failed(reason::ERROR_PREVENTED_RESOLUTION, message),
+            },
+            Some(image) => unpack_and_plan(&sub, &ctx, &ns, &install, image, &now).await?,
         },
     };
     let action = match &decision {
@@ -245,6 +265,11 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
         Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
+        // Upstream resyncs an unpacking namespace every 5 s.
+        Outcome::Unpacking(_) => Action::requeue(Duration::from_secs(5)),
+        Outcome::UnpackFailed(_, _, retry_in) => {
+            Action::requeue((*retry_in).clamp(Duration::from_secs(5), lookup::RETRY_AFTER))
+        }
     };
 
     // Status.
@@ -258,6 +283,8 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             adopted: adopted.as_deref(),
         },
         Outcome::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
+        Outcome::Unpacking(message) => ResolutionStep::Unpacking { message },
+        Outcome::UnpackFailed(reason, message, _) => ResolutionStep::UnpackFailed { reason, message },
     };
     let next = status::next_status(&StatusInput {
         subscription: &sub,
@@ -280,6 +307,14 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
                 message.clone(),
             );
         }
+    }
+    if let Outcome::UnpackFailed(reason, message, _) = &decision
+        && old
+            .as_ref()
+            .and_then(|o| o.condition(&T::BundleUnpackFailed))
+            .is_none_or(|c| c.message.as_deref() != Some(message.as_str()))
+    {
+        ctx.warning(&sub.object_ref(&()), reason, "Unpack", message.clone());
     }
     if let Some(value) = sub.spec.unknown_approval()
         && old
@@ -316,14 +351,122 @@ fn catalog_problem(cs: &CatalogSource) -> String {
     }
 }
 
+/// A bundle whose manifests live in its image: start or follow the pull
+/// ([`super::image_puller`], off the reconcile), decide where the lookup stands
+/// ([`lookup::lookup_state`], no client) and create the InstallPlan once the manifests are here.
+async fn unpack_and_plan(
+    sub: &Subscription,
+    ctx: &Context,
+    ns: &str,
+    install: &Install<'_>,
+    image: &str,
+    now: &Time,
+) -> Result<Outcome> {
+    let stores = &ctx.shared.stores;
+    let group = stores
+        .operator_groups
+        .state()
+        .into_iter()
+        .find(|g| g.namespace().as_deref() == Some(ns));
+    let timeout = match group.as_ref().map_or(Ok(Some(lookup::DEFAULT_TIMEOUT)), |g| {
+        lookup::unpack_timeout(&g.name_any(), g.metadata.annotations.as_ref())
+    }) {
+        Ok(timeout) => timeout,
+        Err(message) => {
+            return Ok(Outcome::UnpackFailed(
+                reason::ERROR_PREVENTED_UNPACKING,
+                message,
+                lookup::RETRY_AFTER,
+            ));
+        }
+    };
+    let catalog = &install.selected.catalog;
+    let secrets = stores
+        .catalog_sources
+        .get(&ObjectRef::<CatalogSource>::new(&catalog.name).within(&catalog.namespace))
+        .map(|cs| cs.spec.secrets.clone())
+        .unwrap_or_default();
+    let key = (catalog.namespace.clone(), image.to_owned());
+    let request = ImagePlan {
+        image: image.to_owned(),
+        secrets,
+        poll: None,
+        interval_problem: None,
+    };
+    let puller = &ctx.shared.bundles;
+    let mut view = puller.view(&key, &request);
+    fn observed(view: &image_puller::View<image_puller::PulledBundle>) -> lookup::Observation<'_> {
+        lookup::Observation {
+            pulled: view.served.is_some(),
+            pulling: view.pulling,
+            elapsed: view.first_attempt.map(|at| at.elapsed()),
+            last_error: view.last_error.as_deref(),
+            last_error_fatal: view.last_error_fatal,
+        }
+    }
+    let mut state = lookup::lookup_state(image, &observed(&view), timeout);
+    if state == lookup::LookupState::Retry {
+        puller.restart(&key);
+        view = puller.view(&key, &request);
+        state = lookup::lookup_state(image, &observed(&view), timeout);
+    }
+    if matches!(state, lookup::LookupState::Pending(_)) && !view.pulling {
+        puller.start(&key, &request, ctx.client());
+    }
+    let selected = &install.selected;
+    let properties = status::bundle_manifests(install.bundle)
+        .map(|(_, properties)| properties)
+        .unwrap_or_default();
+    let entry = lookup::lookup(
+        &lookup::LookupInput {
+            image,
+            identifier: &selected.bundle,
+            replaces: selected.replaces().unwrap_or_default(),
+            catalog_namespace: &catalog.namespace,
+            catalog_name: &catalog.name,
+            properties: &properties,
+        },
+        &state,
+        now,
+    );
+    match (&state, &view.served) {
+        (lookup::LookupState::Unpacked, Some(pulled)) => {
+            let unpacked = status::Unpacked {
+                manifests: &pulled.manifests,
+                image,
+            };
+            Ok(match create_plan(sub, ctx, ns, install, Some(unpacked)).await? {
+                Ok(plan) => {
+                    // The manifests are in the plan now (and the image in the digest cache).
+                    puller.forget(&key);
+                    Outcome::NewPlan(selected.bundle.clone(), Box::new(plan))
+                }
+                // Kept: the same manifests give the same failure until the catalog changes.
+                Err(message) => {
+                    Outcome::UnpackFailed(reason::ERROR_PREVENTED_UNPACKING, message, lookup::RETRY_AFTER)
+                }
+            })
+        }
+        (lookup::LookupState::Failed { retry_in, .. }, _) => {
+            let (_, reason, message) = lookup::subscription_condition(&entry).unwrap_or_default();
+            Ok(Outcome::UnpackFailed(reason, message, *retry_in))
+        }
+        _ => {
+            let (_, _, message) = lookup::subscription_condition(&entry).unwrap_or_default();
+            Ok(Outcome::Unpacking(message))
+        }
+    }
+}
+
 /// Creates (or finds again) this Subscription's InstallPlan for `install`, built by the pure
-/// [`status::install_plan`]. `Ok(Err(message))` is a planning failure to report on the
-/// Subscription.
+/// [`status::install_plan`] (with the manifests pulled from the bundle's image, if any).
+/// `Ok(Err(message))` is a planning failure to report on the Subscription.
 async fn create_plan(
     sub: &Subscription,
     ctx: &Context,
     ns: &str,
     install: &Install<'_>,
+    unpacked: Option<status::Unpacked<'_>>,
 ) -> Result<std::result::Result<InstallPlan, String>> {
     let selected = &install.selected;
     let csv = selected.bundle.as_str();
@@ -358,7 +501,8 @@ async fn create_plan(
             None => break,
         }
     }
-    let (new_plan, ip_status) = match status::install_plan(sub, ns, &ip_name, install) {
+    let now = Time(Timestamp::now());
+    let (new_plan, ip_status) = match status::install_plan(sub, ns, &ip_name, install, unpacked, &now) {
         Ok(built) => built,
         Err(message) => return Ok(Err(message)),
     };

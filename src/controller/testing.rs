@@ -388,6 +388,7 @@ impl Fixture {
             metrics: Arc::new(Metrics::new()),
             catalogs: CatalogCache::new(None).expect("the embedded catalog loads"),
             images: super::image_puller::ImagePuller::new(crate::oci::Options::default(), 1),
+            bundles: super::image_puller::ImagePuller::new(crate::oci::Options::default(), 1),
             stores: Stores {
                 catalog_sources,
                 subscriptions,

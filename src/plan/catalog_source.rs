@@ -85,7 +85,15 @@ pub const DEFAULT_POLL: Duration = Duration::from_secs(15 * 60);
 /// A positive Go duration (`45m`, `1h30m`, `1.5h`, `30s`), as `time.ParseDuration` reads it:
 /// every number needs a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
 fn parse_go_duration(text: &str) -> Option<Duration> {
+    go_duration(text).filter(|d| !d.is_zero())
+}
+
+/// A non-negative Go duration without sign: as [`parse_go_duration`], and zero (`0`, `0s`).
+pub(crate) fn go_duration(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
     if rest.is_empty() {
         return None;
     }
@@ -111,7 +119,7 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
         rest = &rest[unit_len..];
         total += value * seconds;
     }
-    (total > 0.0 && total.is_finite()).then(|| Duration::from_secs_f64(total))
+    (total >= 0.0 && total.is_finite()).then(|| Duration::from_secs_f64(total))
 }
 
 /// The poll interval of `updateStrategy.registryPoll.interval`: `(None, None)` without a

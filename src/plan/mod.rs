@@ -15,6 +15,8 @@
 //!
 //! - [`operator_group`]: an OperatorGroup's target namespaces, the annotations it stamps on
 //!   member CSVs, the install-mode support rule and "exactly one OperatorGroup per namespace".
+//! - [`bundle_lookup`]: a bundle whose manifests live in its image: whether it must be pulled,
+//!   the unpack timeout, and the lookup's state and conditions.
 //! - [`steps`]: a bundle's manifests → the InstallPlan steps in apply order, with OLM's labels,
 //!   generated RBAC and deterministic names; the RBAC that grants an operator its
 //!   permissions in every target namespace; owner references added at apply time.
@@ -38,6 +40,7 @@
 
 use serde::Serialize;
 
+pub mod bundle_lookup;
 pub mod catalog_source;
 pub mod csv;
 pub mod install_plan;

@@ -106,7 +106,10 @@ use crate::{
         },
     },
     catalog::model::Bundle,
-    plan::steps::{self, StepsInput},
+    plan::{
+        bundle_lookup,
+        steps::{self, StepsInput},
+    },
     resolve::{self, Catalogs, Dependency, Installed, Request, Selected},
 };
 
@@ -234,7 +237,19 @@ pub fn bundle_manifests(bundle: &Bundle) -> Result<(Vec<Value>, Vec<Value>), Str
     Ok((objects, properties))
 }
 
-/// The InstallPlan `name` for `install`, owned by `sub`, and the status it starts with.
+/// The manifests of a bundle pulled from its image, and its lookup as the InstallPlan records
+/// it (see [`crate::plan::bundle_lookup`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Unpacked<'a> {
+    /// The bundle's manifests, read from its image.
+    pub manifests: &'a [Value],
+    /// The bundle image.
+    pub image: &'a str,
+}
+
+/// The InstallPlan `name` for `install`, owned by `sub`, and the status it starts with. The
+/// bundle's manifests are its inlined objects, or those pulled from its image (`unpacked`), which
+/// the status then lists as a completed `bundleLookups` entry, as upstream.
 ///
 /// # Errors
 /// A planning failure to report on the Subscription (a broken inlined object, a manifest the
@@ -244,11 +259,32 @@ pub fn install_plan(
     namespace: &str,
     name: &str,
     install: &Install<'_>,
+    unpacked: Option<Unpacked<'_>>,
+    now: &Time,
 ) -> Result<(InstallPlan, InstallPlanStatus), String> {
     let selected = &install.selected;
     let csv = selected.bundle.as_str();
     let catalog = &selected.catalog;
+    let mut lookups = Vec::new();
     let mut plan = bundle_manifests(install.bundle)
+        .map(|(objects, properties)| match unpacked {
+            Some(pulled) => {
+                lookups.push(bundle_lookup::lookup(
+                    &bundle_lookup::LookupInput {
+                        image: pulled.image,
+                        identifier: csv,
+                        replaces: selected.replaces().unwrap_or_default(),
+                        catalog_namespace: &catalog.namespace,
+                        catalog_name: &catalog.name,
+                        properties: &properties,
+                    },
+                    &bundle_lookup::LookupState::Unpacked,
+                    now,
+                ));
+                (pulled.manifests.to_vec(), properties)
+            }
+            None => (objects, properties),
+        })
         .and_then(|(objects, properties)| {
             steps::bundle_steps(&StepsInput {
                 manifests: &objects,
@@ -293,6 +329,7 @@ pub fn install_plan(
         phase: approval.phase,
         catalog_sources: vec![catalog.name.clone()],
         plan,
+        bundle_lookups: lookups,
         ..Default::default()
     };
     Ok((ip, status))
@@ -327,6 +364,19 @@ pub enum ResolutionStep<'a> {
         /// A CSV of the package, present in the namespace and owned by no Subscription, that
         /// this Subscription adopted (see [`crate::resolve::Resolution::adopted`]).
         adopted: Option<&'a str>,
+    },
+    /// Resolution chose a bundle whose image is being pulled ([`crate::plan::bundle_lookup`]):
+    /// `BundleUnpacking=True`, no InstallPlan yet.
+    Unpacking {
+        /// The lookup's pending message.
+        message: &'a str,
+    },
+    /// Resolution chose a bundle whose image could not be unpacked: `BundleUnpackFailed=True`.
+    UnpackFailed {
+        /// `BundleUnpackFailed` or `ErrorPreventedUnpacking`.
+        reason: &'a str,
+        /// What failed, with the registry's message.
+        message: &'a str,
     },
     /// Resolution chose `csv` and the controller created `plan` for it.
     NewPlan {
@@ -398,14 +448,35 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
         ResolutionStep::Failed { reason, message } => {
             conds.set(condition(Cond::ResolutionFailed, true, reason, message));
         }
+        ResolutionStep::Unpacking { message } => {
+            conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpackFailed]);
+            conds.set(condition(
+                Cond::BundleUnpacking,
+                true,
+                reason::UNPACKING_IN_PROGRESS,
+                message,
+            ));
+        }
+        ResolutionStep::UnpackFailed { reason, message } => {
+            conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpacking]);
+            conds.set(condition(Cond::BundleUnpackFailed, true, reason, message));
+        }
         ResolutionStep::UpToDate { adopted } => {
-            conds.remove(&[Cond::ResolutionFailed]);
+            conds.remove(&[
+                Cond::ResolutionFailed,
+                Cond::BundleUnpacking,
+                Cond::BundleUnpackFailed,
+            ]);
             if let Some(csv) = adopted {
                 st.current_csv = Some(csv.to_owned());
             }
         }
         ResolutionStep::NewPlan { csv, plan } => {
-            conds.remove(&[Cond::ResolutionFailed]);
+            conds.remove(&[
+                Cond::ResolutionFailed,
+                Cond::BundleUnpacking,
+                Cond::BundleUnpackFailed,
+            ]);
             st.current_csv = Some(csv.to_owned());
             st.install_plan_ref = Some(plan_object_reference(plan));
             st.install_plan = Some(InstallPlanReference {

@@ -328,6 +328,72 @@ fn plan_messages_come_from_the_plan_or_say_how_to_approve() {
 }
 
 #[test]
+fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan() {
+    let health = healthy_catalogs();
+    let now = time(500);
+    let run = |sub: &Subscription, resolution| {
+        next_status(&StatusInput {
+            subscription: sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &[],
+            resolution,
+            now: &now,
+        })
+    };
+    let sub = subscription("Automatic", None);
+    let unpacking = run(
+        &sub,
+        ResolutionStep::Unpacking {
+            message: "pulling bundle image r/b:1",
+        },
+    );
+    let c = cond(&unpacking, Cond::BundleUnpacking).expect("BundleUnpacking");
+    assert_eq!(
+        (c.status.clone(), c.reason.as_deref(), c.message.as_deref()),
+        (
+            ConditionStatus::True,
+            Some(reason::UNPACKING_IN_PROGRESS),
+            Some("pulling bundle image r/b:1")
+        )
+    );
+    assert_eq!(summary(&unpacking), (None, None, None, None));
+
+    let mut sub = subscription("Automatic", None);
+    sub.status = Some(unpacking);
+    let failed = run(
+        &sub,
+        ResolutionStep::UnpackFailed {
+            reason: reason::BUNDLE_UNPACK_FAILED,
+            message: "bundle unpacking failed for b.v1 - DeadlineExceeded: slow",
+        },
+    );
+    assert!(cond(&failed, Cond::BundleUnpacking).is_none());
+    let c = cond(&failed, Cond::BundleUnpackFailed).expect("BundleUnpackFailed");
+    assert_eq!(c.reason.as_deref(), Some(reason::BUNDLE_UNPACK_FAILED));
+    assert_eq!(
+        c.message.as_deref(),
+        Some("bundle unpacking failed for b.v1 - DeadlineExceeded: slow")
+    );
+
+    // A retry is unpacking again, without the old failure; the plan clears both.
+    sub.status = Some(failed);
+    let retry = run(&sub, ResolutionStep::Unpacking { message: "pulling" });
+    assert!(cond(&retry, Cond::BundleUnpackFailed).is_none());
+    sub.status = Some(retry);
+    let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
+    let planned = run(
+        &sub,
+        ResolutionStep::NewPlan {
+            csv: "redis-operator.v0.2.0",
+            plan: &ip,
+        },
+    );
+    assert!(cond(&planned, Cond::BundleUnpacking).is_none());
+    assert!(cond(&planned, Cond::BundleUnpackFailed).is_none());
+}
+
+#[test]
 fn resolution_failures_set_and_successes_clear_resolution_failed() {
     let health = healthy_catalogs();
     let now = time(400);
@@ -799,7 +865,8 @@ mod decision {
             let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
                 panic!("expected an install")
             };
-            let (ip, status) = install_plan(&sub, "ops", "install-abc", &install).unwrap();
+            let (ip, status) =
+                install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap();
             assert_eq!(ip.metadata.name.as_deref(), Some("install-abc"));
             assert_eq!(ip.metadata.namespace.as_deref(), Some("ops"));
             let owner = &ip.metadata.owner_references.as_ref().unwrap()[0];
@@ -826,6 +893,72 @@ mod decision {
     }
 
     #[test]
+    fn a_bundle_pulled_from_its_image_gives_the_steps_of_the_inlined_bundle_and_a_lookup() {
+        const IMAGE: &str = "registry.example/a-bundle@sha256:0123";
+        let inlined = model();
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
+            json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": IMAGE, "properties": [
+                {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]}),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        let imaged = Model::from_config(cfg);
+        let sub = subscription("Automatic");
+        let inst = installed(&sub, None);
+        let want = {
+            let cats = catalogs(&inlined);
+            let mut pinned = sub.clone();
+            pinned.spec.starting_csv = Some("a.v1".into());
+            let Decision::Install(install) = decide_with(&pinned, &["og"], &cats, &inst, &[]) else {
+                panic!("expected an install")
+            };
+            assert_eq!(crate::plan::bundle_lookup::needs_lookup(install.bundle), None);
+            install_plan(&pinned, "ops", "install-abc", &install, None, &super::time(0))
+                .unwrap()
+                .1
+        };
+        let cats = catalogs(&imaged);
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        assert_eq!(
+            crate::plan::bundle_lookup::needs_lookup(install.bundle),
+            Some(IMAGE)
+        );
+        // Without the image's manifests the bundle has none.
+        let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
+        assert!(err.contains("has no ClusterServiceVersion"), "{err}");
+        let manifests = [csv("a.v1", None)];
+        let (_, status) = install_plan(
+            &sub,
+            "ops",
+            "install-abc",
+            &install,
+            Some(Unpacked {
+                manifests: &manifests,
+                image: IMAGE,
+            }),
+            &super::time(0),
+        )
+        .unwrap();
+        assert_eq!(status.plan, want.plan);
+        assert!(want.bundle_lookups.is_empty());
+        let [lookup] = status.bundle_lookups.as_slice() else {
+            panic!("one lookup: {:?}", status.bundle_lookups)
+        };
+        assert_eq!(
+            (lookup.path.as_str(), lookup.identifier.as_str()),
+            (IMAGE, "a.v1")
+        );
+        assert!(lookup.conditions.is_empty());
+        assert_eq!(lookup.catalog_source_ref.name.as_deref(), Some("cat"));
+    }
+
+    #[test]
     fn a_bundle_whose_inlined_object_is_broken_is_a_planning_failure_naming_it() {
         let mut cfg = DeclarativeConfig::default();
         let docs = [
@@ -844,7 +977,7 @@ mod decision {
         let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
             panic!("expected an install")
         };
-        let err = install_plan(&sub, "ops", "install-abc", &install).unwrap_err();
+        let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
         assert!(
             err.starts_with("bundle a.v1 in catalog olm/cat: inlined object #1"),
             "{err}"
