@@ -357,15 +357,28 @@ async fn subscribe(ns: &support::cluster::TestNamespace, catalog_image: &str, an
 
 /// Waits until the Subscription `redis` has a condition of `type_`; returns it.
 async fn wait_subscription_condition(api: &Api<Subscription>, type_: &str) -> Value {
-    wait_for(&format!("Subscription condition {type_}"), WAIT, || async {
-        let sub = api.get_opt("redis").await.ok()??;
-        let status = serde_json::to_value(sub.status?).ok()?;
-        status["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == type_ && c["status"] == "True")
-            .cloned()
-    })
+    wait_subscription_condition_saying(api, type_, "").await
+}
+
+/// The first `type_` condition (status True) whose message contains `saying`.
+async fn wait_subscription_condition_saying(api: &Api<Subscription>, type_: &str, saying: &str) -> Value {
+    wait_for(
+        &format!("Subscription condition {type_} saying {saying:?}"),
+        WAIT,
+        || async {
+            let sub = api.get_opt("redis").await.ok()??;
+            let status = serde_json::to_value(sub.status?).ok()?;
+            status["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| {
+                    c["type"] == type_
+                        && c["status"] == "True"
+                        && c["message"].as_str().unwrap_or_default().contains(saying)
+                })
+                .cloned()
+        },
+    )
     .await
 }
 
@@ -495,7 +508,8 @@ async fn a_bundle_image_only_catalog_installs_the_redis_operator() {
     )
     .await;
     let subs: Api<Subscription> = other.api();
-    let unpacking = wait_subscription_condition(&subs, "BundleUnpacking").await;
+    // The first message names the pull; the registry's answer follows once it failed.
+    let unpacking = wait_subscription_condition_saying(&subs, "BundleUnpacking", "not found").await;
     assert_eq!(unpacking["reason"], "UnpackingInProgress");
     assert!(
         unpacking["message"]

@@ -126,6 +126,9 @@ async fn a_twin_identity_is_refused_and_a_standby_takes_over_after_the_leader_di
         "failover after SIGKILL: {:.1} s (term 6 s + retry 1 s here; defaults 10 s + 2 s, target <= 15 s)",
         failover.as_secs_f64()
     );
-    assert!(failover >= Duration::from_secs(4), "taken before the term ended: {failover:?}");
+    assert!(
+        failover >= Duration::from_secs(4),
+        "taken before the term ended: {failover:?}"
+    );
     ns.delete_and_wait().await;
 }
