@@ -84,7 +84,22 @@ async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> 
         }
     })
     .await
-    .map_err(|e| Error::Finalizer(Box::new(e)))
+    .or_else(finalizer_gone)
+}
+
+/// A CSV deleted while the finalizer was being added or removed is not an error: its cleanup ran
+/// (or nothing needed it), and nothing is left to patch. Every other finalizer failure is.
+fn finalizer_gone(err: kube::runtime::finalizer::Error<Error>) -> Result<Action> {
+    use kube::runtime::finalizer::Error as FinalizerError;
+    match err {
+        FinalizerError::AddFinalizer(kube::Error::Api(status))
+        | FinalizerError::RemoveFinalizer(kube::Error::Api(status))
+            if status.code == 404 =>
+        {
+            Ok(Action::await_change())
+        }
+        other => Err(Error::Finalizer(Box::new(other))),
+    }
 }
 
 async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
