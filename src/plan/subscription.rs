@@ -248,6 +248,12 @@ pub fn install_plan(
     let selected = &install.selected;
     let csv = selected.bundle.as_str();
     let catalog = &selected.catalog;
+    if install.bundle.properties.bundle_objects.is_empty() && !install.bundle.image.is_empty() {
+        return Err(format!(
+            "bundle {csv} in catalog {catalog} has no inlined manifests; its image {} must be pulled",
+            install.bundle.image
+        ));
+    }
     let mut plan = bundle_manifests(install.bundle)
         .and_then(|(objects, properties)| {
             steps::bundle_steps(&StepsInput {
