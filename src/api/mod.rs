@@ -18,6 +18,12 @@
 //!   value here (`String`, `bool`, a struct); an optional field is an `Option` or an empty
 //!   collection that is skipped when serialising, so a server-side apply never claims
 //!   fields the controller did not mean to set.
+//! - **Go's zero values.** Upstream decodes its objects with Go's `encoding/json`, which reads
+//!   a missing field as its zero value and writes it back (`""`, `false`, an empty list). So
+//!   every object upstream accepts must decode here too: a required field of the
+//!   ClusterServiceVersion is `#[serde(default)]` (a bundle's CRD description often has no
+//!   `resources[].name`) and serialised even when empty, while the schema keeps upstream's
+//!   `required` list (the `GoRequired` schema transform).
 //! - **Open string sets.** Phases, reasons, approval modes and source types are Rust enums
 //!   with one variant per upstream spelling plus `Other(String)`. Upstream's CRDs put no
 //!   `enum` on most of these fields (the controllers validate them), so a cluster may hold
@@ -181,6 +187,34 @@ pub fn from_yaml_str<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> 
 /// Schema for a field holding arbitrary JSON: any value, kept as written.
 pub(crate) fn preserve_unknown_fields(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
+}
+
+/// Schema transform for a struct whose fields Go declares without `omitempty`: Go's decoder
+/// accepts them missing (the zero value) and its encoder always writes them, so the Rust
+/// field is `#[serde(default)]` and always serialised, while the CRD keeps upstream's
+/// `required` list and no `default` (serde's default would otherwise put both in the schema).
+///
+/// Use as `#[schemars(transform = GoRequired(&["name", "kind"]))]`, naming the fields in
+/// declaration order.
+pub(crate) struct GoRequired(pub &'static [&'static str]);
+
+impl schemars::transform::Transform for GoRequired {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
+        if let Some(properties) = schema
+            .get_mut("properties")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            for name in self.0 {
+                if let Some(property) = properties
+                    .get_mut(*name)
+                    .and_then(serde_json::Value::as_object_mut)
+                {
+                    property.remove("default");
+                }
+            }
+        }
+        schema.insert("required".to_owned(), serde_json::json!(self.0));
+    }
 }
 
 /// Declares an open set of upstream string constants: one variant per known spelling plus

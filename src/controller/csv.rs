@@ -559,14 +559,24 @@ async fn apply_deployments(
     for d in desired {
         let dname = d.name_any();
         let key = ObjectRef::<Deployment>::new(&dname).within(ns);
-        if ctx
-            .shared
-            .stores
-            .deployments
-            .get(&key)
-            .is_some_and(|seen| plan_csv::deployment_up_to_date(d, &seen))
+        let seen = ctx.shared.stores.deployments.get(&key);
+        if seen
+            .as_ref()
+            .is_some_and(|seen| plan_csv::deployment_up_to_date(d, seen))
         {
             continue;
+        }
+        // A new strategy type replaces the old one (and the server-defaulted rollingUpdate
+        // no apply owns) before the apply, as upstream's full update does.
+        if let Some(patch) = seen
+            .as_ref()
+            .and_then(|seen| plan_csv::strategy_switch_patch(d, seen))
+        {
+            apply::merge_patch(&dapi, &dname, &patch, &ctx.manager)
+                .await
+                .map_err(Error::apply(format!(
+                    "update strategy of Deployment {ns}/{dname}"
+                )))?;
         }
         let applied = apply::apply(&dapi, &dname, d, &ctx.manager)
             .await

@@ -1,13 +1,17 @@
 //! The controllers' error type: one variant per pipeline stage, so a failure says where it
 //! happened, and `metric_label()` gives the `error` label of `olmrs_reconcile_errors_total`.
+//! API errors read as sentences ([`crate::k8s::message::describe`]), never as kube's debug dump,
+//! because these messages reach statuses and Events.
 
 use thiserror::Error;
+
+use crate::k8s::message::describe;
 
 /// Why a reconcile failed (the stage that failed).
 #[derive(Debug, Error)]
 pub enum Error {
     /// Reading the objects the decision needs failed.
-    #[error("failed to observe {what}: {source}")]
+    #[error("failed to observe {what}: {}", describe(.source))]
     Observe {
         /// What was being read.
         what: String,
@@ -19,7 +23,7 @@ pub enum Error {
     #[error("invalid object: {0}")]
     InvalidObject(String),
     /// Applying a desired object failed.
-    #[error("failed to apply {what}: {source}")]
+    #[error("failed to apply {what}: {}", describe(.source))]
     Apply {
         /// The object being applied (`Kind namespace/name`).
         what: String,
@@ -28,7 +32,7 @@ pub enum Error {
         source: kube::Error,
     },
     /// Deleting an object failed.
-    #[error("failed to delete {what}: {source}")]
+    #[error("failed to delete {what}: {}", describe(.source))]
     Delete {
         /// The object being deleted.
         what: String,
@@ -37,7 +41,7 @@ pub enum Error {
         source: kube::Error,
     },
     /// Writing the status failed.
-    #[error("failed to update the status of {what}: {source}")]
+    #[error("failed to update the status of {what}: {}", describe(.source))]
     UpdateStatus {
         /// The object whose status was written.
         what: String,
@@ -49,7 +53,7 @@ pub enum Error {
     #[error("failed to handle the finalizer: {0}")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
     /// Cleaning up after a deleted object failed.
-    #[error("failed to clean up {what}: {source}")]
+    #[error("failed to clean up {what}: {}", describe(.source))]
     Cleanup {
         /// What was being cleaned up.
         what: String,

@@ -64,7 +64,7 @@ use crate::{
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
     /// Reading a CRD to see whether it is established failed.
-    #[error("failed to read {what}: {source}")]
+    #[error("failed to read {what}: {}", crate::k8s::message::describe(.source))]
     ReadCrd {
         /// `CustomResourceDefinition <name>`.
         what: String,
@@ -72,7 +72,7 @@ pub enum StepError {
         source: kube::Error,
     },
     /// Reading the CSV for its uid failed.
-    #[error("failed to read CSV {name}: {source}")]
+    #[error("failed to read CSV {name}: {}", crate::k8s::message::describe(.source))]
     ReadCsv {
         /// The CSV.
         name: String,
@@ -94,7 +94,7 @@ pub enum StepError {
         what: String,
     },
     /// The API server does not serve the step's kind.
-    #[error("api-server resource not found installing {what}: {source}")]
+    #[error("api-server resource not found installing {what}: {}", crate::k8s::message::describe(.source))]
     Discover {
         /// `<kind> <name>`.
         what: String,
@@ -110,7 +110,7 @@ pub enum StepError {
         what: String,
     },
     /// The server-side apply failed.
-    #[error("error creating {what}: {source}")]
+    #[error("error creating {what}: {}", crate::k8s::message::describe(.source))]
     Apply {
         /// `<kind> <name>`.
         what: String,

@@ -234,14 +234,20 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             .filter(|g| in_ns(g.namespace()))
             .map(|g| g.name_any())
             .collect();
-        status::decide(&Observed {
+        let started = std::time::Instant::now();
+        let decision = status::decide(&Observed {
             subscription: &sub,
             namespace: &ns,
             operator_groups,
             catalogs: &catalogs,
             installed: &installed,
             csv_phases: &csv_phases,
-        })
+        });
+        ctx.shared
+            .metrics
+            .resolution_duration
+            .observe(started.elapsed().as_secs_f64());
+        decision
     } else {
         Decision::NotRun
     };

@@ -41,6 +41,20 @@ where
         .await
 }
 
+/// Sends a JSON merge patch under `manager`: only for the rare change a server-side apply cannot
+/// make, such as removing a field the API server defaulted and no manager owns
+/// ([`crate::plan::csv::strategy_switch_patch`]).
+pub async fn merge_patch<K>(api: &Api<K>, name: &str, patch: &Value, manager: &str) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let params = PatchParams {
+        field_manager: Some(manager.to_owned()),
+        ..Default::default()
+    };
+    api.patch(name, &params, &Patch::Merge(patch)).await
+}
+
 /// Server-side applies `status` to the `/status` subresource of `name`, as the minimal object
 /// `{apiVersion, kind, status}`.
 pub async fn apply_status<K>(

@@ -4,9 +4,11 @@
 //!   are skipped when nothing changed, and the dynamic apply of InstallPlan step objects.
 //! - [`events`]: Kubernetes Events through kube-runtime's `Recorder`.
 //! - [`lease`]: leader election with a `coordination.k8s.io/v1` Lease.
+//! - [`message`]: a kube error as a readable sentence for statuses and Events.
 //! - [`http`]: the `/metrics`, `/healthz` and `/readyz` endpoints.
 
 pub mod apply;
 pub mod events;
 pub mod http;
 pub mod lease;
+pub mod message;

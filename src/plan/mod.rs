@@ -17,6 +17,8 @@
 //!   member CSVs, the install-mode support rule and "exactly one OperatorGroup per namespace".
 //! - [`bundle_lookup`]: a bundle whose manifests live in its image: whether it must be pulled,
 //!   the unpack timeout, and the lookup's state and conditions.
+//! - [`decode`]: a bundle's manifests as upstream's typed decoding reads them (unknown fields
+//!   dropped, nulls as absent, Go's zero values), before they become steps.
 //! - [`steps`]: a bundle's manifests → the InstallPlan steps in apply order, with OLM's labels,
 //!   generated RBAC and deterministic names; the RBAC that grants an operator its
 //!   permissions in every target namespace; owner references added at apply time.
@@ -43,6 +45,7 @@ use serde::Serialize;
 pub mod bundle_lookup;
 pub mod catalog_source;
 pub mod csv;
+pub mod decode;
 pub mod install_plan;
 pub mod operator_group;
 pub mod steps;

@@ -55,6 +55,10 @@
 //! known once the CSV step has been applied, so steps do not contain owner references; the
 //! executor calls [`with_owner`] on each namespaced manifest at apply time.
 //!
+//! Before any of this, every manifest is decoded the way upstream's typed Go decoding reads it
+//! ([`super::decode`]): unknown fields dropped, nulls read as absent, missing required fields of
+//! the CSV as Go's zero values; the step carries that form, not the bundle's text.
+//!
 //! Secrets are listed with the synthetic kind `BundleSecret` (upstream's spelling, which
 //! tells bundle Secrets apart from the pull-secret steps of old plans); [`apply_kind`] maps
 //! it back to `Secret`. Server-populated fields (`status`, `metadata.uid`,
@@ -94,14 +98,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use super::{encode_hash, hash_json, name_with_hash};
+use super::{decode, encode_hash, hash_json, name_with_hash};
 use crate::api::{
     labels::{
         MANAGED, OWNER, OWNER_KIND, OWNER_NAMESPACE, PERMISSIONS_HASH, PROPERTIES, component_label_key,
     },
     v1alpha1::{
-        self, ClusterServiceVersion, INSTALL_STRATEGY_DEPLOYMENT, Step, StepResource, StepStatus,
-        StrategyDeploymentPermissions, StrategyDetailsDeployment,
+        self, INSTALL_STRATEGY_DEPLOYMENT, Step, StepResource, StepStatus, StrategyDeploymentPermissions,
+        StrategyDetailsDeployment,
     },
 };
 
@@ -220,6 +224,16 @@ pub enum StepsError {
         /// The CSV name.
         csv: String,
         /// What the decoder reported (field path included).
+        message: String,
+    },
+    /// A bundle object of a kind OLM decodes into its Kubernetes type does not decode.
+    #[error("bundle object {kind} {name} is invalid: {message}; fix the bundle")]
+    InvalidObject {
+        /// Its kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// What the decoder reported.
         message: String,
     },
     /// The CSV uses an install strategy other than `deployment`.
@@ -759,11 +773,11 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
         }
     };
     let csv_name = csv_object.name.clone();
-    let typed: ClusterServiceVersion =
-        serde_json::from_value(csv_object.manifest.clone()).map_err(|e| StepsError::InvalidCsv {
-            csv: csv_name.clone(),
-            message: e.to_string(),
-        })?;
+    let (typed, decoded) = decode::csv(&csv_object.manifest).map_err(|e| StepsError::InvalidCsv {
+        csv: csv_name.clone(),
+        message: e.to_string(),
+    })?;
+    csv_object.manifest = decoded;
     if typed.spec.install.strategy != INSTALL_STRATEGY_DEPLOYMENT {
         return Err(StepsError::UnsupportedStrategy {
             csv: csv_name,
@@ -820,6 +834,12 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
                 name: object.name,
             });
         }
+        object.manifest = decode::object(&object.group, &object.version, &object.kind, &object.manifest)
+            .map_err(|e| StepsError::InvalidObject {
+                kind: object.kind.clone(),
+                name: object.name.clone(),
+                message: e.to_string(),
+            })?;
         normalise(&mut object.manifest, namespaced.then_some(namespace));
         merge_metadata(&mut object.manifest, "labels", &managed);
         let is_rbac = object.group == RBAC_GROUP;

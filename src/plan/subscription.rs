@@ -266,6 +266,15 @@ pub fn install_plan(
     let csv = selected.bundle.as_str();
     let catalog = &selected.catalog;
     let mut lookups = Vec::new();
+    if unpacked.is_none()
+        && install.bundle.properties.bundle_objects.is_empty()
+        && !install.bundle.image.is_empty()
+    {
+        return Err(format!(
+            "bundle {csv} in catalog {catalog} has no inlined manifests; its image {} must be pulled",
+            install.bundle.image
+        ));
+    }
     let mut plan = bundle_manifests(install.bundle)
         .map(|(objects, properties)| match unpacked {
             Some(pulled) => {

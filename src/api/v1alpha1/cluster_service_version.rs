@@ -13,7 +13,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::string_enum;
+use crate::api::{GoRequired, string_enum};
 
 /// ClusterServiceVersionSpec declarations tell OLM how to install an operator that can manage
 /// apps for a given version.
@@ -62,8 +62,10 @@ use crate::api::string_enum;
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase")
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["install", "displayName"]))]
 pub struct ClusterServiceVersionSpec {
     /// How to run the operator.
+    #[serde(default)]
     pub install: NamedInstallStrategy,
     /// The operator's semantic version (kept as written; parse it where it matters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +101,7 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_kube_version: Option<String>,
     /// Human-readable name.
+    #[serde(default)]
     pub display_name: String,
     /// Long description (Markdown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,10 +158,12 @@ pub struct ClusterServiceVersionSpec {
 pub const INSTALL_STRATEGY_DEPLOYMENT: &str = "deployment";
 
 /// NamedInstallStrategy: the strategy name (`deployment`) and its details.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["strategy"]))]
 pub struct NamedInstallStrategy {
     /// The strategy; only `deployment` is supported.
+    #[serde(default)]
     pub strategy: String,
     /// The Deployments and permissions to create.
     #[serde(default, skip_serializing_if = "StrategyDetailsDeployment::is_empty")]
@@ -168,8 +173,10 @@ pub struct NamedInstallStrategy {
 /// The parsed details of a Deployment install strategy.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["deployments"]))]
 pub struct StrategyDetailsDeployment {
     /// The Deployments to create.
+    #[serde(default)]
     pub deployments: Vec<StrategyDeploymentSpec>,
     /// Namespaced RBAC for the operator's service accounts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -187,12 +194,15 @@ impl StrategyDetailsDeployment {
 }
 
 /// The name, spec and labels of a Deployment OLM creates for the operator.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["name", "spec"]))]
 pub struct StrategyDeploymentSpec {
     /// Deployment name.
+    #[serde(default)]
     pub name: String,
     /// Deployment spec.
+    #[serde(default)]
     pub spec: DeploymentSpec,
     /// Extra labels for the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,20 +210,25 @@ pub struct StrategyDeploymentSpec {
 }
 
 /// RBAC rules for one service account.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["serviceAccountName", "rules"]))]
 pub struct StrategyDeploymentPermissions {
     /// The service account the rules are granted to.
+    #[serde(default)]
     pub service_account_name: String,
     /// The rules.
+    #[serde(default)]
     pub rules: Vec<PolicyRule>,
 }
 
 /// Describes a field of a custom resource for UIs (spec, status and action descriptors share it).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["path"]))]
 pub struct Descriptor {
     /// JSON path of the field, relative to spec or status.
+    #[serde(default)]
     pub path: String,
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,26 +246,35 @@ pub struct Descriptor {
 }
 
 /// A Kubernetes resource type used by a custom resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["name", "kind", "version"]))]
 pub struct ApiResourceReference {
     /// Plural resource name.
+    // Often left out by bundles; upstream reads it as empty.
+    #[serde(default)]
     pub name: String,
     /// Kind.
+    #[serde(default)]
     pub kind: String,
     /// Version.
+    #[serde(default)]
     pub version: String,
 }
 
 /// CRDDescription: a CRD the operator owns or requires.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["name", "version", "kind"]))]
 pub struct CrdDescription {
     /// `<plural>.<group>`.
+    #[serde(default)]
     pub name: String,
     /// The version the operator uses.
+    #[serde(default)]
     pub version: String,
     /// The kind.
+    #[serde(default)]
     pub kind: String,
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,16 +309,21 @@ pub struct CustomResourceDefinitions {
 }
 
 /// APIServiceDescription: an aggregated API the operator owns or requires.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["name", "group", "version", "kind"]))]
 pub struct ApiServiceDescription {
     /// Resource name.
+    #[serde(default)]
     pub name: String,
     /// API group.
+    #[serde(default)]
     pub group: String,
     /// API version.
+    #[serde(default)]
     pub version: String,
     /// Kind.
+    #[serde(default)]
     pub kind: String,
     /// The Deployment serving the API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,14 +375,24 @@ string_enum! {
     }
 }
 
+impl WebhookAdmissionType {
+    /// The empty type a description without `type` reads as (upstream's zero value).
+    pub fn empty() -> Self {
+        Self::Other(String::new())
+    }
+}
+
 /// WebhookDescription: a webhook the operator serves.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&["generateName", "type", "sideEffects", "admissionReviewVersions"]))]
 pub struct WebhookDescription {
     /// Webhook name (must be unique within the CSV).
+    #[serde(default)]
     pub generate_name: String,
     /// The webhook kind.
-    #[serde(rename = "type")]
+    // Empty when missing, as upstream reads it.
+    #[serde(rename = "type", default = "WebhookAdmissionType::empty")]
     #[schemars(extend("enum" = ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook", "ConversionWebhook"]))]
     pub type_: WebhookAdmissionType,
     /// The Deployment serving the webhook.
@@ -379,11 +418,13 @@ pub struct WebhookDescription {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_selector: Option<LabelSelector>,
     /// `None`, `NoneOnDryRun`, ... (required upstream).
+    #[serde(default)]
     pub side_effects: String,
     /// Timeout for a call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<i32>,
     /// AdmissionReview versions the webhook accepts.
+    #[serde(default)]
     pub admission_review_versions: Vec<String>,
     /// `Never` or `IfNeeded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -397,12 +438,20 @@ pub struct WebhookDescription {
 }
 
 /// A CRD conversion webhook (the newer, dedicated form of a `ConversionWebhook` description).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = GoRequired(&[
+    "generateName",
+    "deploymentName",
+    "conversionCRDs",
+    "conversionReviewVersions"
+]))]
 pub struct ConversionWebhookDescription {
     /// Webhook name.
+    #[serde(default)]
     pub generate_name: String,
     /// The Deployment serving the webhook.
+    #[serde(default)]
     pub deployment_name: String,
     /// A URL instead of a service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,22 +467,27 @@ pub struct ConversionWebhookDescription {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_path: Option<String>,
     /// CRDs converted by this webhook.
-    #[serde(rename = "conversionCRDs")]
+    #[serde(rename = "conversionCRDs", default)]
     #[schemars(length(min = 1))]
     pub conversion_crds: Vec<String>,
     /// ConversionReview versions the webhook accepts.
+    #[serde(default)]
     #[schemars(length(min = 1))]
     pub conversion_review_versions: Vec<String>,
 }
 
 /// A group, version and kind.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+#[schemars(transform = GoRequired(&["group", "version", "kind"]))]
 pub struct GroupVersionKind {
     /// API group (empty for the core group).
+    #[serde(default)]
     pub group: String,
     /// API version.
+    #[serde(default)]
     pub version: String,
     /// Kind.
+    #[serde(default)]
     pub kind: String,
 }
 
@@ -461,28 +515,34 @@ pub struct AppLink {
 
 /// An icon.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(transform = GoRequired(&["base64data", "mediatype"]))]
 pub struct Icon {
     /// Base64-encoded image data.
-    #[serde(rename = "base64data")]
+    #[serde(rename = "base64data", default)]
     pub base64_data: String,
     /// Media type, e.g. `image/svg+xml`.
-    #[serde(rename = "mediatype")]
+    #[serde(rename = "mediatype", default)]
     pub media_type: String,
 }
 
 /// A container image the operator uses.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(transform = GoRequired(&["name", "image"]))]
 pub struct RelatedImage {
     /// A name for the image.
+    #[serde(default)]
     pub name: String,
     /// The image reference (preferably by digest).
+    #[serde(default)]
     pub image: String,
 }
 
 /// Cleanup behaviour when the CSV is deleted.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(transform = GoRequired(&["enabled"]))]
 pub struct CleanupSpec {
     /// Whether to delete the operator's custom resources.
+    #[serde(default)]
     pub enabled: bool,
 }
 
@@ -500,13 +560,23 @@ string_enum! {
     }
 }
 
+impl InstallModeType {
+    /// The empty type an install mode without `type` reads as (upstream's zero value).
+    pub fn empty() -> Self {
+        Self::Other(String::new())
+    }
+}
+
 /// Whether an install mode is supported.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[schemars(transform = GoRequired(&["type", "supported"]))]
 pub struct InstallMode {
     /// The install mode.
-    #[serde(rename = "type")]
+    // Empty when missing, as upstream reads it.
+    #[serde(rename = "type", default = "InstallModeType::empty")]
     pub type_: InstallModeType,
     /// Whether the operator supports it.
+    #[serde(default)]
     pub supported: bool,
 }
 

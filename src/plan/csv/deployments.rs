@@ -92,3 +92,42 @@ pub fn deployment_up_to_date(desired: &Deployment, seen: &Deployment) -> bool {
         .all(|o| seen.owner_references().iter().any(|s| s.uid == o.uid));
     labels_match && owners_match
 }
+
+/// The Deployment update strategy a spec asks for, with the API server's default
+/// (`RollingUpdate`) when it names none.
+fn strategy_type(deployment: &Deployment) -> &str {
+    deployment
+        .spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.type_.as_deref())
+        .unwrap_or("RollingUpdate")
+}
+
+/// The JSON merge patch to send before applying `desired` when the live Deployment (`seen`) has
+/// another update strategy type, or `None` when the types agree.
+///
+/// Upstream replaces the whole Deployment on an upgrade, so a new strategy simply takes effect.
+/// A server-side apply cannot do that when the old `rollingUpdate` block was filled in by the
+/// API server's defaulting: no field manager owns it, so the apply keeps it, and the server
+/// refuses `type: Recreate` beside a `rollingUpdate` ("may not be specified when strategy
+/// `type` is 'Recreate'"). The patch sets the new type and the desired `rollingUpdate` —
+/// `null` (removed) when the desired spec has none — in one write; the apply that follows then
+/// owns the strategy as usual.
+#[must_use]
+pub fn strategy_switch_patch(desired: &Deployment, seen: &Deployment) -> Option<serde_json::Value> {
+    let wanted = strategy_type(desired);
+    if wanted == strategy_type(seen) {
+        return None;
+    }
+    let rolling_update = desired
+        .spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.as_ref())
+        .and_then(|r| serde_json::to_value(r).ok())
+        .unwrap_or(serde_json::Value::Null);
+    Some(serde_json::json!({
+        "spec": {"strategy": {"type": wanted, "rollingUpdate": rolling_update}}
+    }))
+}

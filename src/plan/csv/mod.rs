@@ -857,7 +857,7 @@ mod deployments;
 mod requirements;
 mod writes;
 
-pub use deployments::{deployment_up_to_date, desired_deployments};
+pub use deployments::{deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use requirements::{requirement_status, waits_only_on_own_plan};
 pub use writes::write_waits;
 #[cfg(test)]

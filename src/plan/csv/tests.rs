@@ -990,6 +990,53 @@ fn a_deployment_is_up_to_date_only_with_the_same_hash_labels_and_owner() {
     );
 }
 
+fn with_strategy(strategy: serde_json::Value) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": "op"},
+        "spec": {"selector": {}, "template": {}, "strategy": strategy}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn switching_to_recreate_removes_the_defaulted_rolling_update_first() {
+    let live = with_strategy(json!({
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}
+    }));
+    let recreate = with_strategy(json!({"type": "Recreate"}));
+    assert_eq!(
+        strategy_switch_patch(&recreate, &live),
+        Some(json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
+    );
+    assert_eq!(strategy_switch_patch(&recreate, &recreate), None);
+}
+
+#[test]
+fn switching_back_to_rolling_update_sets_the_desired_parameters() {
+    let live = with_strategy(json!({"type": "Recreate"}));
+    let unspecified = with_strategy(json!({}));
+    assert_eq!(
+        strategy_switch_patch(&unspecified, &live),
+        Some(json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": null}}})),
+        "no strategy means the server's default, RollingUpdate with its default parameters"
+    );
+    let rolling = with_strategy(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}));
+    assert_eq!(
+        strategy_switch_patch(&rolling, &live),
+        Some(json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}))
+    );
+    let defaulted = with_strategy(json!({
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}
+    }));
+    assert_eq!(
+        strategy_switch_patch(&unspecified, &defaulted),
+        None,
+        "the same type needs no patch"
+    );
+}
+
 fn waiting(message: &str) -> ClusterServiceVersionStatus {
     ClusterServiceVersionStatus {
         phase: Some(CsvPhase::Installing),

@@ -351,7 +351,7 @@ fn bundle_secrets_apply_as_secrets_and_scopes_are_known() {
 }
 
 fn strategy() -> StrategyDetailsDeployment {
-    let csv: ClusterServiceVersion = serde_json::from_value(csv_manifest()).unwrap();
+    let csv: v1alpha1::ClusterServiceVersion = serde_json::from_value(csv_manifest()).unwrap();
     csv.spec.install.spec
 }
 
@@ -453,4 +453,51 @@ fn a_dependency_becomes_a_subscription_step_with_the_component_label_and_no_csv_
     assert!(owned_by_csv("ServiceAccount"));
     sub.metadata.namespace = None;
     assert!(subscription_step(&sub, "b.v1").is_err());
+}
+
+#[test]
+fn steps_carry_the_manifests_as_upstream_decodes_them() {
+    let mut csv = csv_manifest();
+    csv["spec"]["skips"] = Value::Null;
+    csv["spec"]["skipRange"] = json!(">=1.0.0 <1.1.0");
+    csv["spec"]["customresourcedefinitions"] = json!({"owned": [{"name": "redisclusters.cache.example.com", "version": "v1", "kind": "RedisCluster",
+                          "resources": [{"kind": "Pod", "version": "v1"}]}]});
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "annotations": null}, "data": null, "unknown": 1});
+    let steps = plan(&[csv, config_map, crd()]).unwrap();
+    for step in &steps {
+        let m = manifest(step);
+        assert!(decode::null_paths(&m).is_empty(), "{} {}", step.resource.kind, m);
+    }
+    let csv = steps
+        .iter()
+        .find(|s| s.resource.kind == CSV_KIND)
+        .map(manifest)
+        .unwrap();
+    assert!(csv["spec"].get("skipRange").is_none());
+    assert_eq!(
+        csv["spec"]["customresourcedefinitions"]["owned"][0]["resources"][0]["name"],
+        ""
+    );
+    let cm = steps
+        .iter()
+        .find(|s| s.resource.kind == "ConfigMap")
+        .map(manifest)
+        .unwrap();
+    assert!(cm.get("unknown").is_none() && cm.get("data").is_none());
+}
+
+#[test]
+fn a_typed_object_that_does_not_decode_is_refused_naming_it() {
+    let bad = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+                     "spec": {"ports": "not a list"}});
+    let err = plan(&[csv_manifest(), bad]).unwrap_err();
+    assert!(
+        matches!(&err, StepsError::InvalidObject { kind, name, .. } if kind == "Service" && name == "svc"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("bundle object Service svc is invalid: ")
+    );
 }

@@ -929,9 +929,9 @@ mod decision {
             crate::plan::bundle_lookup::needs_lookup(install.bundle),
             Some(IMAGE)
         );
-        // Without the image's manifests the bundle has none.
+        // Without the image's manifests, the error says the image must be pulled.
         let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
-        assert!(err.contains("has no ClusterServiceVersion"), "{err}");
+        assert!(err.contains("has no inlined manifests; its image"), "{err}");
         let manifests = [csv("a.v1", None)];
         let (_, status) = install_plan(
             &sub,
@@ -982,5 +982,32 @@ mod decision {
             err.starts_with("bundle a.v1 in catalog olm/cat: inlined object #1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_bundle_with_only_an_image_says_the_image_must_be_pulled() {
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
+            json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "quay.io/a/bundle:v1",
+                "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]}),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        let model = Model::from_config(cfg);
+        let (cats, sub) = (catalogs(&model), subscription("Automatic"));
+        let inst = installed(&sub, None);
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
+        assert_eq!(
+            err,
+            "bundle a.v1 in catalog olm/cat has no inlined manifests; its image quay.io/a/bundle:v1 \
+             must be pulled"
+        );
+        assert!(!err.contains("no ClusterServiceVersion"));
     }
 }
