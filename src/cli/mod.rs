@@ -252,7 +252,9 @@ pub enum Shell {
 pub struct CatalogArgs {
     /// The file-based catalog: a directory (YAML and JSON files, any depth), a catalog image
     /// (oci://REGISTRY/REPO:TAG, REGISTRY/REPO@sha256:..., or REGISTRY/REPO:TAG), or
-    /// grpc://HOST:PORT for a running registry (`opm serve`, `kubectl olm catalog serve`).
+    /// grpc://HOST:PORT for a running registry (`opm serve`, `kubectl olm catalog serve`), or
+    /// https://HOST/... for a catalogd HTTP API (its base URL; http:// only for loopback or an
+    /// --insecure-registry HOST:PORT).
     #[arg(long = "catalog", value_name = "DIR|IMAGE", default_value = DEFAULT_CATALOG, global = true)]
     pub catalog: PathBuf,
 
