@@ -25,6 +25,8 @@
 //! - [`telemetry`]: structured logging setup.
 //! - [`grpc`]: the registry gRPC API (`opm serve`'s): a server over a loaded catalog and a client
 //!   reading one into the model.
+//! - [`catalogd`]: OLM v1's catalogd HTTP API (`/api/v1/all`, `/api/v1/metas`): a server over a
+//!   loaded catalog and a client reading one (conditional GET, gzip, verified TLS).
 //! - [`source`]: reads catalogs and bundles from disk or stdin into the core's values.
 //! - [`oci`]: all registry I/O: pulling catalog and bundle images (verified, unpacked safely,
 //!   cached by digest) and pushing them.
@@ -32,13 +34,14 @@
 //!
 //! Public are the modules the binaries, the integration tests, the benches, the fuzz targets and
 //! the Redis operator's end-to-end suite use (`api`, `bundle`, `catalog`, `cli`, `codec`,
-//! `controller`, `graph`, `grpc`, `oci`, `source`, `telemetry`, `version_range`); the rest is
+//! `catalogd`, `controller`, `graph`, `grpc`, `oci`, `source`, `telemetry`, `version_range`); the rest is
 //! `pub(crate)`, so the compiler reports code nothing uses.
 #![warn(missing_docs)]
 
 pub mod api;
 pub mod bundle;
 pub mod catalog;
+pub mod catalogd;
 pub mod cli;
 pub mod codec;
 pub mod controller;

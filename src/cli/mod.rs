@@ -252,7 +252,9 @@ pub enum Shell {
 pub struct CatalogArgs {
     /// The file-based catalog: a directory (YAML and JSON files, any depth), a catalog image
     /// (oci://REGISTRY/REPO:TAG, REGISTRY/REPO@sha256:..., or REGISTRY/REPO:TAG), or
-    /// grpc://HOST:PORT for a running registry (`opm serve`, `kubectl olm catalog serve`).
+    /// grpc://HOST:PORT for a running registry (`opm serve`, `kubectl olm catalog serve`), or
+    /// https://HOST/... for a catalogd HTTP API (its base URL; http:// only for loopback or an
+    /// --insecure-registry HOST:PORT).
     #[arg(long = "catalog", value_name = "DIR|IMAGE", default_value = DEFAULT_CATALOG, global = true)]
     pub catalog: PathBuf,
 
@@ -353,10 +355,13 @@ Examples:
         dir: Option<PathBuf>,
     },
 
-    /// Serve the catalog on the registry gRPC API (`opm serve`'s) until SIGINT or SIGTERM.
+    /// Serve the catalog on the registry gRPC API (`opm serve`'s) and/or the catalogd HTTP API
+    /// (OLM v1's) until SIGINT or SIGTERM.
     #[command(after_help = "\
 Examples:
   kubectl olm catalog serve catalog --grpc 127.0.0.1:50051
+  kubectl olm catalog serve catalog --grpc 127.0.0.1:50051 --http 127.0.0.1:8080   # both at once
+  kubectl olm catalog serve catalog --http 0.0.0.0:8080   # only catalogd's /api/v1/all and /api/v1/metas
   kubectl olm catalog serve path/to/catalog --grpc 0.0.0.0:50051 -vv   # log every request")]
     Serve(crate::cli::cmd::catalog::serve::ServeArgs),
     /// Push a catalog directory as a catalog image (one layer under /configs, the configs label).

@@ -20,6 +20,13 @@
 //! [`crate::plan::catalog_source::grpc_refresh`] says so, and linked by the same loader
 //! ([`crate::catalog::load::link`]). A registry that stops answering keeps its last good catalog in
 //! the cache, with `TRANSIENT_FAILURE` (or `CONNECTING`) and a message saying what is still served.
+//!
+//! `sourceType: http` (olm-rs only) with `spec.address`, the base URL of a catalogd HTTP API: every
+//! reconcile GETs `/api/v1/all` through [`crate::catalogd::client`] with `If-Modified-Since` set to
+//! the `Last-Modified` of the catalog served ([`crate::plan::catalog_source::http_if_modified_since`]);
+//! a `304` keeps it, a `200` is linked by the same loader. TLS is verified against the system
+//! roots plus `--registry-ca`; plain HTTP only to loopback or an `--insecure-registry`. A server
+//! that fails keeps the last good catalog, as the grpc arm does.
 
 use std::{sync::Arc, time::Duration};
 
@@ -36,11 +43,13 @@ use crate::{
         },
     },
     catalog::load::{self, catalog_from_data},
+    catalogd,
     grpc::{ClientError, ClientOptions, Connection},
     k8s::apply,
     plan::catalog_source::{
         GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
-        heads_of, image_status, plan_source, poll_due, served_message,
+        heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
+        plan_source, poll_due, served_message,
     },
 };
 
@@ -81,7 +90,15 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             observed_state = Some(served.state);
             status.latest_image_registry_poll = served.read_at;
             address = Some(addr);
-            poll_every = poll;
+            poll_every = Some(poll.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK)));
+            served.result
+        }
+        SourcePlan::Http { url, poll } => {
+            let served = serve_from_http(cache, ctx.shared.images.options(), &ns, &name, &url).await;
+            observed_state = Some(served.state);
+            status.latest_image_registry_poll = served.read_at;
+            address = Some(url);
+            poll_every = Some(poll.unwrap_or(GRPC_CHECK));
             served.result
         }
         SourcePlan::Builtin => match cache.builtin() {
@@ -172,9 +189,10 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     });
     report(&cs, &ctx, &ns, &name, &old, &mut status, ready, None).await?;
     Ok(match (observed_state.is_some(), ready) {
-        // A registry is checked every minute (or every poll interval, when shorter), and soon
-        // again when it does not answer.
-        (true, true) => Action::requeue(poll_every.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK))),
+        // A registry is checked every minute (or every poll interval, when shorter), a catalogd
+        // server every poll interval (default a minute), and both soon again when they do not
+        // answer.
+        (true, true) => Action::requeue(poll_every.unwrap_or(GRPC_CHECK)),
         (true, false) => Action::requeue(Duration::from_secs(15)),
         (false, true) => Action::requeue(Duration::from_secs(600)),
         (false, false) => Action::requeue(Duration::from_secs(60)),
@@ -396,6 +414,115 @@ async fn registry_heads(conn: &Connection) -> std::result::Result<Heads, ClientE
         heads.push((p.name, p.default_channel_name, channels));
     }
     Ok(heads)
+}
+
+/// How an HTTP catalog server that gave no catalog failed.
+fn http_reachability(err: &catalogd::ClientError) -> Reachability {
+    let text = operator_runtime::error_chain(err);
+    match err {
+        catalogd::ClientError::Timeout { .. } => Reachability::Connecting(text),
+        _ => Reachability::Failed(text),
+    }
+}
+
+/// GETs the catalog of the catalogd HTTP API at `url` (conditionally, when one read from it is
+/// served) and caches what a `200` brought; a `304` or a failure leaves the cached catalog in
+/// place.
+async fn serve_from_http(
+    cache: &CatalogCache,
+    registry: &crate::oci::Options,
+    ns: &str,
+    name: &str,
+    url: &str,
+) -> FromRegistry {
+    let cached = cache.get(ns, name);
+    let tag = cached.as_ref().map(|c| c.resource_version.as_str());
+    let read_at = tag
+        .and_then(|t| http_tag_parts(t, url))
+        .and_then(|(secs, _)| Timestamp::from_second(secs).ok())
+        .map(Time);
+    let options = catalogd::ClientOptions {
+        ca_bundle: registry.ca_bundle.clone(),
+        insecure: registry.insecure.clone(),
+        connect_timeout: Duration::from_secs(10),
+        read_timeout: Duration::from_secs(30),
+        ..catalogd::ClientOptions::default()
+    };
+    let failed = |err: catalogd::ClientError, read_at: Option<Time>| {
+        let invalid_spec = matches!(
+            err,
+            catalogd::ClientError::InvalidUrl { .. } | catalogd::ClientError::PlainHttp { .. }
+        );
+        let reach = http_reachability(&err);
+        let error = match &reach {
+            Reachability::Connecting(e) | Reachability::Failed(e) => e.clone(),
+        };
+        let at = read_at.as_ref().map(|t| t.0.to_string());
+        FromRegistry {
+            state: reach.state(),
+            result: Err(if invalid_spec {
+                (reason::SPEC_INVALID_ERROR, error)
+            } else {
+                (
+                    reason::REGISTRY_SERVER_ERROR,
+                    http_unreachable_message(url, &error, at.as_deref()),
+                )
+            }),
+            read_at,
+        }
+    };
+    let client = match catalogd::client::client(&options) {
+        Ok(client) => client,
+        Err(err) => return failed(err, read_at),
+    };
+    let since = http_if_modified_since(tag, url);
+    let fetched = match catalogd::fetch(&client, url, &options, since).await {
+        Ok(fetched) => fetched,
+        Err(err) => return failed(err, read_at),
+    };
+    let catalogd::Fetched::Catalog(fetched) = fetched else {
+        // 304: what is served is current.
+        let left_out = cached.map(|c| c.problems.clone()).unwrap_or_default();
+        return FromRegistry {
+            state: connection_state::READY,
+            read_at,
+            result: Ok((None, left_out)),
+        };
+    };
+    let now = Timestamp::now();
+    let problems: Vec<String> = fetched.problems.iter().map(ToString::to_string).collect();
+    match load::link(
+        fetched.config,
+        Vec::new(),
+        &http_tag(url, now.as_second(), fetched.last_modified.as_deref()),
+    ) {
+        Ok(mut catalog) => {
+            tracing::info!(catalogsource = %format!("{ns}/{name}"), url, "read the catalog");
+            catalog.problems.extend(problems);
+            let left_out = catalog.problems.clone();
+            cache.insert(ns, name, Arc::new(catalog));
+            FromRegistry {
+                state: connection_state::READY,
+                read_at: Some(Time(now)),
+                result: Ok((None, left_out)),
+            }
+        }
+        Err(refused) => FromRegistry {
+            state: connection_state::READY,
+            read_at,
+            result: Err((
+                reason::REGISTRY_SERVER_ERROR,
+                format!(
+                    "catalog server {url} serves no usable catalog: {refused}{}",
+                    if cached.is_some() {
+                        "; still serving the catalog read before"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+        },
+    }
 }
 
 /// Checks the registry at `address`, reads its catalog when [`grpc_refresh`] says so, and

@@ -231,6 +231,13 @@ impl<P: Pull> ImagePuller<P> {
         }
     }
 
+    /// How registries are reached (the CA bundle and the plain-HTTP list also serve the catalogd
+    /// HTTP client).
+    #[must_use]
+    pub fn options(&self) -> &oci::Options {
+        &self.options
+    }
+
     /// What is known for `key` under `plan`; a changed image or secret list starts afresh.
     /// Takes the pending digest change (it is reported once).
     pub fn view(&self, key: &Key, plan: &ImagePlan) -> View<P::Output> {

@@ -29,6 +29,17 @@
 //! `updateStrategy.registryPoll.interval` has elapsed. A registry that goes away keeps its last
 //! good catalog served, and the status says so ([`grpc_unreachable_message`]). When both are set,
 //! the image wins (upstream runs the image's registry and ignores the address).
+//!
+//! # `sourceType: http` with `spec.address` (olm-rs only)
+//!
+//! The address is the base URL of a catalogd HTTP API (OLM v1's catalogd: a ClusterCatalog's
+//! `status.urls.base`; or `kubectl olm catalog serve --http`). Every reconcile (each
+//! `updateStrategy.registryPoll.interval`, default each minute) GETs `BASE/api/v1/all`,
+//! conditionally: the `Last-Modified` of the catalog served goes out as `If-Modified-Since`
+//! ([`http_if_modified_since`]), so an unchanged catalog costs a `304` and is kept. States are the
+//! grpc arm's: `READY` while the server answers, `CONNECTING` when it does not answer in time,
+//! `TRANSIENT_FAILURE` when it fails or is not catalogd; a server gone keeps the last good
+//! catalog served and says so ([`http_unreachable_message`]).
 
 use std::time::Duration;
 
@@ -45,6 +56,9 @@ use crate::{
 /// Our `sourceType` for the catalog embedded in the controller.
 pub const SOURCE_TYPE_BUILTIN: &str = "builtin";
 
+/// Our `sourceType` for a catalogd HTTP API at `spec.address`.
+pub const SOURCE_TYPE_HTTP: &str = "http";
+
 /// What the spec asks for, once validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourcePlan {
@@ -57,6 +71,14 @@ pub enum SourcePlan {
     Grpc {
         /// `spec.address`.
         address: String,
+        /// `spec.updateStrategy.registryPoll.interval`.
+        poll: Option<Duration>,
+    },
+    /// Read the catalog from the catalogd HTTP API whose base URL is `url`, checked again every
+    /// `poll` (default: each minute).
+    Http {
+        /// `spec.address`.
+        url: String,
         /// `spec.updateStrategy.registryPoll.interval`.
         poll: Option<Duration>,
     },
@@ -240,10 +262,11 @@ pub fn plan_source(cs: &CatalogSource) -> SourcePlan {
         },
         SourceType::Grpc => plan_grpc(cs),
         SourceType::Other(t) if t == SOURCE_TYPE_BUILTIN => SourcePlan::Builtin,
+        SourceType::Other(t) if t == SOURCE_TYPE_HTTP => plan_http(cs),
         other => SourcePlan::Invalid(
             reason::SPEC_INVALID_ERROR,
             format!(
-                "unknown sourcetype: {}; CatalogSource {name} must use sourceType configmap (with spec.configMap) or builtin",
+                "unknown sourcetype: {}; CatalogSource {name} must use sourceType grpc (with spec.image or spec.address), configmap (with spec.configMap), http (with spec.address) or builtin",
                 other.as_str()
             ),
         ),
@@ -276,26 +299,108 @@ fn plan_grpc(cs: &CatalogSource) -> SourcePlan {
             ),
         );
     };
+    match address_poll(cs) {
+        Ok(poll) => SourcePlan::Grpc {
+            address: address.to_owned(),
+            poll,
+        },
+        Err(invalid) => invalid,
+    }
+}
+
+/// `registryPoll.interval` of an address source, strictly parsed (`None` without one, or `0`).
+fn address_poll(cs: &CatalogSource) -> Result<Option<Duration>, SourcePlan> {
     let interval = cs
         .spec
         .update_strategy
         .as_ref()
         .and_then(|u| u.registry_poll.as_ref())
         .and_then(|p| p.interval.as_deref());
-    let poll = match interval.map(operator_runtime::duration::parse) {
-        None => None,
-        Some(Ok(d)) if d.is_zero() => None,
-        Some(Ok(d)) => Some(d),
-        Some(Err(err)) => {
-            return SourcePlan::Invalid(
-                reason::INVALID_INTERVAL_ERROR,
-                format!("CatalogSource {name}: spec.updateStrategy.registryPoll.interval: {err}"),
-            );
-        }
+    match interval.map(operator_runtime::duration::parse) {
+        None => Ok(None),
+        Some(Ok(d)) if d.is_zero() => Ok(None),
+        Some(Ok(d)) => Ok(Some(d)),
+        Some(Err(err)) => Err(SourcePlan::Invalid(
+            reason::INVALID_INTERVAL_ERROR,
+            format!(
+                "CatalogSource {}: spec.updateStrategy.registryPoll.interval: {err}",
+                cs.name_any()
+            ),
+        )),
+    }
+}
+
+fn plan_http(cs: &CatalogSource) -> SourcePlan {
+    let name = cs.name_any();
+    let address = cs
+        .spec
+        .address
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty());
+    let Some(url) = address else {
+        return SourcePlan::Invalid(
+            reason::SPEC_INVALID_ERROR,
+            format!(
+                "CatalogSource {name} has sourceType http but no spec.address; set spec.address to the base URL of a catalogd HTTP API (https://HOST/catalogs/NAME, a ClusterCatalog's status.urls.base, or http://HOST:PORT of kubectl olm catalog serve --http)"
+            ),
+        );
     };
-    SourcePlan::Grpc {
-        address: address.to_owned(),
-        poll,
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return SourcePlan::Invalid(
+            reason::SPEC_INVALID_ERROR,
+            format!(
+                "CatalogSource {name} has sourceType http but spec.address {url:?} is not an https:// URL; set it to the catalog's base URL (https://HOST/catalogs/NAME)"
+            ),
+        );
+    }
+    match address_poll(cs) {
+        Ok(poll) => SourcePlan::Http {
+            url: url.to_owned(),
+            poll,
+        },
+        Err(invalid) => invalid,
+    }
+}
+
+/// The cache tag of a catalog read from `url` at `secs` (Unix seconds) whose server said
+/// `Last-Modified: last_modified`: the URL, so a changed `spec.address` reads again; the read
+/// time, for `latestImageRegistryPoll`; `Last-Modified`, for the next conditional GET.
+#[must_use]
+pub fn http_tag(url: &str, secs: i64, last_modified: Option<&str>) -> String {
+    format!("{url}#{secs}#{}", last_modified.unwrap_or_default())
+}
+
+/// The read time (Unix seconds) and `Last-Modified` of a cached catalog when its tag says it came
+/// from `url`.
+#[must_use]
+pub fn http_tag_parts<'a>(tag: &'a str, url: &str) -> Option<(i64, Option<&'a str>)> {
+    let rest = tag.strip_prefix(url)?.strip_prefix('#')?;
+    let (secs, last_modified) = rest.split_once('#')?;
+    let secs = secs.parse().ok()?;
+    Some((secs, Some(last_modified).filter(|l| !l.is_empty())))
+}
+
+/// The `If-Modified-Since` of the next GET of `url`: the `Last-Modified` of the catalog served,
+/// when one read from that URL is served and its server sent one.
+#[must_use]
+pub fn http_if_modified_since<'a>(cached_tag: Option<&'a str>, url: &str) -> Option<&'a str> {
+    cached_tag
+        .and_then(|tag| http_tag_parts(tag, url))
+        .and_then(|(_, last_modified)| last_modified)
+}
+
+/// The message of an http CatalogSource whose server did not answer with a catalog: the error,
+/// and whether the last good catalog (read at `last_read`) is still served.
+#[must_use]
+pub fn http_unreachable_message(url: &str, error: &str, last_read: Option<&str>) -> String {
+    match last_read {
+        Some(at) => {
+            format!("catalog server {url} failed: {error}; still serving the catalog read from it at {at}")
+        }
+        None => format!(
+            "catalog server {url} failed: {error}; no catalog has been read from it yet; check that the catalogd HTTP API is reachable and that spec.address is the catalog's base URL"
+        ),
     }
 }
 

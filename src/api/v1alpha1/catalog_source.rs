@@ -56,7 +56,9 @@ use crate::api::string_enum;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSourceSpec {
-    /// `grpc`, `configmap` or `internal` (deprecated alias of configmap).
+    /// `grpc`, `configmap` or `internal` (deprecated alias of configmap); olm-rs also reads
+    /// `builtin` (the catalog shipped with the controller) and `http` (a catalogd HTTP API at
+    /// `address`).
     pub source_type: SourceType,
     /// Higher is preferred during dependency resolution; default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +66,8 @@ pub struct CatalogSourceSpec {
     /// The ConfigMap holding the catalog (configmap and internal sources).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<String>,
-    /// `host:port` of a running registry (grpc sources; ignored when `image` is set).
+    /// `host:port` of a running registry (grpc sources; ignored when `image` is set), or the base
+    /// URL of a catalogd HTTP API, `https://HOST/catalogs/NAME` (http sources).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
     /// A catalog image to serve (grpc sources).

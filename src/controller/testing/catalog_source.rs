@@ -4,6 +4,7 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use http::Method;
+use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -155,4 +156,219 @@ async fn a_grpc_source_whose_registry_never_answered_says_no_catalog_was_read() 
         "{message}"
     );
     assert!(fixture.shared.catalogs.get("olm", "reg").is_none());
+}
+
+// ---------------------------------------------------------------------------------------------
+// sourceType: http, against our catalogd HTTP server in process.
+// ---------------------------------------------------------------------------------------------
+
+/// The catalog of [`registry`] as catalogd content, loaded at `loaded`.
+fn content(count: usize, loaded: std::time::SystemTime) -> Arc<crate::catalogd::Content> {
+    let mut text = String::from(r#"{"schema":"olm.package","name":"a","defaultChannel":"stable"}"#);
+    let entries: Vec<String> = (1..=count).map(|i| format!(r#"{{"name":"a.v{i}"}}"#)).collect();
+    text.push_str(&format!(
+        r#"{{"schema":"olm.channel","package":"a","name":"stable","entries":[{}]}}"#,
+        entries.join(",")
+    ));
+    for i in 1..=count {
+        text.push_str(&format!(
+            r#"{{"schema":"olm.bundle","package":"a","name":"a.v{i}","image":"quay.io/a/bundle:v{i}","properties":[{{"type":"olm.package","value":{{"packageName":"a","version":"{i}.0.0"}}}}]}}"#
+        ));
+    }
+    let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.json", &text);
+    assert!(problems.is_empty(), "{problems:?}");
+    Arc::new(crate::catalogd::Content::from_config(&cfg, loaded).expect("renderable"))
+}
+
+/// Serves `content` over HTTP on `addr`, counting requests, until the sender fires.
+async fn serve_http(
+    content: Arc<crate::catalogd::Content>,
+    addr: SocketAddr,
+) -> (SocketAddr, oneshot::Sender<()>) {
+    let listener = crate::catalogd::server::bind(addr)
+        .await
+        .expect("a free loopback port");
+    let bound = listener.local_addr().expect("a bound address");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(crate::catalogd::serve(content, listener, async {
+        let _ = stopped.await;
+    }));
+    (bound, stop)
+}
+
+fn http_source(url: &str, status: Value) -> Value {
+    json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "reg", "namespace": "olm", "uid": "reg-uid", "resourceVersion": "1"},
+        "spec": {"sourceType": "http", "address": url, "updateStrategy": {"registryPoll": {"interval": "5m"}}},
+        "status": status})
+}
+
+/// One reconcile that may or may not write the status; the action and the status written.
+async fn reconcile_maybe(
+    fixture: &Fixture,
+    server: &mut ApiServerVerifier,
+    cs: Value,
+    writes: bool,
+) -> (Action, Value) {
+    let source: CatalogSource = object(cs.clone());
+    let scenario = if writes {
+        Scenario::StatusWritten {
+            collection: CATALOG_SOURCES.into(),
+            object: cs.clone(),
+            manager: "olm-rs/catalogsource",
+        }
+    } else {
+        Scenario::NothingWritten
+    };
+    let (result, received) = server
+        .run(
+            scenario,
+            catalog_source::reconcile(Arc::new(source), fixture.context("catalogsource")),
+        )
+        .await;
+    let action = result.expect("the reconcile succeeds");
+    let status = bodies(&received, &Method::PATCH, CATALOG_SOURCES)
+        .first()
+        .map_or(cs["status"].clone(), |b| b["status"].clone());
+    (action, status)
+}
+
+fn served_tag(fixture: &Fixture) -> String {
+    fixture
+        .shared
+        .catalogs
+        .get("olm", "reg")
+        .expect("a catalog is served")
+        .resource_version
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_source_reads_catalogd_keeps_the_catalog_on_304_and_when_the_server_goes() {
+    use std::time::{Duration, SystemTime};
+    let (fixture, mut server) = Fixture::new();
+    let loaded = SystemTime::now() - Duration::from_secs(3600);
+    let (address, stop) = serve_http(content(2, loaded), "127.0.0.1:0".parse().expect("an address")).await;
+    let url = format!("http://{address}");
+
+    // First read: READY, the URL as the address, the read time, requeued at the poll interval.
+    let (action, status) = reconcile_maybe(&fixture, &mut server, http_source(&url, json!({})), true).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert_eq!(status["connectionState"]["address"], url.as_str());
+    assert!(status["latestImageRegistryPoll"].is_string(), "{status:#}");
+    assert!(status.get("reason").is_none_or(Value::is_null), "{status:#}");
+    assert_eq!(action, Action::requeue(Duration::from_secs(300)));
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2"]);
+    let first_tag = served_tag(&fixture);
+    assert!(first_tag.starts_with(&format!("{url}#")), "{first_tag}");
+    assert!(
+        first_tag.ends_with(" GMT"),
+        "the Last-Modified is kept: {first_tag}"
+    );
+
+    // Again: the conditional GET gets 304, the same catalog (same tag) is kept, nothing to write.
+    let (_, status) = reconcile_maybe(&fixture, &mut server, http_source(&url, status), false).await;
+    assert_eq!(served_tag(&fixture), first_tag);
+    assert_eq!(status["connectionState"]["lastObservedState"], "READY");
+
+    // The server goes away: TRANSIENT_FAILURE, the last good catalog still served, and said so.
+    stop.send(()).expect("the server is running");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (action, status) = reconcile_maybe(&fixture, &mut server, http_source(&url, status), true).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "TRANSIENT_FAILURE",
+        "{status:#}"
+    );
+    assert_eq!(status["reason"], "RegistryServerError");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("catalog server {url} failed"))
+            && message.contains("still serving the catalog read from it at"),
+        "{message}"
+    );
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2"]);
+
+    // It comes back with new content (loaded later): read again, READY.
+    let (_, _running) = serve_http(content(3, SystemTime::now()), address).await;
+    let (_, status) = reconcile_maybe(&fixture, &mut server, http_source(&url, status), true).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert!(status.get("message").is_none_or(Value::is_null), "{status:#}");
+    assert_eq!(bundles_served(&fixture), ["a.v1", "a.v2", "a.v3"]);
+}
+
+/// Answers every connection with `response` (a whole HTTP/1.1 response) and closes it.
+async fn serve_raw(response: &'static str) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let addr = listener.local_addr().expect("a bound address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_source_on_a_server_that_is_not_catalogd_or_cuts_the_body_serves_nothing_and_says_why() {
+    let cases = [
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<html></html>",
+            "not a catalogd catalog API",
+        ),
+        (
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n\r\n404 page not found\n",
+            "answered 404 Not Found: no catalog at this URL",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/jsonl\r\nContent-Length: 500\r\n\r\n{\"schema\":\"olm.package\",\"name\":\"a\"}\n",
+            "the body broke off",
+        ),
+    ];
+    for (response, expected) in cases {
+        let (fixture, mut server) = Fixture::new();
+        let url = format!("http://{}", serve_raw(response).await);
+        let (_, status) = reconcile_maybe(&fixture, &mut server, http_source(&url, json!({})), true).await;
+        assert_eq!(
+            status["connectionState"]["lastObservedState"], "TRANSIENT_FAILURE",
+            "{status:#}"
+        );
+        let message = status["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(expected) && message.contains("no catalog has been read from it yet"),
+            "{expected}: {message}"
+        );
+        assert!(fixture.shared.catalogs.get("olm", "reg").is_none());
+    }
+}
+
+#[tokio::test]
+async fn an_http_source_refuses_plain_http_to_a_remote_host_as_an_invalid_spec() {
+    let (fixture, mut server) = Fixture::new();
+    let (_, status) = reconcile_maybe(
+        &fixture,
+        &mut server,
+        http_source("http://catalogd.example:8080/catalogs/x", json!({})),
+        true,
+    )
+    .await;
+    assert_eq!(status["reason"], "SpecInvalidError", "{status:#}");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("refusing plain HTTP to catalogd.example:8080")
+            && message.contains("--insecure-registry"),
+        "{message}"
+    );
 }

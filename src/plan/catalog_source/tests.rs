@@ -78,6 +78,77 @@ fn a_grpc_source_with_an_address_reads_the_registry_and_one_with_an_image_is_ref
     assert!(m.contains("registryPoll.interval") && m.contains("soon"), "{m}");
 }
 
+fn http(address: Option<&str>, interval: Option<&str>) -> CatalogSource {
+    let mut c = grpc(address, None, interval);
+    c.spec.source_type = SourceType::Other("http".into());
+    c
+}
+
+#[test]
+fn an_http_source_needs_an_http_url_and_parses_its_interval() {
+    assert_eq!(
+        plan_source(&http(Some(" https://catalogd.svc/catalogs/hub "), Some("5m"))),
+        SourcePlan::Http {
+            url: "https://catalogd.svc/catalogs/hub".into(),
+            poll: Some(Duration::from_secs(300))
+        }
+    );
+    assert_eq!(
+        plan_source(&http(Some("http://127.0.0.1:8080"), None)),
+        SourcePlan::Http {
+            url: "http://127.0.0.1:8080".into(),
+            poll: None
+        }
+    );
+    let SourcePlan::Invalid(r, m) = plan_source(&http(None, None)) else {
+        panic!()
+    };
+    assert_eq!(r, "SpecInvalidError");
+    assert!(m.contains("sourceType http but no spec.address"), "{m}");
+    let SourcePlan::Invalid(_, m) = plan_source(&http(Some("catalogd:8080"), None)) else {
+        panic!()
+    };
+    assert!(m.contains("not an https:// URL"), "{m}");
+    let SourcePlan::Invalid(r, _) = plan_source(&http(Some("https://c"), Some("soon"))) else {
+        panic!()
+    };
+    assert_eq!(r, "InvalidIntervalError");
+}
+
+#[test]
+fn an_http_catalog_is_tagged_with_its_url_read_time_and_last_modified() {
+    let url = "https://c/catalogs/hub";
+    let tag = http_tag(url, 1_700_000_000, Some("Tue, 14 Nov 2023 22:13:20 GMT"));
+    assert_eq!(
+        http_tag_parts(&tag, url),
+        Some((1_700_000_000, Some("Tue, 14 Nov 2023 22:13:20 GMT")))
+    );
+    assert_eq!(
+        http_if_modified_since(Some(&tag), url),
+        Some("Tue, 14 Nov 2023 22:13:20 GMT")
+    );
+    // Another URL (spec.address changed), no catalog, or no Last-Modified: a plain GET.
+    assert_eq!(
+        http_if_modified_since(Some(&tag), "https://c/catalogs/other"),
+        None
+    );
+    assert_eq!(http_if_modified_since(Some(&tag), "https://c/catalogs/hu"), None);
+    assert_eq!(http_if_modified_since(None, url), None);
+    let without = http_tag(url, 5, None);
+    assert_eq!(http_tag_parts(&without, url), Some((5, None)));
+    assert_eq!(http_if_modified_since(Some(&without), url), None);
+    let kept = http_unreachable_message(url, "connection refused", Some("2026-01-01T00:00:00Z"));
+    assert!(
+        kept.contains("still serving the catalog read from it at 2026"),
+        "{kept}"
+    );
+    let none = http_unreachable_message(url, "404", None);
+    assert!(
+        none.contains("no catalog has been read") && none.contains("base URL"),
+        "{none}"
+    );
+}
+
 fn observed() -> GrpcObserved {
     GrpcObserved {
         cached: true,

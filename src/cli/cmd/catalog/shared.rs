@@ -1,6 +1,7 @@
-//! What the catalog verbs share: loading `--catalog DIR|IMAGE` into the linked [`Model`] (an
-//! image is pulled through [`crate::oci`] into the cache first), and finding a package and a
-//! channel with errors that list what exists.
+//! What the catalog verbs share: loading `--catalog DIR|IMAGE|grpc://...|https://...` into the
+//! linked [`Model`] (an image is pulled through [`crate::oci`] into the cache first; a registry or
+//! a catalogd HTTP API is read through [`super::remote`]), and finding a package and a channel
+//! with errors that list what exists.
 //!
 //! Browsing uses [`Model::build`], which never fails: real catalogs carry problems `opm validate`
 //! rejects (see `catalog validate`), and a user still wants to list and inspect them. Each verb
@@ -51,6 +52,10 @@ pub fn read(
     if let Some(address) = super::remote::grpc_address(dir) {
         let (cfg, problems) = super::remote::read(address)?;
         return Ok((cfg, problems, address.to_owned()));
+    }
+    if let Some(url) = super::remote::http_url(dir) {
+        let (cfg, problems) = super::remote::read_http(url, registry)?;
+        return Ok((cfg, problems, url.to_owned()));
     }
     if let Some(image) = image_arg(dir) {
         let pulled = crate::cli::registry::pull_catalog(registry, image, err)?;
