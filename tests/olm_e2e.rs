@@ -846,6 +846,117 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
     assert!(metrics.contains("subscription_sync_total{"), "{metrics}");
     assert!(metrics.contains("install_plan_count"), "{metrics}");
     assert!(metrics.contains("catalogsource_ready{"), "{metrics}");
+
+    user_roles_for_the_widget_api(env).await;
+}
+
+/// What upstream OLM writes so a namespace's people can use an installed operator's API: the
+/// group's `olm.providedAPIs`, the per-API ClusterRoles aggregated into `admin`/`edit`/`view`,
+/// the group's `olm.og.og.<level>-<hash>` roles, and a namespace admin creating a Widget.
+async fn user_roles_for_the_widget_api(env: &Env) {
+    env.wait_obj::<OperatorGroup, _>("olm.providedAPIs", "og", |g| {
+        (str_at(g, "/metadata/annotations/olm.providedAPIs") == "Widget.v1.e2e.olm-rs.io").then(|| g.clone())
+    })
+    .await;
+    let crs: Api<ClusterRole> = Api::all(env.cluster.client());
+    // FNV-1a 64 of "Widget.v1.e2e.olm-rs.io", as upstream's APIKeyToGVKHash.
+    let hash = "bded413ba7741be6";
+    for (level, verbs) in [
+        ("admin", vec!["*"]),
+        ("edit", vec!["create", "update", "patch", "delete"]),
+        ("view", vec!["get", "list", "watch"]),
+        ("crdview", vec!["get"]),
+    ] {
+        let name = format!("widgets.e2e.olm-rs.io-v1-{level}");
+        let role = wait_for(&format!("ClusterRole {name}"), Duration::from_secs(60), || {
+            let crs = crs.clone();
+            let name = name.clone();
+            async move { crs.get_opt(&name).await.ok().flatten() }
+        })
+        .await;
+        let aggregate = if level == "crdview" { "view" } else { level };
+        let labels = role.labels();
+        assert_eq!(
+            labels
+                .get(&format!("rbac.authorization.k8s.io/aggregate-to-{aggregate}"))
+                .map(String::as_str),
+            Some("true"),
+            "{name}: {labels:?}"
+        );
+        assert_eq!(
+            labels
+                .get(&format!(
+                    "olm.opgroup.permissions/aggregate-to-{hash}-{aggregate}"
+                ))
+                .map(String::as_str),
+            Some("true"),
+            "{name}: {labels:?}"
+        );
+        let rule = &role.rules.as_ref().expect("rules")[0];
+        assert_eq!(rule.verbs, verbs, "{name}");
+        let owner = &role.metadata.owner_references.as_ref().expect("owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("CustomResourceDefinition", "widgets.e2e.olm-rs.io")
+        );
+    }
+    let by_owner = ListParams::default().labels(&format!(
+        "olm.owner=og,olm.owner.kind=OperatorGroup,olm.owner.namespace={}",
+        env.ns()
+    ));
+    let group_roles = crs.list(&by_owner).await.expect("group roles").items;
+    assert_eq!(group_roles.len(), 3, "{group_roles:?}");
+    for role in &group_roles {
+        let level = ["admin", "edit", "view"]
+            .into_iter()
+            .find(|l| role.name_any().starts_with(&format!("olm.og.og.{l}-")))
+            .unwrap_or_else(|| panic!("unexpected group role {}", role.name_any()));
+        let selectors = role
+            .aggregation_rule
+            .as_ref()
+            .and_then(|a| a.cluster_role_selectors.clone())
+            .unwrap_or_default();
+        let key = format!("olm.opgroup.permissions/aggregate-to-{hash}-{level}");
+        assert!(
+            selectors.iter().any(|s| s
+                .match_labels
+                .as_ref()
+                .and_then(|m| m.get(&key))
+                .map(String::as_str)
+                == Some("true")),
+            "{}: {selectors:?}",
+            role.name_any()
+        );
+    }
+
+    // A namespace admin (bound to the built-in `admin` ClusterRole here) creates a Widget.
+    let rbs: Api<RoleBinding> = Api::namespaced(env.cluster.client(), env.ns());
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "alice-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]
+    }))
+    .expect("a RoleBinding");
+    rbs.create(&PostParams::default(), &binding)
+        .await
+        .expect("binding alice");
+    let widget = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("e2e.olm-rs.io", "v1", "Widget"));
+    let alice: Api<DynamicObject> = Api::namespaced_with(
+        env.cluster.client_as("alice", &["system:authenticated"]),
+        env.ns(),
+        &widget,
+    );
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "e2e.olm-rs.io/v1", "kind": "Widget", "metadata": {"name": "alices"}, "spec": {}
+    }))
+    .expect("a Widget");
+    // The aggregation controller needs a moment to fold the new roles into `admin`.
+    wait_for("alice may create a Widget", Duration::from_secs(60), || {
+        let alice = alice.clone();
+        let obj = obj.clone();
+        async move { alice.create(&PostParams::default(), &obj).await.ok() }
+    })
+    .await;
 }
 
 /// Automatic approval from `startingCSV`, then upgrades through `replaces`, `skips` and

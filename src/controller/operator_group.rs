@@ -4,24 +4,41 @@
 //! Targets and the condition are [`crate::plan::operator_group`]'s (upstream
 //! `getOperatorGroupTargets`); namespaces are listed only for a selector. Invalid targets
 //! leave `status.namespaces` unset (member CSVs wait) and raise a Warning event.
+//!
+//! It also gives the namespace's people the use of its operators' APIs, as upstream's
+//! `syncOperatorGroups`/`ensureClusterRolesForCSV` do ([`crate::plan::user_roles`]): the
+//! `olm.providedAPIs` annotation from the member CSVs, the group's aggregated
+//! `olm.og.<group>.{admin,edit,view}-<hash>` ClusterRoles, and, once a member CSV has
+//! Succeeded, the per-API `<crd>-<version>-{admin,edit,view,crdview}` ClusterRoles owned by
+//! the CRD (or APIService), all by server-side apply. A CSV change requeues its group.
 
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{
-    api::core::v1::Namespace,
+    api::{core::v1::Namespace, rbac::v1::ClusterRole},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
     jiff::Timestamp,
 };
-use kube::{Api, Resource, ResourceExt, api::ListParams, runtime::controller::Action};
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{ApiResource, DynamicObject, ListParams},
+    core::GroupVersionKind,
+    runtime::controller::Action,
+};
 
 use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
         reasons::operator_group as reason,
         v1::{OperatorGroup, OperatorGroupStatus},
+        v1alpha1::{ClusterServiceVersion, CsvPhase},
     },
     k8s::apply,
-    plan::operator_group::{NamespaceInfo, multiple_groups_condition, target_namespaces},
+    plan::{
+        operator_group::{NamespaceInfo, multiple_groups_condition, target_namespaces},
+        user_roles,
+    },
 };
 
 /// Reconciles one OperatorGroup.
@@ -103,6 +120,101 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
             ctx.warning(&og.object_ref(&()), &cond.reason, "Sync", cond.message.clone());
         }
     }
+    ensure_user_roles(&og, &ns, &ctx).await?;
     // Selector targets change when namespaces are labelled: look again now and then.
     Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+/// The `olm.providedAPIs` annotation and the ClusterRoles for the people using the group's
+/// operators (module doc).
+async fn ensure_user_roles(og: &OperatorGroup, ns: &str, ctx: &Context) -> Result<()> {
+    let members: Vec<Arc<ClusterServiceVersion>> = ctx
+        .shared
+        .stores
+        .csvs
+        .state()
+        .into_iter()
+        .filter(|c| c.namespace().as_deref() == Some(ns) && !user_roles::is_copied(c))
+        .collect();
+    let provided = user_roles::namespace_provided_apis(members.iter().map(AsRef::as_ref));
+    let name = og.name_any();
+    if let Some(value) = user_roles::desired_provided_apis(og, &provided) {
+        let api: Api<OperatorGroup> = Api::namespaced(ctx.client(), ns);
+        let body = serde_json::json!({
+            "apiVersion": OperatorGroup::api_version(&()),
+            "kind": OperatorGroup::kind(&()),
+            "metadata": {"name": name, "namespace": ns,
+                "annotations": {user_roles::PROVIDED_APIS: value}},
+        });
+        apply::apply(&api, &name, &body, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!(
+                "OperatorGroup {ns}/{name} annotation {}",
+                user_roles::PROVIDED_APIS
+            )))?;
+    }
+    // Upstream aggregates the union of the annotation and the members' APIs.
+    let mut group_apis = provided;
+    if og.spec.static_provided_apis == Some(true)
+        && let Some(current) = og.annotations().get(user_roles::PROVIDED_APIS)
+    {
+        group_apis.extend(user_roles::parse_provided_apis(current));
+    }
+    let roles: Api<ClusterRole> = Api::all(ctx.client());
+    for role in user_roles::operator_group_cluster_roles(og, &group_apis) {
+        apply_role(&roles, role, ctx).await?;
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
+    let apiservice = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+    ));
+    let apiservices: Api<DynamicObject> = Api::all_with(ctx.client(), &apiservice);
+    for csv in members.iter().filter(|c| {
+        c.status.as_ref().and_then(|s| s.phase.as_ref()) == Some(&CsvPhase::Succeeded)
+            && c.metadata.deletion_timestamp.is_none()
+    }) {
+        let Ok(apis) = user_roles::provided_apis(csv) else {
+            continue;
+        };
+        for api in apis {
+            let owner_name = api.owner_name();
+            let meta = if api.crd.is_some() {
+                crds.get_metadata_opt(&owner_name)
+                    .await
+                    .map(|m| m.map(|m| m.metadata))
+            } else {
+                apiservices
+                    .get_metadata_opt(&owner_name)
+                    .await
+                    .map(|m| m.map(|m| m.metadata))
+            }
+            .map_err(Error::observe(format!(
+                "the API {owner_name} provided by {}",
+                csv.name_any()
+            )))?;
+            // Not served yet: the CSV's own requirements wait for it; its change requeues us.
+            let Some(uid) = meta.and_then(|m| m.uid) else {
+                continue;
+            };
+            let owner = user_roles::ApiOwner {
+                name: owner_name,
+                uid,
+            };
+            for role in user_roles::provided_api_cluster_roles(&api, &owner) {
+                apply_role(&roles, role, ctx).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn apply_role(api: &Api<ClusterRole>, role: ClusterRole, ctx: &Context) -> Result<()> {
+    let name = role.name_any();
+    // k8s-openapi writes apiVersion and kind and leaves unset fields out.
+    apply::apply(api, &name, &role, &ctx.manager)
+        .await
+        .map_err(Error::apply(format!("ClusterRole {name}")))?;
+    Ok(())
 }

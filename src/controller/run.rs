@@ -202,11 +202,17 @@ pub(super) async fn run_controllers(
 
     // OperatorGroups: a sibling group appearing or leaving changes TooManyOperatorGroups.
     let og_store = stores.operator_groups.clone();
+    let og_store2 = stores.operator_groups.clone();
     let og_ctl = Controller::for_stream(og_stream, operator_groups)
         .with_config(cfg())
         .watches_stream(
             metadata_trigger::<OperatorGroup>(client.clone(), wc()),
             move |og| mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref()),
+        )
+        // Member CSVs change the group's provided APIs and user roles.
+        .watches_stream(
+            metadata_trigger::<ClusterServiceVersion>(client.clone(), wc()),
+            move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
         .shutdown_on_signal();
 

@@ -22,6 +22,8 @@
 //! - [`steps`]: a bundle's manifests → the InstallPlan steps in apply order, with OLM's labels,
 //!   generated RBAC and deterministic names; the RBAC that grants an operator its
 //!   permissions in every target namespace; owner references added at apply time.
+//! - [`user_roles`]: the ClusterRoles that let a namespace's people use its operators' APIs
+//!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
 //! - [`csv`]: the CSV state machine: observed cluster state in, next phase, requirement
 //!   status and desired Deployments out.
 //!
@@ -50,6 +52,7 @@ pub mod install_plan;
 pub mod operator_group;
 pub mod steps;
 pub mod subscription;
+pub mod user_roles;
 
 /// Longest Kubernetes object name we generate (a DNS-1123 label; also the label-value limit).
 pub const MAX_NAME_LENGTH: usize = 63;
