@@ -1455,6 +1455,172 @@ async fn a_controller_killed_mid_install_finishes_after_restart_without_duplicat
     assert_eq!(env.list::<ClusterServiceVersion>().await.len(), 1);
 }
 
+/// The pod template of the Deployment `name`, once `check` accepts it.
+async fn wait_pod_template(env: &Env, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let api: Api<Deployment> = env.ns.api();
+    let label = format!("Deployment {}/{name}: {what}", env.ns());
+    let check = &check;
+    wait_for(&label, WAIT, || {
+        let api = api.clone();
+        async move {
+            let d = api.get_opt(name).await.ok().flatten()?;
+            let template = serde_json::to_value(&d.spec.template).ok()?;
+            check(&template).then_some(template)
+        }
+    })
+    .await
+}
+
+/// `Subscription.spec.config` reaches the operator's Deployment (env, resources, nodeSelector,
+/// tolerations, annotations), follows a patch of the config with no new InstallPlan, and a
+/// mount of a volume defined nowhere fails the CSV with a message naming the field, until fixed.
+#[tokio::test]
+async fn subscription_config_is_merged_into_the_deployment_and_follows_a_patch_without_a_new_plan() {
+    let Some(env) = env("e2e-subconfig").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    let toleration =
+        json!({"key": "e2e/dedicated", "operator": "Equal", "value": "olm", "effect": "NoSchedule"});
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e",
+        json!({"config": {
+            "env": [{"name": "HTTP_PROXY", "value": "http://proxy.e2e:3128"}],
+            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+            "nodeSelector": {"type": "kwok"},
+            "tolerations": [toleration],
+            "annotations": {"e2e.olm-rs.io/config": "1"}
+        }}),
+    )
+    .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    env.wait_deployment_available("widget-operator").await;
+    let env_var = |t: &Value, name: &str| -> Option<Value> {
+        t.pointer("/spec/containers/0/env")?
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["value"].clone())
+    };
+    let template = wait_pod_template(&env, "widget-operator", "the first config", |t| {
+        env_var(t, "HTTP_PROXY") == Some(json!("http://proxy.e2e:3128"))
+    })
+    .await;
+    assert_eq!(
+        template.pointer("/spec/containers/0/resources"),
+        Some(&json!({"requests": {"cpu": "10m", "memory": "32Mi"}})),
+        "{template:#}"
+    );
+    assert_eq!(
+        template.pointer("/spec/nodeSelector"),
+        Some(&json!({"type": "kwok"}))
+    );
+    let tolerations = template.pointer("/spec/tolerations").cloned().unwrap_or_default();
+    assert!(
+        tolerations.as_array().is_some_and(|ts| ts.contains(&toleration)),
+        "{tolerations:#}"
+    );
+    assert_eq!(
+        template.pointer("/metadata/annotations/e2e.olm-rs.io~1config"),
+        Some(&json!("1"))
+    );
+    assert_eq!(
+        env_var(&template, "OPERATOR_CONDITION_NAME"),
+        Some(json!(csv)),
+        "OLM's own variables stay"
+    );
+    assert_eq!(env.list::<InstallPlan>().await.len(), 1);
+
+    // Patch the config: the Deployment follows, with no new InstallPlan.
+    let subs = env.dynamic::<Subscription>();
+    // One write that replaces the whole config (a merge patch would keep the old keys).
+    let patch = |config: Value| {
+        let subs = subs.clone();
+        async move {
+            // The controller writes the status meanwhile: retry on a conflict.
+            for _ in 0..10 {
+                let mut sub = subs.get("widget").await.expect("reading the Subscription");
+                sub.data["spec"]["config"] = config.clone();
+                match subs.replace("widget", &PostParams::default(), &sub).await {
+                    Ok(_) => return,
+                    Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                    Err(e) => panic!("replacing spec.config: {e}"),
+                }
+            }
+            panic!("replacing spec.config: 10 conflicts in a row");
+        }
+    };
+    patch(json!({
+        "env": [{"name": "HTTP_PROXY", "value": "http://other.e2e:8080"}, {"name": "NO_PROXY", "value": ".svc"}],
+        "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}},
+        "nodeSelector": {"kubernetes.io/os": "linux"}
+    }))
+    .await;
+    let template = wait_pod_template(&env, "widget-operator", "the patched config", |t| {
+        env_var(t, "HTTP_PROXY") == Some(json!("http://other.e2e:8080"))
+    })
+    .await;
+    assert_eq!(env_var(&template, "NO_PROXY"), Some(json!(".svc")));
+    let limits = template.pointer("/spec/containers/0/resources/limits").cloned();
+    assert_eq!(
+        limits,
+        Some(json!({"cpu": "200m", "memory": "64Mi"})),
+        "{template:#}"
+    );
+    // Replaced, not merged: the old requests are gone (the API server defaults requests to
+    // the limits).
+    assert_ne!(
+        template.pointer("/spec/containers/0/resources/requests"),
+        Some(&json!({"cpu": "10m", "memory": "32Mi"})),
+        "resources are replaced"
+    );
+    assert_eq!(
+        template.pointer("/spec/nodeSelector"),
+        Some(&json!({"kubernetes.io/os": "linux"}))
+    );
+    let tolerations = template.pointer("/spec/tolerations").cloned().unwrap_or_default();
+    assert!(
+        !tolerations.as_array().is_some_and(|ts| ts.contains(&toleration)),
+        "a toleration dropped from the config leaves the Deployment: {tolerations:#}"
+    );
+    env.wait_deployment_available("widget-operator").await;
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    assert_eq!(env.list::<InstallPlan>().await.len(), 1, "no new InstallPlan");
+    assert_eq!(env.list::<ClusterServiceVersion>().await.len(), 1);
+
+    // A mount of a volume defined nowhere: reported on the CSV, not ignored.
+    patch(json!({"volumeMounts": [{"name": "nowhere", "mountPath": "/etc/nowhere"}]})).await;
+    let failed = env.wait_csv_phase(&csv, "Failed").await;
+    assert_eq!(str_at(&failed, "/status/reason"), "InstallComponentFailed");
+    let message = str_at(&failed, "/status/message");
+    assert!(
+        message.contains("spec.config.volumeMounts[0]") && message.contains("nowhere"),
+        "{message}"
+    );
+    // Fixed: the volume is added, the CSV installs again.
+    patch(json!({
+        "volumes": [{"name": "nowhere", "emptyDir": {}}],
+        "volumeMounts": [{"name": "nowhere", "mountPath": "/etc/nowhere"}]
+    }))
+    .await;
+    wait_pod_template(&env, "widget-operator", "the volume mounted", |t| {
+        t.pointer("/spec/containers/0/volumeMounts")
+            .and_then(Value::as_array)
+            .is_some_and(|ms| ms.iter().any(|m| m["name"] == "nowhere"))
+    })
+    .await;
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    assert_eq!(
+        env.list::<InstallPlan>().await.len(),
+        1,
+        "still no new InstallPlan"
+    );
+}
+
 /// A CatalogSource with `sourceType: grpc` and `spec.address` reads the registry that
 /// `kubectl-olm catalog serve` runs on loopback; a Subscription installs from it; when the
 /// registry goes away the catalog stays served and the status says so.

@@ -17,7 +17,9 @@
 //! skipped when it changes nothing or repeats this controller's previous write that the store
 //! has not caught up with (and its Events go with the write that happened). The controller
 //! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
-//! requirement is re-checked when it appears, not by polling.
+//! requirement is re-checked when it appears, not by polling; and by its Subscription when
+//! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
+//! into the Deployments (a spec-hash drift) without a new InstallPlan.
 //!
 //! Two writes are saved on every install: a new CSV whose only missing requirements are
 //! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
@@ -213,6 +215,15 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
     observed.replacement = replacement_of(&name, &siblings).map(other);
     observed.replacee = replacee_of(csv, &siblings).map(other);
     observed.crd_owner_conflicts = crd_owner_conflicts(csv, &siblings);
+    let subscriptions = stores.subscriptions.state();
+    observed.overrides = plan_csv::owning_subscription(
+        &name,
+        subscriptions
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|s| s.namespace().as_deref() == Some(ns.as_str())),
+    )
+    .and_then(plan_csv::SubscriptionOverrides::of);
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     if let Some(defs) = &csv.spec.custom_resource_definitions {

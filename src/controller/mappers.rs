@@ -5,11 +5,11 @@
 //! which keeps large ConfigMaps and CRDs out of memory), so mappers that need no more than a
 //! name and namespace take any [`Resource`].
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use kube::{Resource, ResourceExt, runtime::reflector::ObjectRef};
 
-use crate::api::v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription};
+use crate::api::v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription, SubscriptionConfig};
 
 /// CatalogSources in the ConfigMap's namespace that name it in `spec.configMap`.
 pub fn catalog_sources_for_config_map(
@@ -90,4 +90,111 @@ pub fn csvs_for_crd(csvs: &[Arc<ClusterServiceVersion>], crd: &str) -> Vec<Objec
         })
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
+}
+
+/// The CSVs whose Deployments a Subscription's `spec.config` goes into: those its
+/// `status.installedCSV` and `status.currentCSV` name, in its namespace.
+pub fn csvs_for_subscription(sub: &Subscription) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let ns = sub.namespace().unwrap_or_default();
+    let status = sub.status.as_ref();
+    let mut names: Vec<&str> = [
+        status.and_then(|s| s.installed_csv.as_deref()),
+        status.and_then(|s| s.current_csv.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|n| !n.is_empty())
+    .collect();
+    names.dedup();
+    names.into_iter().map(|n| ObjectRef::new(n).within(&ns)).collect()
+}
+
+/// What of a Subscription matters to its CSVs: its config and the CSVs it names.
+type ConfigView = (Option<SubscriptionConfig>, Option<String>, Option<String>);
+
+/// Lets through only the Subscription events that change what the CSV controller reads from
+/// them (`spec.config`, `status.installedCSV`, `status.currentCSV`), so the many status writes
+/// of a Subscription (conditions, catalog health) do not re-run its CSV's reconcile.
+#[derive(Default)]
+pub struct SubscriptionConfigChanges {
+    seen: HashMap<(String, String), ConfigView>,
+}
+
+impl SubscriptionConfigChanges {
+    /// Whether `sub` differs, in what its CSVs read, from the last time it was seen here
+    /// (a Subscription seen for the first time counts as changed).
+    pub fn changed(&mut self, sub: &Subscription) -> bool {
+        let key = (sub.namespace().unwrap_or_default(), sub.name_any());
+        let status = sub.status.as_ref();
+        let view = (
+            sub.spec.config.clone(),
+            status.and_then(|s| s.installed_csv.clone()),
+            status.and_then(|s| s.current_csv.clone()),
+        );
+        self.seen.insert(key, view.clone()).as_ref() != Some(&view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn sub(
+        config: serde_json::Value,
+        installed: Option<&str>,
+        current: Option<&str>,
+        reason: &str,
+    ) -> Subscription {
+        serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"source": "c", "sourceNamespace": "olm", "name": "p", "config": config},
+            "status": {"lastUpdated": "2026-01-01T00:00:00Z", "installedCSV": installed,
+                       "currentCSV": current, "reason": reason}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_subscription_maps_to_the_csvs_it_names_in_its_namespace() {
+        let names = |s: &Subscription| {
+            csvs_for_subscription(s)
+                .into_iter()
+                .map(|r| (r.name, r.namespace))
+                .collect::<Vec<_>>()
+        };
+        let ns = Some("ns".to_owned());
+        assert_eq!(
+            names(&sub(json!({}), Some("a.v1"), Some("a.v2"), "")),
+            [("a.v1".to_owned(), ns.clone()), ("a.v2".to_owned(), ns.clone())]
+        );
+        assert_eq!(
+            names(&sub(json!({}), Some("a.v1"), Some("a.v1"), "")),
+            [("a.v1".to_owned(), ns)]
+        );
+        assert!(names(&sub(json!({}), None, None, "")).is_empty());
+    }
+
+    #[test]
+    fn only_config_and_csv_changes_pass_the_filter() {
+        let mut filter = SubscriptionConfigChanges::default();
+        let env = json!({"env": [{"name": "A", "value": "1"}]});
+        assert!(filter.changed(&sub(env.clone(), None, Some("a.v1"), "")));
+        assert!(!filter.changed(&sub(env.clone(), None, Some("a.v1"), "other status")));
+        assert!(filter.changed(&sub(env.clone(), Some("a.v1"), Some("a.v1"), "")));
+        assert!(filter.changed(&sub(
+            json!({"env": [{"name": "A", "value": "2"}]}),
+            Some("a.v1"),
+            Some("a.v1"),
+            ""
+        )));
+        assert!(!filter.changed(&sub(
+            json!({"env": [{"name": "A", "value": "2"}]}),
+            Some("a.v1"),
+            Some("a.v1"),
+            ""
+        )));
+    }
 }

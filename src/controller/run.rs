@@ -133,6 +133,21 @@ pub(super) async fn run_controllers(
         wc(),
         sync.flag("installplans"),
     );
+    // The CSV controller hears of Subscription changes through the Subscription reflector's
+    // own stream (its store is updated before an object is passed on), filtered to the
+    // changes its CSVs read: no second watch, and no reconcile that reads a stale store.
+    let (sub_changes_tx, sub_changes) = futures::channel::mpsc::unbounded::<Subscription>();
+    let sub_stream = sub_stream.inspect({
+        let mut filter = mappers::SubscriptionConfigChanges::default();
+        move |event| {
+            if let Ok(sub) = event
+                && filter.changed(sub)
+            {
+                // The CSV controller stopped: nothing left to tell.
+                let _ = sub_changes_tx.unbounded_send(sub.clone());
+            }
+        }
+    });
     let (csvs, csv_stream) = reflected(
         Api::<ClusterServiceVersion>::all(client.clone()),
         wc(),
@@ -244,8 +259,8 @@ pub(super) async fn run_controllers(
         .with_config(cfg())
         .shutdown_on_signal();
 
-    // CSVs: their Deployments and ServiceAccounts, OperatorGroups, CRDs and the CSVs that
-    // replace them.
+    // CSVs: their Deployments and ServiceAccounts, OperatorGroups, CRDs, the CSVs that
+    // replace them, and their Subscription's config.
     let (c1, c2, c3) = (stores.csvs.clone(), stores.csvs.clone(), stores.csvs.clone());
     let csv_ctl = Controller::for_stream(csv_stream, csvs)
         .with_config(cfg())
@@ -264,6 +279,9 @@ pub(super) async fn run_controllers(
             metadata_trigger::<CustomResourceDefinition>(client.clone(), wc()),
             move |crd| mappers::csvs_for_crd(&c3.state(), &crd.name_any()),
         )
+        .watches_stream(sub_changes.map(Ok::<_, watcher::Error>), |sub| {
+            mappers::csvs_for_subscription(&sub)
+        })
         .shutdown_on_signal();
 
     let catsrc_ctx = Context::new(&shared, "catalogsource");

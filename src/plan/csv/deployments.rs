@@ -1,5 +1,6 @@
 //! deployments: the operator Deployments a CSV asks for (upstream `install/deployment.go`): the
-//! install strategy's specs with OLM's labels, annotations, environment and owner reference.
+//! install strategy's specs with OLM's labels, annotations, environment, the owning
+//! Subscription's `spec.config` ([`super::config`]) and owner reference.
 
 #[allow(
     clippy::wildcard_imports,
@@ -10,11 +11,16 @@ use super::*;
 /// The Deployments the CSV's install strategy asks for, with OLM's labels, pod-template
 /// annotations (`annotations` overlaid: pass the CSV's annotations including the
 /// OperatorGroup member annotations), `OPERATOR_CONDITION_NAME`, `revisionHistoryLimit: 1`
-/// and the `olm.deployment-spec-hash` label (see the module doc).
+/// `overrides` merged in, and the `olm.deployment-spec-hash` label of the result (see the
+/// module doc).
+///
+/// # Errors
+/// The first Deployment `overrides` cannot be merged into.
 pub fn desired_deployments(
     csv: &ClusterServiceVersion,
     annotations: &BTreeMap<String, String>,
-) -> Vec<Deployment> {
+    overrides: Option<&super::config::SubscriptionOverrides>,
+) -> Result<Vec<Deployment>, super::config::ConfigError> {
     let name = csv.name_any();
     let namespace = csv.namespace().unwrap_or_default();
     // The Operator-API component label the InstallPlan put on the CSV goes on its Deployments.
@@ -62,8 +68,7 @@ pub fn desired_deployments(
             labels.insert(MANAGED.to_owned(), "true".to_owned());
             labels.extend(component_labels.clone());
             labels.extend(owner_labels(&name, &namespace));
-            labels.insert(DEPLOYMENT_SPEC_HASH.to_owned(), encode_hash(hash_json(&spec), 13));
-            Deployment {
+            let mut deployment = Deployment {
                 metadata: ObjectMeta {
                     name: Some(entry.name.clone()),
                     namespace: Some(namespace.clone()),
@@ -73,7 +78,17 @@ pub fn desired_deployments(
                 },
                 spec,
                 status: None,
+            };
+            if let Some(overrides) = overrides {
+                super::config::apply_overrides(&mut deployment, overrides)?;
             }
+            let hash = encode_hash(hash_json(&deployment.spec), 13);
+            deployment
+                .metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert(DEPLOYMENT_SPEC_HASH.to_owned(), hash);
+            Ok(deployment)
         })
         .collect()
 }

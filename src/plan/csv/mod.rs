@@ -70,7 +70,10 @@
 //! the CSV's uid is known); the pod template's annotations are its own overlaid with the
 //! CSV's annotations (so `olm.targetNamespaces` reaches the operator through the downward
 //! API); every container gets `OPERATOR_CONDITION_NAME=<csv>`; `revisionHistoryLimit: 1`;
-//! and `olm.deployment-spec-hash` = a hash of the resulting spec. Deployments labelled as
+//! the owning Subscription's `spec.config` merged in (see [`config`]: an invalid config fails
+//! the CSV `InstallComponentFailed`, and it stays `Failed` until the config is fixed);
+//! and `olm.deployment-spec-hash` = a hash of the resulting spec, so a config change is a
+//! spec drift the CSV re-applies without a new InstallPlan. Deployments labelled as
 //! owned by this CSV but no longer in its spec are listed for deletion.
 //!
 //! # Where we differ from upstream, and why
@@ -83,8 +86,7 @@
 //!   [`super::steps::target_namespace_rbac`]), APIServices and webhooks (no
 //!   certificates are generated), the RBAC-rule authorizer check of upstream's
 //!   requirements (the InstallPlan created the rules; we check the ServiceAccounts),
-//!   `OperatorCondition` upgrade gates, provided-API annotations on OperatorGroups, and
-//!   Subscription `spec.config` overrides of the Deployments.
+//!   `OperatorCondition` upgrade gates and provided-API annotations on OperatorGroups.
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
 //!   is large, changes with every `kubectl apply` and would restart the operator for nothing.
 
@@ -241,9 +243,9 @@ pub struct CrdOwnerConflict {
 }
 
 /// Everything the state machine needs to know about the cluster; the shell fills it from
-/// its caches (see the helpers [`replacement_of`], [`replacee_of`], [`crd_owner_conflicts`]
-/// and [`ObservedDeployment::from_deployment`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// its caches (see the helpers [`replacement_of`], [`replacee_of`], [`crd_owner_conflicts`],
+/// [`owning_subscription`] and [`ObservedDeployment::from_deployment`]).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
     /// The OperatorGroups in the CSV's namespace.
     pub operator_groups: Vec<ObservedOperatorGroup>,
@@ -261,6 +263,8 @@ pub struct Observed {
     pub crd_owner_conflicts: Vec<CrdOwnerConflict>,
     /// The API server's version (`gitVersion`, e.g. `v1.37.0`), if known.
     pub server_version: Option<String>,
+    /// The `spec.config` of the Subscription that owns the CSV, if it has one.
+    pub overrides: Option<SubscriptionOverrides>,
 }
 
 #[cfg(test)]
@@ -515,8 +519,8 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
         name: &name,
         namespace: &namespace,
         observed,
-        annotations: &annotations,
         fail_forward: group.fail_forward,
+        desired: desired_deployments(csv, &annotations, observed.overrides.as_ref()),
     };
     with_patch(ctx.transition(&phase, reason.as_ref(), &status, now))
 }
@@ -526,8 +530,9 @@ struct Context<'a> {
     name: &'a str,
     namespace: &'a str,
     observed: &'a Observed,
-    annotations: &'a BTreeMap<String, String>,
     fail_forward: bool,
+    /// The Deployments to apply, or why the Subscription's config cannot be applied.
+    desired: Result<Vec<Deployment>, ConfigError>,
 }
 
 /// The health of the install strategy's Deployments.
@@ -540,6 +545,8 @@ enum Health {
     Drifted(String),
     /// Waiting for a Deployment (missing, rolling out, unavailable).
     Waiting(String),
+    /// The Subscription's `spec.config` cannot be applied.
+    Invalid(ConfigError),
 }
 
 impl Context<'_> {
@@ -620,7 +627,10 @@ impl Context<'_> {
             "waiting for install components to report healthy",
         )
         .requeue(WAIT_REQUEUE);
-        d.desired_deployments = desired_deployments(self.csv, self.annotations);
+        match &self.desired {
+            Ok(desired) => d.desired_deployments = desired.clone(),
+            Err(e) => return invalid_config(e),
+        }
         d.stale_deployments = self.stale_deployments();
         d
     }
@@ -644,9 +654,12 @@ impl Context<'_> {
     }
 
     fn health(&self) -> Health {
-        let desired = desired_deployments(self.csv, self.annotations);
+        let desired = match &self.desired {
+            Ok(desired) => desired,
+            Err(e) => return Health::Invalid(e.clone()),
+        };
         let mut waiting = None;
-        for deployment in &desired {
+        for deployment in desired {
             let name = deployment.name_any();
             let Some(seen) = self.observed.deployments.get(&name) else {
                 waiting.get_or_insert(format!("deployment {name} is not created yet"));
@@ -680,6 +693,7 @@ impl Context<'_> {
     fn installing(&self, status: &ClusterServiceVersionStatus, now: &Time) -> CsvDecision {
         match self.health() {
             Health::Healthy => succeeded_now(),
+            Health::Invalid(e) => invalid_config(&e),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
                 CsvReason::InstallCheckFailed,
@@ -729,6 +743,7 @@ impl Context<'_> {
         }
         match self.health() {
             Health::Healthy => CsvDecision::keep(self.csv).requirements(statuses),
+            Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
                 CsvReason::InstallCheckFailed,
@@ -784,6 +799,8 @@ impl Context<'_> {
         }
         match self.health() {
             Health::Healthy => succeeded_now().requirements(statuses),
+            // Reinstalling would fail the same way: stay Failed until the config is fixed.
+            Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) | Health::Drifted(m) | Health::Waiting(m) => CsvDecision::to(
                 CsvPhase::Pending,
                 CsvReason::NeedsReinstall,
@@ -814,6 +831,15 @@ fn succeeded_now() -> CsvDecision {
         CsvPhase::Succeeded,
         CsvReason::InstallSucceeded,
         "install strategy completed with no errors",
+    )
+}
+
+/// Upstream fails a CSV whose install strategy cannot be applied `InstallComponentFailed`.
+fn invalid_config(e: &ConfigError) -> CsvDecision {
+    CsvDecision::to(
+        CsvPhase::Failed,
+        CsvReason::InstallComponentFailed,
+        format!("install strategy failed: {e}"),
     )
 }
 
@@ -853,10 +879,12 @@ fn rollout_wait(name: &str, d: &ObservedDeployment) -> Option<String> {
     None
 }
 
+pub mod config;
 mod deployments;
 mod requirements;
 mod writes;
 
+pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
 pub use deployments::{deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use requirements::{requirement_status, waits_only_on_own_plan};
 pub use writes::write_waits;

@@ -109,7 +109,7 @@ fn ready() -> Observed {
 }
 
 fn healthy_deployment(csv: &ClusterServiceVersion) -> ObservedDeployment {
-    let desired = desired_deployments(csv, &annotations_for(csv));
+    let desired = desired_deployments(csv, &annotations_for(csv), None).unwrap();
     ObservedDeployment {
         owner: Some(ME.into()),
         spec_hash: desired[0].labels().get(DEPLOYMENT_SPEC_HASH).cloned(),
@@ -681,7 +681,7 @@ fn a_deleting_csv_asks_to_be_deleted_whatever_else_is_observed() {
 #[test]
 fn desired_deployments_carry_olm_labels_owner_annotations_env_and_history_limit() {
     let csv = Csv::test().build();
-    let deployments = desired_deployments(&csv, &annotations_for(&csv));
+    let deployments = desired_deployments(&csv, &annotations_for(&csv), None).unwrap();
     let d = &deployments[0];
     let labels = d.labels();
     assert_eq!(labels["app"], "redis");
@@ -728,7 +728,7 @@ fn desired_deployments_carry_the_operator_component_label_of_their_csv_and_nothi
         ),
         ("team".to_owned(), "a".to_owned()),
     ]));
-    let labels = desired_deployments(&csv, &annotations_for(&csv))[0]
+    let labels = desired_deployments(&csv, &annotations_for(&csv), None).unwrap()[0]
         .labels()
         .clone();
     assert_eq!(
@@ -740,7 +740,7 @@ fn desired_deployments_carry_the_operator_component_label_of_their_csv_and_nothi
     assert!(!labels.contains_key("team"), "{labels:?}");
     // Without the label on the CSV, none is invented.
     let bare = Csv::test().build();
-    let labels = desired_deployments(&bare, &annotations_for(&bare))[0]
+    let labels = desired_deployments(&bare, &annotations_for(&bare), None).unwrap()[0]
         .labels()
         .clone();
     assert!(
@@ -755,7 +755,7 @@ fn the_spec_hash_changes_when_the_target_namespaces_change() {
     let hash = |targets: &str| {
         let mut a = annotations_for(&csv);
         a.insert(TARGET_NAMESPACES.into(), targets.into());
-        desired_deployments(&csv, &a)[0].labels()[DEPLOYMENT_SPEC_HASH].clone()
+        desired_deployments(&csv, &a, None).unwrap()[0].labels()[DEPLOYMENT_SPEC_HASH].clone()
     };
     assert_eq!(hash("operators"), hash("operators"));
     assert_ne!(hash("operators"), hash(""));
@@ -1146,5 +1146,109 @@ fn a_progress_message_waits_for_the_rest_of_the_interval_after_the_last_write() 
         write_waits(&old, &done, &decision, || false, Some(quarter)),
         None,
         "a phase change is written at once"
+    );
+}
+
+// ── Subscription spec.config ─────────────────────────────────────────────────────────
+
+fn overrides(config: serde_json::Value) -> SubscriptionOverrides {
+    SubscriptionOverrides {
+        subscription: "operators/redis".into(),
+        config: serde_json::from_value(config).unwrap(),
+    }
+}
+
+#[test]
+fn a_changed_subscription_config_is_a_drift_that_reinstalls_the_merged_deployments() {
+    let csv = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::Succeeded)
+        .reason(CsvReason::InstallSucceeded)
+        .build();
+    let mut observed = with_healthy(ready(), &csv);
+    observed.overrides = Some(overrides(json!({
+        "env": [{"name": "HTTP_PROXY", "value": "http://proxy:3128"}],
+        "nodeSelector": {"disk": "ssd"}
+    })));
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::ComponentUnhealthy)
+    );
+    let mut installing = csv.clone();
+    d.apply_to(installing.status.as_mut().unwrap(), &t(0));
+    let d = decide(&installing, &observed, &t(1));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallSucceeded));
+    let pod = d.desired_deployments[0].spec.template.spec.as_ref().unwrap();
+    assert_eq!(pod.node_selector.as_ref().unwrap()["disk"], "ssd");
+    let env = pod.containers[0].env.as_ref().unwrap();
+    assert!(env.iter().any(|e| e.name == "HTTP_PROXY"), "{env:?}");
+    // Once applied (the observed hash is the merged one), the CSV is healthy again.
+    let merged_hash = d.desired_deployments[0].labels()[DEPLOYMENT_SPEC_HASH].clone();
+    let mut dep = healthy_deployment(&csv);
+    dep.spec_hash = Some(merged_hash);
+    let observed = observed.with_deployment("redis-operator", dep);
+    assert_eq!(
+        outcome(&decide(&csv, &observed, &t(2))),
+        (CsvPhase::Succeeded, CsvReason::InstallSucceeded)
+    );
+}
+
+#[test]
+fn no_config_keeps_the_spec_hash_of_before() {
+    let csv = Csv::test().build();
+    let plain = desired_deployments(&csv, &annotations_for(&csv), None).unwrap();
+    let empty = desired_deployments(&csv, &annotations_for(&csv), Some(&overrides(json!({})))).unwrap();
+    assert_eq!(plain, empty);
+}
+
+#[test]
+fn an_invalid_subscription_config_fails_the_install_and_stays_failed_until_fixed() {
+    let bad = overrides(json!({"volumeMounts": [{"name": "nowhere", "mountPath": "/x"}]}));
+    let csv = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::InstallReady)
+        .build();
+    let observed = Observed {
+        overrides: Some(bad),
+        ..ready()
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InstallComponentFailed));
+    assert!(d.desired_deployments.is_empty());
+    assert!(
+        d.message
+            .contains("Subscription operators/redis: spec.config.volumeMounts[0] mounts volume \"nowhere\""),
+        "{}",
+        d.message
+    );
+    // A Succeeded CSV whose config turns invalid fails the same way.
+    let succeeded = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::Succeeded)
+        .build();
+    let healthy = with_healthy(observed.clone(), &succeeded);
+    assert_eq!(
+        outcome(&decide(&succeeded, &healthy, &t(0))),
+        (CsvPhase::Failed, CsvReason::InstallComponentFailed)
+    );
+    // Failed with the config still invalid: no reinstall loop.
+    let failed = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::InstallComponentFailed)
+        .build();
+    assert_eq!(
+        outcome(&decide(&failed, &healthy, &t(0))),
+        (CsvPhase::Failed, CsvReason::InstallComponentFailed)
+    );
+    // Fixed: the CSV is reinstalled.
+    let fixed = Observed {
+        overrides: Some(overrides(json!({"env": [{"name": "A", "value": "1"}]}))),
+        ..with_healthy(ready(), &succeeded)
+    };
+    assert_eq!(
+        outcome(&decide(&failed, &fixed, &t(0))),
+        (CsvPhase::Pending, CsvReason::NeedsReinstall)
     );
 }
