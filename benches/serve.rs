@@ -197,7 +197,10 @@ fn main() {
         .then(|| start_opm(&opm, &dir, Some(&cache), &scratch))
         .flatten()
         .and_then(|(s, t)| runtime.block_on(measure(&s, t)));
-    for (name, figures) in [("opm serve (no cache)", &cold), ("opm serve (pre-built cache)", &warm)] {
+    for (name, figures) in [
+        ("opm serve (no cache)", &cold),
+        ("opm serve (pre-built cache)", &warm),
+    ] {
         match figures {
             Some(f) => {
                 print(name, f);
