@@ -70,7 +70,12 @@ impl Received {
     }
 
     fn is_event(&self) -> bool {
-        self.uri.starts_with("/apis/events.k8s.io/")
+        let path = self.uri.split('?').next().unwrap_or_default();
+        let segments: Vec<&str> = path.split('/').collect();
+        matches!(
+            segments.as_slice(),
+            ["", "api", "v1", "namespaces", _, "events", ..]
+        )
     }
 }
 

@@ -123,8 +123,13 @@ async fn a_subscription_creates_its_install_plan_then_writes_the_plans_status_an
             &owner["uid"],
             &owner["controller"]
         ),
-        (&json!("Subscription"), &json!("a"), &json!("u-1"), &json!(true))
+        (&json!("Subscription"), &json!("a"), &json!("u-1"), &json!(false))
     );
+    assert_eq!(
+        created["metadata"]["labels"],
+        json!({"operators.coreos.com/a.ops": ""})
+    );
+    assert_eq!(created["spec"]["generation"], 1);
     assert_eq!(created["spec"]["clusterServiceVersionNames"], json!(["a.v2"]));
     assert_eq!(
         (&created["spec"]["source"], &created["spec"]["sourceNamespace"]),
@@ -165,7 +170,16 @@ async fn a_subscription_creates_its_install_plan_then_writes_the_plans_status_an
     assert_eq!(status["state"], "UpgradePending");
     assert_eq!(status["currentCSV"], "a.v2");
     assert_eq!(status["installPlanRef"]["name"], plan.as_str());
+    assert_eq!(status["installPlanGeneration"], 1);
     assert_eq!(event_reasons(&received), ["InstallPlanCreated"]);
+    // A core/v1 Event, from OLM's component, counted.
+    let event = received
+        .iter()
+        .find(|r| r.uri.starts_with("/api/v1/namespaces/ops/events"))
+        .expect("the Event is written to the Subscription's namespace");
+    assert_eq!(event.body["source"]["component"], "operator-lifecycle-manager");
+    assert_eq!(event.body["involvedObject"]["kind"], "Subscription");
+    assert_eq!(event.body["count"], 1);
 }
 
 #[tokio::test]
