@@ -154,6 +154,12 @@ pub(crate) enum Scenario {
         /// The Deployment's name.
         deployment: String,
     },
+    /// A Subscription without its Operator component label gets it (server-side apply under
+    /// `olm-rs/subscription`, forced), then its status is written.
+    SubscriptionLabelled {
+        /// The Subscription, as the server holds it.
+        subscription: Value,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -200,6 +206,22 @@ impl Scenario {
                             "{OLM_V1ALPHA1}/namespaces/{ns}/subscriptions/{name}/status{}",
                             applied("olm-rs/subscription")
                         ),
+                        subscription,
+                    ),
+                ])
+            }
+            Self::SubscriptionLabelled { subscription } => {
+                let (name, ns) = name_and_namespace(&subscription);
+                let sub = format!("{OLM_V1ALPHA1}/namespaces/{ns}/subscriptions/{name}");
+                VecDeque::from([
+                    Expected::new(
+                        Method::PATCH,
+                        format!("{sub}{}", applied("olm-rs/subscription")),
+                        subscription.clone(),
+                    ),
+                    Expected::new(
+                        Method::PATCH,
+                        format!("{sub}/status{}", applied("olm-rs/subscription")),
                         subscription,
                     ),
                 ])

@@ -250,6 +250,21 @@ pub struct Unpacked<'a> {
     pub image: &'a str,
 }
 
+/// The server-side apply that gives `sub` upstream's Operator component label
+/// `operators.coreos.com/<package>.<namespace>: ""` (what `kubectl get subscriptions -l ...`
+/// and the Operator API select on), or `None` when it has it already (whatever its value).
+pub fn component_label_apply(sub: &Subscription, namespace: &str) -> Option<Value> {
+    let key = crate::api::labels::component_label_key(&sub.spec.name, namespace)?;
+    if sub.labels().contains_key(&key) {
+        return None;
+    }
+    Some(serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": "Subscription",
+        "metadata": {"name": sub.name_any(), "namespace": namespace, "labels": {key: ""}},
+    }))
+}
+
 /// The `spec.generation` of the next InstallPlan of `sub`: one more than the generation of its
 /// last plan (`status.installPlanGeneration`), so the first plan is 1. Upstream counts per
 /// namespace (one plan serves every Subscription there); our plans are per Subscription, so the

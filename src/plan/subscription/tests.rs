@@ -1028,3 +1028,24 @@ fn the_next_plan_is_one_generation_after_the_last_one_the_subscription_recorded(
     );
     assert_eq!(super::next_plan_generation(&upgraded), 3);
 }
+
+#[test]
+fn a_subscription_without_its_component_label_gets_it_once() {
+    let sub = subscription("Automatic", None);
+    let apply = super::component_label_apply(&sub, "operators").expect("the label is missing");
+    assert_eq!(
+        apply,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+               "metadata": {"name": "redis", "namespace": "operators",
+                            "labels": {"operators.coreos.com/redis-operator.operators": ""}}})
+    );
+    let mut labelled = sub.clone();
+    labelled.metadata.labels = Some(
+        [(
+            "operators.coreos.com/redis-operator.operators".to_owned(),
+            String::new(),
+        )]
+        .into(),
+    );
+    assert_eq!(super::component_label_apply(&labelled, "operators"), None);
+}
