@@ -833,6 +833,26 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
             .any(|(reason, m)| reason == "InstallPlanCreated" && m.contains(&plan_name)),
         "Subscription events: {sub_events:?}"
     );
+    // core/v1 Events as upstream writes them: OLM's source component, a count and the times.
+    let all: Api<Event> = env.ns.api();
+    let ours: Vec<Event> = all
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.involved_object.kind.as_deref() == Some("Subscription"))
+        .collect();
+    assert!(!ours.is_empty(), "no Subscription events");
+    for event in &ours {
+        let source = event.source.as_ref().and_then(|s| s.component.as_deref());
+        assert_eq!(source, Some("operator-lifecycle-manager"), "{event:?}");
+        assert!(event.count.is_some_and(|c| c >= 1), "{event:?}");
+        assert!(
+            event.last_timestamp.is_some() && event.first_timestamp.is_some(),
+            "{event:?}"
+        );
+    }
     let metrics = env.controller.metrics();
     let line = metrics
         .lines()

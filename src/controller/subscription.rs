@@ -5,6 +5,9 @@
 //!
 //! # One reconcile
 //!
+//! 0. **Label**: a Subscription without upstream's Operator component label
+//!    `operators.coreos.com/<package>.<namespace>: ""` gets it first
+//!    ([`status::component_label_apply`]), once.
 //! 1. **Observe** (reflector stores, no API reads): the CatalogSources the namespace can see (its
 //!    own and the global catalog namespace's) with their parsed models from the catalog cache
 //!    ([`super::cache`], built once per ConfigMap `resourceVersion` and shared by `Arc`), the
@@ -110,6 +113,13 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         .namespace()
         .ok_or_else(|| Error::InvalidObject("Subscription without namespace".into()))?;
     let name = sub.name_any();
+    // Upstream's Operator component label, once (a label, not a status: written first).
+    if let Some(label) = status::component_label_apply(&sub, &ns) {
+        let api: Api<Subscription> = Api::namespaced(ctx.client(), &ns);
+        apply::apply(&api, &name, &label, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("Subscription {ns}/{name}")))?;
+    }
     let stores = &ctx.shared.stores;
     let global = ctx.shared.config.global_namespace.clone();
     let now = Time(Timestamp::now());

@@ -70,7 +70,12 @@ impl Received {
     }
 
     fn is_event(&self) -> bool {
-        self.uri.starts_with("/apis/events.k8s.io/")
+        let path = self.uri.split('?').next().unwrap_or_default();
+        let segments: Vec<&str> = path.split('/').collect();
+        matches!(
+            segments.as_slice(),
+            ["", "api", "v1", "namespaces", _, "events", ..]
+        )
     }
 }
 
@@ -149,6 +154,12 @@ pub(crate) enum Scenario {
         /// The Deployment's name.
         deployment: String,
     },
+    /// A Subscription without its Operator component label gets it (server-side apply under
+    /// `olm-rs/subscription`, forced), then its status is written.
+    SubscriptionLabelled {
+        /// The Subscription, as the server holds it.
+        subscription: Value,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -195,6 +206,22 @@ impl Scenario {
                             "{OLM_V1ALPHA1}/namespaces/{ns}/subscriptions/{name}/status{}",
                             applied("olm-rs/subscription")
                         ),
+                        subscription,
+                    ),
+                ])
+            }
+            Self::SubscriptionLabelled { subscription } => {
+                let (name, ns) = name_and_namespace(&subscription);
+                let sub = format!("{OLM_V1ALPHA1}/namespaces/{ns}/subscriptions/{name}");
+                VecDeque::from([
+                    Expected::new(
+                        Method::PATCH,
+                        format!("{sub}{}", applied("olm-rs/subscription")),
+                        subscription.clone(),
+                    ),
+                    Expected::new(
+                        Method::PATCH,
+                        format!("{sub}/status{}", applied("olm-rs/subscription")),
                         subscription,
                     ),
                 ])

@@ -2,7 +2,7 @@
 //!
 //! - [`apply`]: server-side apply with one field manager per controller, status writes that
 //!   are skipped when nothing changed, and the dynamic apply of InstallPlan step objects.
-//! - [`events`]: Kubernetes Events through kube-runtime's `Recorder`.
+//! - [`events`]: core/v1 Events as upstream OLM writes them, repeats counted on one Event.
 //! - [`lease`]: leader election with a `coordination.k8s.io/v1` Lease.
 //! - [`message`]: a kube error as a readable sentence for statuses and Events.
 //! - [`http`]: the `/metrics`, `/healthz` and `/readyz` endpoints.

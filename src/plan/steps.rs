@@ -18,7 +18,9 @@
 //!
 //! The CSV itself is rewritten the way upstream's `NewStepResourceFromBundle` does: its
 //! namespace is the install namespace, `spec.replaces` is the CSV the resolver says it
-//! replaces (the one actually installed, not what the catalog wrote), and the
+//! replaces on an upgrade (the one actually installed, not what the catalog wrote) and the
+//! catalog's own `replaces` on a fresh install (as upstream keeps it: `kubectl get csv` shows
+//! it; a CSV whose `replaces` names nothing present is not replacing anything), and the
 //! `operatorframework.io/properties` annotation carries the bundle's properties as
 //! `{"properties":[...]}` so resolution can later read them from the installed CSV.
 //!
@@ -177,7 +179,8 @@ pub struct StepsInput<'a> {
     pub manifests: &'a [Value],
     /// The namespace the operator is installed in (the Subscription's).
     pub namespace: &'a str,
-    /// The installed CSV this bundle replaces, as resolved (overwrites `spec.replaces`).
+    /// The installed CSV this bundle replaces, as resolved (overwrites `spec.replaces`; `None`
+    /// keeps the catalog's).
     pub replaces: Option<&'a str>,
     /// The package name (for the Operator-API component label).
     pub package: &'a str,
@@ -796,8 +799,11 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
             Some(r) if !r.is_empty() => {
                 spec.insert("replaces".to_owned(), Value::String(r.to_owned()));
             }
+            // A fresh install keeps the catalog's `replaces` (an empty one is dropped).
             _ => {
-                spec.remove("replaces");
+                if spec.get("replaces").and_then(Value::as_str) == Some("") {
+                    spec.remove("replaces");
+                }
             }
         }
     }

@@ -22,7 +22,10 @@
 //! The result is an [`Install`] of the selected bundle. [`install_plan`] then builds the
 //! InstallPlan for it (under the name the controller picked, see
 //! [`crate::plan::steps::install_plan_name`]): the bundle's steps, a Subscription step per
-//! dependency, the approval of [`plan_approval`], and the owner reference to the Subscription.
+//! dependency, the approval of [`plan_approval`], the owner reference to the Subscription
+//! (`controller: false`, as upstream), the Operator component label
+//! `operators.coreos.com/<package>.<namespace>: ""` and `spec.generation`
+//! ([`next_plan_generation`], which the status copies to `installPlanGeneration`).
 //!
 //! # The status
 //!
@@ -247,6 +250,33 @@ pub struct Unpacked<'a> {
     pub image: &'a str,
 }
 
+/// The server-side apply that gives `sub` upstream's Operator component label
+/// `operators.coreos.com/<package>.<namespace>: ""` (what `kubectl get subscriptions -l ...`
+/// and the Operator API select on), or `None` when it has it already (whatever its value).
+pub fn component_label_apply(sub: &Subscription, namespace: &str) -> Option<Value> {
+    let key = crate::api::labels::component_label_key(&sub.spec.name, namespace)?;
+    if sub.labels().contains_key(&key) {
+        return None;
+    }
+    Some(serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": "Subscription",
+        "metadata": {"name": sub.name_any(), "namespace": namespace, "labels": {key: ""}},
+    }))
+}
+
+/// The `spec.generation` of the next InstallPlan of `sub`: one more than the generation of its
+/// last plan (`status.installPlanGeneration`), so the first plan is 1. Upstream counts per
+/// namespace (one plan serves every Subscription there); our plans are per Subscription, so the
+/// count is too (equal when a namespace has one Subscription).
+pub fn next_plan_generation(sub: &Subscription) -> i64 {
+    sub.status
+        .as_ref()
+        .and_then(|s| s.install_plan_generation)
+        .unwrap_or(0)
+        .saturating_add(1)
+}
+
 /// The InstallPlan `name` for `install`, owned by `sub`, and the status it starts with. The
 /// bundle's manifests are its inlined objects, or those pulled from its image (`unpacked`), which
 /// the status then lists as a completed `bundleLookups` entry, as upstream.
@@ -322,16 +352,21 @@ pub fn install_plan(
             cluster_service_version_names: vec![csv.to_owned()],
             approval: approval.approval.clone(),
             approved: approval.approved,
-            generation: None,
+            generation: Some(next_plan_generation(sub)),
         },
     );
     ip.metadata.namespace = Some(namespace.to_owned());
+    // Upstream's Operator component label (value empty), so `-l operators.coreos.com/<pkg>.<ns>`
+    // lists the plan with the operator's other objects.
+    ip.metadata.labels = crate::api::labels::component_label_key(&sub.spec.name, namespace)
+        .map(|key| std::collections::BTreeMap::from([(key, String::new())]));
+    // Owned, not controlled, as upstream's plans are.
     ip.metadata.owner_references = Some(vec![OwnerReference {
         api_version: API_VERSION.into(),
         kind: "Subscription".into(),
         name: sub.name_any(),
         uid: sub.uid().unwrap_or_default(),
-        controller: Some(true),
+        controller: Some(false),
         block_owner_deletion: Some(false),
     }]);
     let status = InstallPlanStatus {

@@ -52,7 +52,8 @@ fn model() -> Model {
 
 fn subscription_json() -> Value {
     json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-        "metadata": {"name": "a", "namespace": "ops", "uid": "u-1", "resourceVersion": "1"},
+        "metadata": {"name": "a", "namespace": "ops", "uid": "u-1", "resourceVersion": "1",
+                     "labels": {"operators.coreos.com/a.ops": ""}},
         "spec": {"source": "cat", "sourceNamespace": "olm", "name": "a", "channel": "stable",
                  "installPlanApproval": "Automatic"}})
 }
@@ -123,8 +124,13 @@ async fn a_subscription_creates_its_install_plan_then_writes_the_plans_status_an
             &owner["uid"],
             &owner["controller"]
         ),
-        (&json!("Subscription"), &json!("a"), &json!("u-1"), &json!(true))
+        (&json!("Subscription"), &json!("a"), &json!("u-1"), &json!(false))
     );
+    assert_eq!(
+        created["metadata"]["labels"],
+        json!({"operators.coreos.com/a.ops": ""})
+    );
+    assert_eq!(created["spec"]["generation"], 1);
     assert_eq!(created["spec"]["clusterServiceVersionNames"], json!(["a.v2"]));
     assert_eq!(
         (&created["spec"]["source"], &created["spec"]["sourceNamespace"]),
@@ -165,7 +171,16 @@ async fn a_subscription_creates_its_install_plan_then_writes_the_plans_status_an
     assert_eq!(status["state"], "UpgradePending");
     assert_eq!(status["currentCSV"], "a.v2");
     assert_eq!(status["installPlanRef"]["name"], plan.as_str());
+    assert_eq!(status["installPlanGeneration"], 1);
     assert_eq!(event_reasons(&received), ["InstallPlanCreated"]);
+    // A core/v1 Event, from OLM's component, counted.
+    let event = received
+        .iter()
+        .find(|r| r.uri.starts_with("/api/v1/namespaces/ops/events"))
+        .expect("the Event is written to the Subscription's namespace");
+    assert_eq!(event.body["source"]["component"], "operator-lifecycle-manager");
+    assert_eq!(event.body["involvedObject"]["kind"], "Subscription");
+    assert_eq!(event.body["count"], 1);
 }
 
 #[tokio::test]
@@ -210,8 +225,14 @@ async fn an_unchanged_status_and_a_repeat_of_the_last_write_are_not_written() {
         )
         .await;
     result.unwrap();
-    // (Its Event is published again, and the Recorder turns it into a series of the first.)
     assert!(writes(&received).is_empty(), "{received:#?}");
+    // Its Event is published again: a repeat, so the first Event is counted, not a new one.
+    let repeats = bodies(&received, &Method::PATCH, "/api/v1/namespaces/ops/events/");
+    let [repeat] = repeats.as_slice() else {
+        panic!("one Event patched: {received:#?}")
+    };
+    assert_eq!(repeat["count"], 2);
+    assert!(bodies(&received, &Method::POST, "/api/v1/namespaces/ops/events").is_empty());
 
     // The store shows the write: nothing changed, nothing is written, no Event repeats.
     let mut seen = subscription_json();
@@ -225,6 +246,28 @@ async fn an_unchanged_status_and_a_repeat_of_the_last_write_are_not_written() {
         .await;
     result.unwrap();
     assert!(received.is_empty(), "{received:#?}");
+}
+
+#[tokio::test]
+async fn a_subscription_without_its_component_label_is_labelled_first() {
+    let (fixture, mut server) = subscription_fixture(false);
+    let ctx = fixture.context("subscription");
+    let mut unlabelled = subscription_json();
+    unlabelled["metadata"].as_object_mut().unwrap().remove("labels");
+    let (result, received) = server
+        .run(
+            Scenario::SubscriptionLabelled {
+                subscription: unlabelled.clone(),
+            },
+            subscription::reconcile(Arc::new(object(unlabelled)), ctx),
+        )
+        .await;
+    result.unwrap();
+    let labelled = bodies(&received, &Method::PATCH, &format!("{OLM}/subscriptions/a?"));
+    assert_eq!(
+        labelled[0]["metadata"]["labels"],
+        json!({"operators.coreos.com/a.ops": ""})
+    );
 }
 
 fn new_csv() -> Value {

@@ -115,7 +115,7 @@ fn the_csv_is_moved_to_the_namespace_with_the_resolved_replaces_and_the_properti
 }
 
 #[test]
-fn a_fresh_install_drops_the_catalogs_replaces() {
+fn a_fresh_install_keeps_the_catalogs_replaces_as_upstream() {
     let properties = [];
     let steps = bundle_steps(&StepsInput {
         manifests: &[csv_manifest()],
@@ -128,7 +128,7 @@ fn a_fresh_install_drops_the_catalogs_replaces() {
     })
     .unwrap();
     let csv = manifest(steps.iter().find(|s| s.resource.kind == CSV_KIND).unwrap());
-    assert!(csv["spec"].get("replaces").is_none());
+    assert_eq!(csv["spec"]["replaces"], "redis-operator.v0.9.0");
     assert_eq!(csv["metadata"]["annotations"][PROPERTIES], "{\"properties\":[]}");
 }
 

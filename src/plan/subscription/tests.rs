@@ -874,7 +874,13 @@ mod decision {
                 (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
                 ("Subscription", "a", "u-1")
             );
-            assert_eq!(owner.controller, Some(true));
+            // Owned, not controlled, and labelled for the Operator `a.ops`, as upstream.
+            assert_eq!(owner.controller, Some(false));
+            assert_eq!(
+                ip.metadata.labels,
+                Some([("operators.coreos.com/a.ops".to_owned(), String::new())].into())
+            );
+            assert_eq!(ip.spec.generation, Some(1), "the first plan is generation 1");
             assert_eq!(ip.spec.cluster_service_version_names, ["a.v2"]);
             assert_eq!(
                 (ip.spec.source.as_deref(), ip.spec.source_namespace.as_deref()),
@@ -1010,4 +1016,36 @@ mod decision {
         );
         assert!(!err.contains("no ClusterServiceVersion"));
     }
+}
+
+#[test]
+fn the_next_plan_is_one_generation_after_the_last_one_the_subscription_recorded() {
+    let first = subscription("Automatic", None);
+    assert_eq!(super::next_plan_generation(&first), 1);
+    let upgraded = subscription(
+        "Automatic",
+        Some(json!({"lastUpdated": "2026-01-01T00:00:00Z", "installPlanGeneration": 2})),
+    );
+    assert_eq!(super::next_plan_generation(&upgraded), 3);
+}
+
+#[test]
+fn a_subscription_without_its_component_label_gets_it_once() {
+    let sub = subscription("Automatic", None);
+    let apply = super::component_label_apply(&sub, "operators").expect("the label is missing");
+    assert_eq!(
+        apply,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+               "metadata": {"name": "redis", "namespace": "operators",
+                            "labels": {"operators.coreos.com/redis-operator.operators": ""}}})
+    );
+    let mut labelled = sub.clone();
+    labelled.metadata.labels = Some(
+        [(
+            "operators.coreos.com/redis-operator.operators".to_owned(),
+            String::new(),
+        )]
+        .into(),
+    );
+    assert_eq!(super::component_label_apply(&labelled, "operators"), None);
 }
