@@ -421,10 +421,12 @@ fn catalog_source_and_operator_group_required_fields_match_upstream() {
     assert_eq!(required(&s, &["status"]), set(&["lastUpdated"]));
     assert_eq!(
         at(&s, &["spec"])["default"],
-        serde_json::json!({"upgradeStrategy": {"name": "Default"}})
+        serde_json::json!({"upgradeStrategy": "Default"})
     );
+    // A plain string, as upstream writes it (`spec.upgradeStrategy: Default`).
+    assert_eq!(at(&s, &["spec", "upgradeStrategy"])["type"], "string");
     assert_eq!(
-        at(&s, &["spec", "upgradeStrategy", "name"])["enum"],
+        at(&s, &["spec", "upgradeStrategy"])["enum"],
         serde_json::json!(["Default", "TechPreviewUnsafeFailForward"])
     );
     assert_eq!(

@@ -39,7 +39,7 @@ pub const API_VERSION: &str = "operators.coreos.com/v1";
     doc = "OperatorGroup is the unit of multitenancy for OLM managed operators. It constrains the installation of operators in its namespace to a specified set of target namespaces."
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("default" = {"upgradeStrategy": {"name": "Default"}}))]
+#[schemars(extend("default" = {"upgradeStrategy": "Default"}))]
 pub struct OperatorGroupSpec {
     /// Selects the target namespaces by label (ignored when `targetNamespaces` is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,8 +59,8 @@ pub struct OperatorGroupSpec {
     )]
     pub static_provided_apis: Option<bool>,
     /// How failed installs and upgrades of the group's operators are handled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upgrade_strategy: Option<UpgradeStrategy>,
+    #[serde(default, skip_serializing_if = "UpgradeStrategy::is_unset")]
+    pub upgrade_strategy: UpgradeStrategy,
 }
 
 string_enum! {
@@ -73,20 +73,65 @@ string_enum! {
     }
 }
 
-/// The upgrade strategy of an OperatorGroup.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+/// The upgrade strategy of an OperatorGroup: `spec.upgradeStrategy: Default` or
+/// `TechPreviewUnsafeFailForward`, a plain string as upstream writes it. The object form
+/// `{name: ...}` of earlier olm-rs CRDs is still read.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpgradeStrategy {
-    /// `Default` or `TechPreviewUnsafeFailForward`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["Default", "TechPreviewUnsafeFailForward"], "default" = "Default"))]
+    /// `Default` or `TechPreviewUnsafeFailForward` (absent reads as `Default`).
     pub name: Option<UpgradeStrategyName>,
+}
+
+impl UpgradeStrategy {
+    /// True when the spec did not name a strategy (not written back).
+    pub fn is_unset(&self) -> bool {
+        self.name.is_none()
+    }
+}
+
+impl Serialize for UpgradeStrategy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.name.clone().unwrap_or_default().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for UpgradeStrategy {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Plain(UpgradeStrategyName),
+            Object {
+                #[serde(default)]
+                name: Option<UpgradeStrategyName>,
+            },
+        }
+        Ok(match Form::deserialize(deserializer)? {
+            Form::Plain(name) => Self { name: Some(name) },
+            Form::Object { name } => Self { name },
+        })
+    }
+}
+
+impl JsonSchema for UpgradeStrategy {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UpgradeStrategy".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "enum": ["Default", "TechPreviewUnsafeFailForward"],
+            "default": "Default",
+            "description": "`Default`: a failed install or upgrade is never replaced. `TechPreviewUnsafeFailForward`: failed installs and upgrades may be replaced by newer ones (unsafe)."
+        })
+    }
 }
 
 impl OperatorGroupSpec {
     /// True when the group opted into fail-forward upgrades.
     pub fn fail_forward(&self) -> bool {
-        self.upgrade_strategy.as_ref().and_then(|u| u.name.as_ref())
-            == Some(&UpgradeStrategyName::TechPreviewUnsafeFailForward)
+        self.upgrade_strategy.name.as_ref() == Some(&UpgradeStrategyName::TechPreviewUnsafeFailForward)
     }
 }
 
@@ -149,9 +194,32 @@ mod tests {
     fn fail_forward_is_opt_in() {
         let mut spec = OperatorGroupSpec::default();
         assert!(!spec.fail_forward());
-        spec.upgrade_strategy = Some(UpgradeStrategy {
+        spec.upgrade_strategy = UpgradeStrategy {
             name: Some(UpgradeStrategyName::TechPreviewUnsafeFailForward),
-        });
+        };
         assert!(spec.fail_forward());
+    }
+
+    #[test]
+    fn the_upgrade_strategy_is_a_plain_string_and_the_old_object_form_still_reads() {
+        let spec: OperatorGroupSpec =
+            serde_json::from_value(serde_json::json!({"upgradeStrategy": "TechPreviewUnsafeFailForward"}))
+                .unwrap();
+        assert!(spec.fail_forward());
+        assert_eq!(
+            serde_json::to_value(&spec).unwrap(),
+            serde_json::json!({"upgradeStrategy": "TechPreviewUnsafeFailForward"})
+        );
+        let old: OperatorGroupSpec =
+            serde_json::from_value(serde_json::json!({"upgradeStrategy": {"name": "Default"}})).unwrap();
+        assert!(!old.fail_forward());
+        assert_eq!(
+            serde_json::to_value(&old).unwrap(),
+            serde_json::json!({"upgradeStrategy": "Default"})
+        );
+        // The CRD's enum refuses other values; one that got through anyway is not fail-forward.
+        let unknown: OperatorGroupSpec =
+            serde_json::from_value(serde_json::json!({"upgradeStrategy": "Sometimes"})).unwrap();
+        assert!(!unknown.fail_forward());
     }
 }
