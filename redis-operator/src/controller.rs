@@ -28,6 +28,7 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
+    core::PartialObjectMeta,
     runtime::{
         Controller, WatchStreamExt,
         controller::Action,
@@ -40,6 +41,7 @@ use kube::{
 use operator_runtime::{
     backoff::{PerObject, Policy},
     http::{Readiness, ReadyState},
+    watch::WatchHealth,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -196,6 +198,17 @@ pub async fn run(
         namespaces.into_iter().map(Some).collect()
     };
     ready.set(ReadyState::Syncing);
+    // Every watch is supervised: re-listed when silent, named in /readyz when stale.
+    let health = Arc::new(WatchHealth::default());
+    let supervisor = tokio::spawn(operator_runtime::watch::supervise(
+        Arc::clone(&health),
+        client.clone(),
+        Arc::clone(&ready),
+        {
+            let metrics = Arc::clone(&ctx.metrics);
+            move |ages| metrics.record_watch_ages(ages)
+        },
+    ));
     let gate = Arc::new(SyncGate {
         pending: AtomicUsize::new(scopes.len()),
         ready,
@@ -203,9 +216,45 @@ pub async fn run(
     join_all(
         scopes
             .into_iter()
-            .map(|ns| run_one(client.clone(), ns, ctx.clone(), gate.clone())),
+            .map(|ns| run_one(client.clone(), ns, ctx.clone(), gate.clone(), &health)),
     )
     .await;
+    supervisor.abort();
+}
+
+/// A supervised metadata-only trigger on the operator's own objects of kind `K` in `ns`.
+fn owned_trigger<K>(
+    health: &Arc<WatchHealth>,
+    client: &Client,
+    ns: Option<&str>,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + use<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<PartialObjectMeta<K>> = match ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    };
+    let wc = operator_runtime::watch::config().labels(MANAGED_BY);
+    let name = format!("trigger:{}{}", K::plural(&()), scope_suffix(ns));
+    health
+        .supervised(name, move || watcher(api.clone(), wc.clone()))
+        .touched_objects()
+        .predicate_filter(predicates::resource_version, Default::default())
+}
+
+/// The label selecting the objects this operator manages.
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by=redis-operator";
+
+/// `@<namespace>` for a namespaced scope, nothing for all namespaces.
+fn scope_suffix(ns: Option<&str>) -> String {
+    ns.map(|n| format!("@{n}")).unwrap_or_default()
 }
 
 fn api<K>(client: &Client, ns: Option<&str>) -> Api<K>
@@ -218,15 +267,24 @@ where
     }
 }
 
-async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>, gate: Arc<SyncGate>) {
+async fn run_one(
+    client: Client,
+    ns: Option<String>,
+    ctx: Arc<Context>,
+    gate: Arc<SyncGate>,
+    health: &Arc<WatchHealth>,
+) {
     tracing::info!(namespace = ns.as_deref().unwrap_or("*"), "watching RedisClusters");
     let clusters: Api<RedisCluster> = api(&client, ns.as_deref());
     let (reader, writer) = reflector::store();
     // Readiness comes from the stream's first complete list, not `Store::wait_until_ready`:
     // the store's readiness channel wakes only one waiter, and kube-runtime's runner is it.
     let mut synced = Some(gate);
-    let stream = watcher(clusters, watcher::Config::default())
-        .default_backoff()
+    let stream = health
+        .supervised(
+            format!("redisclusters{}", scope_suffix(ns.as_deref())),
+            move || watcher(clusters.clone(), operator_runtime::watch::config()),
+        )
         .reflect(writer)
         .inspect({
             let metrics = ctx.metrics.clone();
@@ -247,13 +305,13 @@ async fn run_one(client: Client, ns: Option<String>, ctx: Arc<Context>, gate: Ar
         })
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
-    let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=redis-operator");
+    let scope = ns.as_deref();
     Controller::for_stream(stream, reader)
-        .owns(api::<StatefulSet>(&client, ns.as_deref()), owned.clone())
-        .owns(api::<Service>(&client, ns.as_deref()), owned.clone())
-        .owns(api::<ConfigMap>(&client, ns.as_deref()), owned.clone())
-        .owns(api::<PodDisruptionBudget>(&client, ns.as_deref()), owned.clone())
-        .watches(api::<Pod>(&client, ns.as_deref()), owned, |pod| {
+        .owns_stream(owned_trigger::<StatefulSet>(health, &client, scope))
+        .owns_stream(owned_trigger::<Service>(health, &client, scope))
+        .owns_stream(owned_trigger::<ConfigMap>(health, &client, scope))
+        .owns_stream(owned_trigger::<PodDisruptionBudget>(health, &client, scope))
+        .watches_stream(owned_trigger::<Pod>(health, &client, scope), |pod| {
             let name = pod.labels().get("app.kubernetes.io/instance")?;
             Some(ObjectRef::new(name).within(&pod.namespace()?))
         })

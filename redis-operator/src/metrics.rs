@@ -6,7 +6,7 @@
 
 use std::{
     collections::BTreeSet,
-    sync::{Mutex, MutexGuard},
+    sync::{Mutex, MutexGuard, atomic::AtomicU64},
 };
 
 use prometheus_client::{
@@ -21,6 +21,11 @@ pub const BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    store: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -39,6 +44,7 @@ pub struct Metrics {
     errors: Family<ErrorLabels, Counter>,
     managed: Gauge,
     managed_keys: Mutex<BTreeSet<String>>,
+    watch_ages: Family<StoreLabels, Gauge<f64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -60,8 +66,15 @@ impl Default for Metrics {
             "RedisClusters managed by this operator",
             managed.clone(),
         );
+        let watch_ages = Family::<StoreLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "store_last_event_age_seconds",
+            "Seconds since a watch (a store or a trigger) last received an event",
+            watch_ages.clone(),
+        );
         Self {
             registry,
+            watch_ages,
             durations,
             errors,
             managed,
@@ -96,6 +109,17 @@ impl Metrics {
             keys.remove(key);
         }
         self.managed.set(i64::try_from(keys.len()).unwrap_or(i64::MAX));
+    }
+
+    /// Records every watch's time since its last event (see `operator_runtime::watch`).
+    pub fn record_watch_ages(&self, ages: &[operator_runtime::watch::WatchAge]) {
+        for age in ages {
+            self.watch_ages
+                .get_or_create(&StoreLabels {
+                    store: age.name.clone(),
+                })
+                .set(age.silent_for.as_secs_f64());
+        }
     }
 
     /// The metrics in the OpenMetrics text format.

@@ -46,9 +46,9 @@ use kube::{
     core::{ApiResource, GroupVersionKind, PartialObjectMeta},
     discovery::ApiCapabilities,
     runtime::{
-        Controller, WatchStreamExt,
+        Controller, PredicateConfig, WatchStreamExt,
         controller::{Action, Config as ControllerConfig},
-        reflector,
+        predicates, reflector,
         reflector::Store,
         watcher,
     },

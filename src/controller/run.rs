@@ -113,7 +113,8 @@ pub(super) async fn run_controllers(
     metrics: Arc<Metrics>,
     ready: Arc<crate::k8s::http::Readiness>,
 ) -> std::result::Result<(), RunError> {
-    let wc = watcher::Config::default;
+    // Every watch: a 30 s server-side timeout, bookmarks, backoff, supervised (see `stores`).
+    let wc = stores::watch_config;
     let cfg = || ControllerConfig::default().concurrency(CONCURRENCY);
     let sync = SyncTracker::default();
     let (synced_tx, synced_rx) = tokio::sync::watch::channel(false);
@@ -210,9 +211,10 @@ pub(super) async fn run_controllers(
     let catsrc_store = stores.catalog_sources.clone();
     let catsrc_ctl = Controller::for_stream(catsrc_stream, catalog_sources)
         .with_config(cfg())
-        .watches_stream(metadata_trigger::<ConfigMap>(client.clone(), wc()), move |cm| {
-            mappers::catalog_sources_for_config_map(&catsrc_store.state(), &cm)
-        })
+        .watches_stream(
+            metadata_trigger::<ConfigMap>(&sync, client.clone(), wc()),
+            move |cm| mappers::catalog_sources_for_config_map(&catsrc_store.state(), &cm),
+        )
         .shutdown_on_signal();
 
     // OperatorGroups: a sibling group appearing or leaving changes TooManyOperatorGroups.
@@ -221,12 +223,12 @@ pub(super) async fn run_controllers(
     let og_ctl = Controller::for_stream(og_stream, operator_groups)
         .with_config(cfg())
         .watches_stream(
-            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref()),
         )
         // Member CSVs change the group's provided APIs and user roles.
         .watches_stream(
-            metadata_trigger::<ClusterServiceVersion>(client.clone(), wc()),
+            metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
         .shutdown_on_signal();
@@ -240,17 +242,17 @@ pub(super) async fn run_controllers(
     let global = shared.config.global_namespace.clone();
     let sub_ctl = Controller::for_stream(sub_stream, subscriptions)
         .with_config(cfg())
-        .owns(Api::<InstallPlan>::all(client.clone()), wc())
+        .owns_stream(metadata_trigger::<InstallPlan>(&sync, client.clone(), wc()))
         .watches_stream(
-            metadata_trigger::<CatalogSource>(client.clone(), wc()),
+            metadata_trigger::<CatalogSource>(&sync, client.clone(), wc()),
             move |cs| mappers::subscriptions_for_catalog(&s1.state(), &cs, &global),
         )
         .watches_stream(
-            metadata_trigger::<ClusterServiceVersion>(client.clone(), wc()),
+            metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&s2.state(), csv.namespace().as_deref()),
         )
         .watches_stream(
-            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::siblings_in_namespace(&s3.state(), og.namespace().as_deref()),
         )
         .shutdown_on_signal();
@@ -267,16 +269,15 @@ pub(super) async fn run_controllers(
         .owns_stream(deployment_stream)
         .owns_stream(sa_stream)
         .watches_stream(
-            metadata_trigger::<OperatorGroup>(client.clone(), wc()),
+            metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref()),
         )
-        .watches(
-            Api::<ClusterServiceVersion>::all(client.clone()),
-            wc(),
+        .watches_stream(
+            trigger(&sync, Api::<ClusterServiceVersion>::all(client.clone()), wc()),
             move |csv| mappers::csvs_related_to(&c2.state(), &csv),
         )
         .watches_stream(
-            metadata_trigger::<CustomResourceDefinition>(client.clone(), wc()),
+            metadata_trigger::<CustomResourceDefinition>(&sync, client.clone(), wc()),
             move |crd| mappers::csvs_for_crd(&c3.state(), &crd.name_any()),
         )
         .watches_stream(sub_changes.map(Ok::<_, watcher::Error>), |sub| {
@@ -291,6 +292,16 @@ pub(super) async fn run_controllers(
     let csv_ctx = Context::new(&shared, "csv");
 
     ready.set(ReadyState::Syncing);
+    // Re-lists silent watches, names stale ones in /readyz, exports their ages.
+    let supervisor = tokio::spawn(operator_runtime::watch::supervise(
+        sync.health(),
+        client.clone(),
+        Arc::clone(&ready),
+        {
+            let metrics = Arc::clone(&shared.metrics);
+            move |ages| metrics.record_watch_ages(ages)
+        },
+    ));
     let readiness = {
         let ready = Arc::clone(&ready);
         async move {
@@ -328,6 +339,7 @@ pub(super) async fn run_controllers(
             .for_each(|r| log_result("csv", r)),
     );
     readiness.abort();
+    supervisor.abort();
     tracing::info!("controllers stopped");
     Ok(())
 }

@@ -4,6 +4,11 @@
 //! `/readyz` turns ready once all stores have synced, and reconciles wait for that too. Watches
 //! on kinds that only need a name and namespace are metadata-only, which keeps ConfigMaps and
 //! CRDs out of memory.
+//!
+//! Every watch here (stores and trigger-only watches alike) is supervised by
+//! [`operator_runtime::watch`]: a 30 s server-side timeout, backoff on any error answer, and a
+//! re-list when it falls silent; a re-list passes on only the objects whose resourceVersion
+//! changed, so it costs a cached list and no reconcile storm.
 
 #[allow(clippy::wildcard_imports, reason = "the controller module's shared imports")]
 use super::*;
@@ -27,18 +32,35 @@ pub struct Stores {
     pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
 }
 
-/// Tracks which reflector stores have seen their initial list.
+/// Tracks which reflector stores have seen their initial list, and supervises every watch.
 #[derive(Default)]
 pub struct SyncTracker {
     flags: Mutex<Vec<(&'static str, Arc<AtomicBool>)>>,
+    health: Arc<operator_runtime::watch::WatchHealth>,
+}
+
+/// A store's name, its synced flag and the supervisor it reports to (see [`SyncTracker::flag`]).
+pub struct StoreFlag {
+    name: &'static str,
+    synced: Arc<AtomicBool>,
+    health: Arc<operator_runtime::watch::WatchHealth>,
 }
 
 impl SyncTracker {
     /// A new flag for the store `name`, set by [`reflected`] once its first list is in.
-    pub fn flag(&self, name: &'static str) -> Arc<AtomicBool> {
+    pub fn flag(&self, name: &'static str) -> StoreFlag {
         let flag = Arc::new(AtomicBool::new(false));
         lock(&self.flags).push((name, Arc::clone(&flag)));
-        flag
+        StoreFlag {
+            name,
+            synced: flag,
+            health: Arc::clone(&self.health),
+        }
+    }
+
+    /// The supervisor of every watch made through this tracker.
+    pub fn health(&self) -> Arc<operator_runtime::watch::WatchHealth> {
+        Arc::clone(&self.health)
     }
 
     /// The stores still waiting for their initial list (empty: all synced).
@@ -51,6 +73,11 @@ impl SyncTracker {
     }
 }
 
+/// The `watcher::Config` every watch starts from ([`operator_runtime::watch::config`]).
+pub fn watch_config() -> watcher::Config {
+    operator_runtime::watch::config()
+}
+
 /// A reflector for `api`: the store, and the stream of applied objects feeding it (and the
 /// controller that owns it). The store's `synced` flag is set on the first `InitDone`.
 ///
@@ -60,7 +87,7 @@ impl SyncTracker {
 pub fn reflected<K>(
     api: Api<K>,
     wc: watcher::Config,
-    synced: Arc<AtomicBool>,
+    flag: StoreFlag,
 ) -> (
     Store<K>,
     impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
@@ -74,11 +101,14 @@ where
         + Sync
         + 'static,
 {
-    reflect_events(watcher(api, wc), synced)
+    let events = flag
+        .health
+        .supervised(flag.name, move || watcher(api.clone(), wc.clone()));
+    reflect_events(events, flag.synced)
 }
 
-/// Feeds a watcher's events into a new store, sets `synced` on the first complete list, and
-/// returns the store with the stream of applied objects.
+/// Feeds a (supervised) watcher's events into a new store, sets `synced` on the first complete
+/// list, and returns the store with the stream of applied objects whose resourceVersion changed.
 pub(super) fn reflect_events<K>(
     events: impl futures::Stream<Item = std::result::Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     synced: Arc<AtomicBool>,
@@ -91,14 +121,14 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = events
-        .default_backoff()
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 synced.store(true, Ordering::Release);
             }
         })
-        .applied_objects();
+        .applied_objects()
+        .predicate_filter(predicates::resource_version, PredicateConfig::default());
     (reader, stream)
 }
 
@@ -106,7 +136,7 @@ where
 pub fn reflected_metadata<K>(
     client: Client,
     wc: watcher::Config,
-    synced: Arc<AtomicBool>,
+    flag: StoreFlag,
 ) -> (
     Store<PartialObjectMeta<K>>,
     impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static,
@@ -120,14 +150,20 @@ where
         + Sync
         + 'static,
 {
-    reflect_events(watcher(Api::<PartialObjectMeta<K>>::all(client), wc), synced)
+    let api = Api::<PartialObjectMeta<K>>::all(client);
+    let events = flag
+        .health
+        .supervised(flag.name, move || watcher(api.clone(), wc.clone()));
+    reflect_events(events, flag.synced)
 }
 
-/// A metadata-only trigger stream (no store) for `watches_stream`.
+/// A metadata-only trigger stream (no store) for `watches_stream` and `owns_stream`,
+/// supervised as `trigger:<plural>`.
 pub(super) fn metadata_trigger<K>(
+    sync: &SyncTracker,
     client: Client,
     wc: watcher::Config,
-) -> impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+) -> impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + use<K>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -137,7 +173,44 @@ where
         + Sync
         + 'static,
 {
-    watcher(Api::<PartialObjectMeta<K>>::all(client), wc)
-        .default_backoff()
+    let api = Api::<PartialObjectMeta<K>>::all(client);
+    trigger_events(sync, K::plural(&()).into_owned(), move || {
+        watcher(api.clone(), wc.clone())
+    })
+}
+
+/// A full-object trigger stream (no store), for mappers that read the object's spec.
+pub(super) fn trigger<K>(
+    sync: &SyncTracker,
+    api: Api<K>,
+    wc: watcher::Config,
+) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + use<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    trigger_events(sync, K::plural(&()).into_owned(), move || {
+        watcher(api.clone(), wc.clone())
+    })
+}
+
+fn trigger_events<K, S, F>(
+    sync: &SyncTracker,
+    plural: String,
+    make: F,
+) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + use<K, S, F>
+where
+    K: Resource<DynamicType = ()> + Send + 'static,
+    S: futures::Stream<Item = std::result::Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    F: FnMut() -> S + Send + 'static,
+{
+    sync.health
+        .supervised(format!("trigger:{plural}"), make)
         .touched_objects()
+        .predicate_filter(predicates::resource_version, PredicateConfig::default())
 }

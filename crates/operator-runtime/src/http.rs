@@ -18,7 +18,7 @@
 use std::{
     convert::Infallible,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicU8, Ordering},
     },
     time::Duration,
@@ -89,9 +89,10 @@ impl ReadyState {
     }
 }
 
-/// The shared, lock-free readiness of this replica.
+/// The shared readiness of this replica: its [`ReadyState`] and the watches that went stale
+/// (see [`crate::watch`]).
 #[derive(Debug, Default)]
-pub struct Readiness(AtomicU8);
+pub struct Readiness(AtomicU8, Mutex<Vec<String>>);
 
 impl Readiness {
     /// Moves to `state`.
@@ -102,6 +103,22 @@ impl Readiness {
     /// The current state.
     pub fn get(&self) -> ReadyState {
         ReadyState::from_u8(self.0.load(Ordering::Acquire))
+    }
+
+    /// Replaces the stale watches (one line each, naming the watch; empty: none).
+    pub fn set_stale(&self, stale: Vec<String>) {
+        match self.1.lock() {
+            Ok(mut guard) => *guard = stale,
+            Err(poisoned) => *poisoned.into_inner() = stale,
+        }
+    }
+
+    /// The stale watches.
+    pub fn stale(&self) -> Vec<String> {
+        match self.1.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 }
 
@@ -122,8 +139,34 @@ pub trait MetricsText: Send + Sync {
     fn render(&self) -> String;
 }
 
-/// Routes one request (`GET`, `/metrics`).
+/// Routes one request (`GET`, `/metrics`), no watch stale.
 pub fn route(method: &str, path: &str, ready: ReadyState, metrics: &dyn MetricsText) -> Response {
+    route_with(method, path, ready, &[], metrics)
+}
+
+/// What `/readyz` answers: a replica that is [`ReadyState::Ready`] but has stale watches is not
+/// ready, and the body names them (pure).
+pub fn readyz(ready: ReadyState, stale: &[String]) -> (u16, String) {
+    if ready == ReadyState::Ready && !stale.is_empty() {
+        let mut body = String::from("not ready: stale watches:\n");
+        for line in stale {
+            body.push_str("  ");
+            body.push_str(line);
+            body.push('\n');
+        }
+        return (503, body);
+    }
+    (if ready.is_ready() { 200 } else { 503 }, ready.text().to_owned())
+}
+
+/// Routes one request; `stale` names the stale watches (see [`readyz`]).
+pub fn route_with(
+    method: &str,
+    path: &str,
+    ready: ReadyState,
+    stale: &[String],
+    metrics: &dyn MetricsText,
+) -> Response {
     let path = path.split('?').next().unwrap_or("");
     let text = |status, body: &str| Response {
         status,
@@ -137,7 +180,10 @@ pub fn route(method: &str, path: &str, ready: ReadyState, metrics: &dyn MetricsT
             body: metrics.render(),
         },
         ("GET", "/healthz") => text(200, "ok\n"),
-        ("GET", "/readyz") => text(if ready.is_ready() { 200 } else { 503 }, ready.text()),
+        ("GET", "/readyz") => {
+            let (status, body) = readyz(ready, stale);
+            text(status, &body)
+        }
         ("GET", _) => text(404, "not found\n"),
         _ => text(405, "method not allowed\n"),
     }
@@ -164,7 +210,13 @@ pub async fn serve(listener: TcpListener, metrics: Arc<dyn MetricsText>, ready: 
         let (metrics, ready) = (Arc::clone(&metrics), Arc::clone(&ready));
         tokio::spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
-                let routed = route(req.method().as_str(), req.uri().path(), ready.get(), &*metrics);
+                let routed = route_with(
+                    req.method().as_str(),
+                    req.uri().path(),
+                    ready.get(),
+                    &ready.stale(),
+                    &*metrics,
+                );
                 async move {
                     let status = hyper::StatusCode::from_u16(routed.status)
                         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
@@ -215,6 +267,21 @@ mod tests {
         readiness.set(ReadyState::Stopping);
         assert_eq!(status(&readiness), 503);
         assert_eq!(route("GET", "/healthz", ReadyState::Starting, &Fixed).status, 200);
+    }
+
+    #[test]
+    fn readyz_names_the_stale_watches_of_a_ready_replica() {
+        let stale = vec!["csvs: no event for 95s".to_owned()];
+        let response = route_with("GET", "/readyz", ReadyState::Ready, &stale, &Fixed);
+        assert_eq!(response.status, 503);
+        assert_eq!(
+            response.body,
+            "not ready: stale watches:\n  csvs: no event for 95s\n"
+        );
+        // A standby runs no watches; a syncing replica says so.
+        assert_eq!(readyz(ReadyState::Standby, &stale).0, 200);
+        assert_eq!(readyz(ReadyState::Syncing, &stale).1, ReadyState::Syncing.text());
+        assert_eq!(readyz(ReadyState::Ready, &[]), (200, "ok\n".to_owned()));
     }
 
     #[test]

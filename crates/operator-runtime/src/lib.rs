@@ -13,6 +13,8 @@
 //! - [`shutdown`]: the SIGTERM/SIGINT future.
 //! - [`telemetry`]: the `tracing` subscriber (text or JSON, filter from `RUST_LOG`).
 //! - [`backoff`]: per-object exponential backoff.
+//! - [`watch`]: every watch with a short timeout, backoff, and a supervisor that re-lists a
+//!   silent one and names it in `/readyz`.
 //! - [`duration`]: the `60s` / `2m` / `1h` duration flags.
 //! - [`error_chain`]: an error and its causes on one line.
 //!
@@ -24,6 +26,7 @@ pub mod http;
 pub mod lease;
 pub mod shutdown;
 pub mod telemetry;
+pub mod watch;
 
 /// An error and every `source()` below it, joined with `: ` (the `caused by` chain on one line).
 pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {

@@ -1,0 +1,402 @@
+//! watch: no reflector may stay stale without anyone noticing.
+//!
+//! After a kube-apiserver restart, a watch can be re-established against a server that then says
+//! nothing (or a request can hang before the server answers at all); with kube-runtime's defaults
+//! such a store stayed stale until the 290 s server-side timeout, while `/readyz` said ok. The rule
+//! enforced here, for every watch of every binary:
+//!
+//! - every watch uses [`config`]: a short server-side timeout ([`WATCH_TIMEOUT`]), so streams are
+//!   re-established regularly and kube-runtime's idle check (timeout + 5 s) cuts a dead
+//!   connection, bookmarks, and lists served from the API server's watch cache (as client-go's
+//!   informers do: a re-list is cheap);
+//! - every watch goes through [`WatchHealth::supervised`]: errors (429 while CRDs are installed,
+//!   404 for a CRD not installed yet, 5xx, a dropped connection) are retried with kube-runtime's
+//!   default backoff, and every event received is stamped;
+//! - [`supervise`] looks at the stamps every [`TICK`]: a watch silent for longer than
+//!   [`STALE_AFTER`] is restarted from a fresh list ([`decide`]); one still silent
+//!   [`RELIST_GRACE`] later is reported by `/readyz` by name ([`stale_text`]); and when the API
+//!   server stops answering the `/version` probe and comes back ([`Probe`]), every watch is
+//!   re-listed at once instead of waiting for the silence to be noticed.
+//!
+//! [`decide`], [`stale_text`] and [`Probe`] are pure (time passed in); the rest is wiring.
+
+use std::{
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use futures::{Stream, StreamExt};
+use kube::runtime::{WatchStreamExt, watcher};
+
+use crate::http::Readiness;
+
+/// The server-side timeout of every watch call (kube-runtime's default is 290 s).
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// A watch without any event for this long is re-listed (a quiet store too: the re-list is
+/// served from the API server's watch cache, and unchanged objects trigger no reconcile).
+pub const STALE_AFTER: Duration = Duration::from_secs(60);
+/// How long a forced re-list may take before `/readyz` names the store.
+pub const RELIST_GRACE: Duration = Duration::from_secs(30);
+/// How often [`supervise`] looks at the watches.
+pub const TICK: Duration = Duration::from_secs(2);
+/// How often (and with what timeout) [`supervise`] probes the API server's `/version`.
+pub const PROBE_EVERY: Duration = Duration::from_secs(4);
+
+/// The `watcher::Config` every watch starts from: [`WATCH_TIMEOUT`], bookmarks (kube-runtime's
+/// default) and lists from the watch cache.
+pub fn config() -> watcher::Config {
+    let secs = u32::try_from(WATCH_TIMEOUT.as_secs()).unwrap_or(u32::MAX);
+    watcher::Config::default().timeout(secs).any_semantic()
+}
+
+/// What to do with one watch, given how long it has been silent and how long ago it was last
+/// restarted (`None`: never).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Events arrive: nothing to do.
+    Fresh,
+    /// Silent for longer than [`STALE_AFTER`], and no restart is in flight: re-list now.
+    Relist,
+    /// A re-list was forced recently; give it time.
+    Wait,
+}
+
+/// Decides what to do with a watch (pure).
+pub fn decide(silent_for: Duration, since_restart: Option<Duration>) -> Decision {
+    if silent_for < STALE_AFTER {
+        return Decision::Fresh;
+    }
+    match since_restart {
+        // A restart newer than the last event is still running (a list can be slow, or the
+        // watcher is backing off after errors): do not restart it again before the grace ends.
+        Some(ago) if ago < silent_for && ago < RELIST_GRACE => Decision::Wait,
+        _ => Decision::Relist,
+    }
+}
+
+/// Whether `/readyz` reports the watch (pure): silent past [`STALE_AFTER`] + [`RELIST_GRACE`],
+/// so a forced re-list did not bring it back either.
+pub fn is_stale(silent_for: Duration) -> bool {
+    silent_for >= STALE_AFTER + RELIST_GRACE
+}
+
+/// One line of `/readyz` for a stale watch (pure).
+pub fn stale_text(name: &str, silent_for: Duration) -> String {
+    format!(
+        "{name}: no event for {}s (re-listing; check the API server and this controller's RBAC)",
+        silent_for.as_secs()
+    )
+}
+
+/// Whether the API server went away and came back (pure): fed one probe result at a time.
+#[derive(Debug, Default)]
+pub struct Probe {
+    failed: u32,
+}
+
+impl Probe {
+    /// Records one probe; `true` when it succeeded after at least one failure (the server
+    /// restarted or was unreachable: every watch should re-list).
+    pub fn observe(&mut self, ok: bool) -> bool {
+        if ok {
+            std::mem::take(&mut self.failed) > 0
+        } else {
+            self.failed = self.failed.saturating_add(1);
+            false
+        }
+    }
+
+    /// Probes failed in a row so far.
+    pub fn failures(&self) -> u32 {
+        self.failed
+    }
+}
+
+/// One supervised watch.
+#[derive(Debug)]
+struct Entry {
+    name: String,
+    /// Milliseconds since [`WatchHealth`]'s epoch of the last event (or of the watch's creation).
+    last_event: AtomicU64,
+    /// Milliseconds since the epoch of the last forced restart, `u64::MAX` for never.
+    last_restart: AtomicU64,
+    restart: tokio::sync::watch::Sender<u64>,
+}
+
+/// A watch's age, as [`supervise`] reports it each tick.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchAge {
+    /// The watch's name (its store, or `trigger:<kind>`).
+    pub name: String,
+    /// Time since its last event.
+    pub silent_for: Duration,
+}
+
+/// The registry of every supervised watch of a process.
+#[derive(Debug)]
+pub struct WatchHealth {
+    epoch: Instant,
+    entries: Mutex<Vec<Arc<Entry>>>,
+}
+
+impl Default for WatchHealth {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            entries: Mutex::default(),
+        }
+    }
+}
+
+impl WatchHealth {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn entries(&self) -> Vec<Arc<Entry>> {
+        match self.entries.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// A supervised watch named `name`: `make` builds a fresh watcher (called again for each
+    /// forced re-list), errors are retried with kube-runtime's default backoff, and every event
+    /// is stamped.
+    pub fn supervised<K, S, F, N>(
+        self: &Arc<Self>,
+        name: N,
+        make: F,
+    ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K, S, F, N>
+    where
+        N: Into<String>,
+        K: Send + 'static,
+        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+        F: FnMut() -> S + Send + 'static,
+    {
+        let (restart, _) = tokio::sync::watch::channel(0);
+        let mut entries = match self.entries.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Two watches of one kind (e.g. two triggers) get `name`, `name#2`, ...
+        let base = name.into();
+        let same = entries
+            .iter()
+            .filter(|e| e.name == base || e.name.starts_with(&format!("{base}#")))
+            .count();
+        let entry = Arc::new(Entry {
+            name: if same == 0 {
+                base
+            } else {
+                format!("{base}#{}", same + 1)
+            },
+            last_event: AtomicU64::new(self.now_ms()),
+            last_restart: AtomicU64::new(u64::MAX),
+            restart,
+        });
+        entries.push(Arc::clone(&entry));
+        drop(entries);
+        let health = Arc::clone(self);
+        let stamp = Arc::clone(&entry);
+        restartable(entry, make).default_backoff().inspect(move |event| {
+            if event.is_ok() {
+                stamp.last_event.store(health.now_ms(), Ordering::Release);
+            }
+        })
+    }
+
+    /// Every watch's time since its last event.
+    pub fn ages(&self) -> Vec<WatchAge> {
+        let now = self.now_ms();
+        self.entries()
+            .iter()
+            .map(|e| WatchAge {
+                name: e.name.clone(),
+                silent_for: Duration::from_millis(now.saturating_sub(e.last_event.load(Ordering::Acquire))),
+            })
+            .collect()
+    }
+
+    /// Restarts the watches [`decide`] says to, or all of them (`all`); returns the names restarted.
+    fn restart(&self, all: bool) -> Vec<String> {
+        let now = self.now_ms();
+        let mut restarted = Vec::new();
+        for e in self.entries() {
+            let silent_for = Duration::from_millis(now.saturating_sub(e.last_event.load(Ordering::Acquire)));
+            let since_restart = match e.last_restart.load(Ordering::Acquire) {
+                u64::MAX => None,
+                at => Some(Duration::from_millis(now.saturating_sub(at))),
+            };
+            if all || decide(silent_for, since_restart) == Decision::Relist {
+                e.last_restart.store(now, Ordering::Release);
+                e.restart
+                    .send_modify(|generation| *generation = generation.wrapping_add(1));
+                restarted.push(e.name.clone());
+            }
+        }
+        restarted
+    }
+}
+
+/// A stream that rebuilds its watcher whenever `entry`'s restart generation changes.
+fn restartable<K, S, F>(
+    entry: Arc<Entry>,
+    mut make: F,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Send + 'static,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    F: FnMut() -> S + Send + 'static,
+{
+    let current: Pin<Box<S>> = Box::pin(make());
+    let changes = entry.restart.subscribe();
+    // `entry` rides along so the restart sender lives as long as the stream.
+    futures::stream::unfold(
+        (entry, changes, make, current),
+        |(entry, mut changes, mut make, mut current)| async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    changed = changes.changed() => {
+                        if changed.is_ok() {
+                            tracing::debug!(watch = %entry.name, "restarting the watch from a fresh list");
+                            current = Box::pin(make());
+                        }
+                    }
+                    item = current.next() => return item.map(|item| (item, (entry, changes, make, current))),
+                }
+            }
+        },
+    )
+}
+
+/// Watches the watches until the future is dropped: re-lists silent ones, re-lists all of them
+/// when the API server comes back after failed probes, tells `ready` which are stale and hands
+/// every watch's age to `report` (the binary's metric).
+pub async fn supervise(
+    health: Arc<WatchHealth>,
+    client: kube::Client,
+    ready: Arc<Readiness>,
+    mut report: impl FnMut(&[WatchAge]) + Send,
+) {
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut probe = Probe::default();
+    let mut last_probe: Option<Instant> = None;
+    loop {
+        tick.tick().await;
+        let mut all = false;
+        if last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY) {
+            last_probe = Some(Instant::now());
+            let ok = matches!(
+                tokio::time::timeout(PROBE_EVERY, client.apiserver_version()).await,
+                Ok(Ok(_))
+            );
+            let failures = probe.failures();
+            all = probe.observe(ok);
+            if all {
+                tracing::warn!(failures, "the API server answers again: re-listing every watch");
+            } else if !ok && failures == 0 {
+                tracing::warn!("the API server does not answer /version");
+            }
+        }
+        let restarted = health.restart(all);
+        if !all && !restarted.is_empty() {
+            tracing::info!(watches = ?restarted, "re-listing watches silent for {}s", STALE_AFTER.as_secs());
+        }
+        let ages = health.ages();
+        ready.set_stale(
+            ages.iter()
+                .filter(|a| is_stale(a.silent_for))
+                .map(|a| stale_text(&a.name, a.silent_for))
+                .collect(),
+        );
+        report(&ages);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    #[test]
+    fn a_watch_is_relisted_once_silent_past_the_limit_and_given_time_to_come_back() {
+        assert_eq!(decide(S(5), None), Decision::Fresh);
+        assert_eq!(decide(STALE_AFTER - S(1), None), Decision::Fresh);
+        assert_eq!(decide(STALE_AFTER, None), Decision::Relist);
+        // Restarted 3 s ago, silent since before that: the re-list is running.
+        assert_eq!(decide(STALE_AFTER + S(3), Some(S(3))), Decision::Wait);
+        // The re-list has had its grace and still nothing: restart again.
+        assert_eq!(
+            decide(STALE_AFTER + RELIST_GRACE, Some(RELIST_GRACE)),
+            Decision::Relist
+        );
+        // An old restart followed by events and a new silence: restart.
+        assert_eq!(decide(STALE_AFTER, Some(S(600))), Decision::Relist);
+    }
+
+    #[test]
+    fn readyz_names_a_watch_only_once_its_relist_failed_too() {
+        assert!(!is_stale(STALE_AFTER));
+        assert!(is_stale(STALE_AFTER + RELIST_GRACE));
+        assert_eq!(
+            stale_text("clusterserviceversions", S(95)),
+            "clusterserviceversions: no event for 95s (re-listing; check the API server and this \
+             controller's RBAC)"
+        );
+    }
+
+    #[test]
+    fn the_probe_asks_for_a_relist_when_the_server_comes_back() {
+        let mut probe = Probe::default();
+        assert!(!probe.observe(true), "up all along");
+        assert!(!probe.observe(false));
+        assert!(!probe.observe(false));
+        assert_eq!(probe.failures(), 2);
+        assert!(probe.observe(true), "back after an outage");
+        assert!(!probe.observe(true), "once");
+    }
+
+    #[test]
+    fn the_watch_config_has_a_short_timeout_bookmarks_and_cached_lists() {
+        let wc = config();
+        assert_eq!(wc.timeout, Some(30));
+        assert!(wc.bookmarks);
+        assert_eq!(wc.list_semantic, watcher::ListSemantic::Any);
+    }
+
+    #[tokio::test]
+    async fn a_restart_rebuilds_the_watcher_and_events_are_stamped() {
+        let health = Arc::new(WatchHealth::default());
+        let mut built = 0_u32;
+        let stream = health.supervised("things", move || {
+            built += 1;
+            let first = built;
+            // Each watcher yields its build number once, then stays silent.
+            futures::stream::iter([Ok(watcher::Event::Apply(first))]).chain(futures::stream::pending())
+        });
+        let mut stream = Box::pin(stream);
+        assert!(matches!(stream.next().await, Some(Ok(watcher::Event::Apply(1)))));
+        assert!(health.ages()[0].silent_for < S(1));
+        assert_eq!(
+            health.restart(false),
+            Vec::<String>::new(),
+            "fresh: nothing restarted"
+        );
+        assert_eq!(health.restart(true), vec!["things".to_owned()]);
+        let next = tokio::time::timeout(S(5), stream.next()).await;
+        assert!(matches!(next, Ok(Some(Ok(watcher::Event::Apply(2))))), "{next:?}");
+        let _twin = health.supervised("things", || {
+            futures::stream::pending::<Result<watcher::Event<u32>, _>>()
+        });
+        let names: Vec<_> = health.ages().into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["things", "things#2"]);
+    }
+}
