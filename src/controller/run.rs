@@ -148,9 +148,10 @@ pub(super) async fn run_controllers(
             }
         }
     });
+    // Copied CSVs stay out of the store (and so of every controller and of resolution).
     let (csvs, csv_stream) = reflected(
         Api::<ClusterServiceVersion>::all(client.clone()),
-        wc(),
+        wc().labels(&format!("!{}", crate::api::labels::COPIED_FROM)),
         sync.flag("clusterserviceversions"),
     );
     let (operator_groups, og_stream) = reflected(
@@ -273,7 +274,10 @@ pub(super) async fn run_controllers(
         .watches(
             Api::<ClusterServiceVersion>::all(client.clone()),
             wc(),
-            move |csv| mappers::csvs_related_to(&c2.state(), &csv),
+            move |csv| match copied_csv::original_of(&csv) {
+                Some(original) => vec![original],
+                None => mappers::csvs_related_to(&c2.state(), &csv),
+            },
         )
         .watches_stream(
             metadata_trigger::<CustomResourceDefinition>(client.clone(), wc()),
