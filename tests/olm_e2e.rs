@@ -1718,3 +1718,127 @@ async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_se
         "{message}"
     );
 }
+
+/// The catalog blobs with the CSVs' `MultiNamespace` install mode supported.
+fn with_multi_namespace(mut blobs: Vec<Value>) -> Vec<Value> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for blob in &mut blobs {
+        let Some(props) = blob.get_mut("properties").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for prop in props.iter_mut().filter(|p| p["type"] == "olm.bundle.object") {
+            let Some(data) = prop.pointer("/value/data").and_then(Value::as_str) else {
+                continue;
+            };
+            let mut object: Value = serde_json::from_slice(&b64.decode(data).expect("base64 bundle object"))
+                .expect("JSON object");
+            if object["kind"] != "ClusterServiceVersion" {
+                continue;
+            }
+            if let Some(modes) = object
+                .pointer_mut("/spec/installModes")
+                .and_then(Value::as_array_mut)
+            {
+                for mode in modes.iter_mut().filter(|m| m["type"] == "MultiNamespace") {
+                    mode["supported"] = json!(true);
+                }
+            }
+            prop["value"]["data"] = json!(b64.encode(object.to_string()));
+        }
+    }
+    blobs
+}
+
+/// Copied CSVs as upstream writes them: an OperatorGroup targeting its own and a second
+/// namespace gets a copy of the CSV in the second one (phase mirrored, reason `Copied`,
+/// `olm.copiedFrom`), and the copy goes when the namespace leaves the group.
+#[tokio::test]
+async fn a_multi_namespace_group_gets_a_copied_csv_that_leaves_with_its_namespace() {
+    let Some(env) = env("e2e-copy").await else { return };
+    let other = env.cluster.namespace("e2e-copy-target").await;
+    env.apply_catalog(
+        "e2e-catalog",
+        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), other.name().to_owned()]))
+        .await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let name = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&name, "Succeeded").await;
+
+    let copies: Api<DynamicObject> = Api::namespaced_with(
+        env.client(),
+        other.name(),
+        &ApiResource::erase::<ClusterServiceVersion>(&()),
+    );
+    let what = format!("a Succeeded copy of {name} in {}", other.name());
+    let copy = wait_for(&what, WAIT, || {
+        let copies = copies.clone();
+        let name = name.clone();
+        async move {
+            let copy = serde_json::to_value(copies.get_opt(&name).await.ok()??).ok()?;
+            (str_at(&copy, "/status/phase") == "Succeeded").then_some(copy)
+        }
+    })
+    .await;
+    assert_eq!(str_at(&copy, "/status/reason"), "Copied", "{copy:#}");
+    assert_eq!(
+        str_at(&copy, "/status/message"),
+        format!(
+            "The operator is running in {} but is managing this namespace",
+            env.ns()
+        ),
+        "{copy:#}"
+    );
+    assert_eq!(
+        str_at(&copy, "/metadata/labels/olm.copiedFrom"),
+        env.ns(),
+        "{copy:#}"
+    );
+    assert_eq!(
+        str_at(&copy, "/metadata/annotations/olm.operatorGroup"),
+        "og",
+        "{copy:#}"
+    );
+    assert_eq!(
+        str_at(&copy, "/metadata/annotations/olm.operatorNamespace"),
+        env.ns(),
+        "{copy:#}"
+    );
+    assert!(
+        copy.pointer("/metadata/annotations/olm.targetNamespaces")
+            .is_none(),
+        "{copy:#}"
+    );
+    assert!(copy.pointer("/metadata/finalizers").is_none(), "{copy:#}");
+    // The copy is not installed there: no Deployment of the operator in the target namespace.
+    let deployments: Api<Deployment> = other.api();
+    let list = deployments
+        .list(&ListParams::default())
+        .await
+        .expect("listing Deployments");
+    assert!(list.items.is_empty(), "{:?}", list.items);
+
+    // The namespace leaves the group: its copy goes.
+    env.dynamic::<OperatorGroup>()
+        .patch(
+            "og",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"targetNamespaces": [env.ns()]}})),
+        )
+        .await
+        .expect("narrowing the OperatorGroup");
+    let what = format!("the copy of {name} in {} to be deleted", other.name());
+    wait_for(&what, WAIT, || {
+        let copies = copies.clone();
+        let name = name.clone();
+        async move { matches!(copies.get_opt(&name).await, Ok(None)).then_some(()) }
+    })
+    .await;
+    env.wait_csv_phase(&name, "Succeeded").await;
+}

@@ -80,6 +80,10 @@ struct RunArgs {
     /// How many catalog images are pulled at once.
     #[arg(long, value_name = "N", default_value_t = 2)]
     max_concurrent_pulls: usize,
+    /// No copies of AllNamespaces operators' CSVs in every namespace (as OLMConfig
+    /// `spec.features.disableCopiedCSVs`); their existing copies are deleted.
+    #[arg(long)]
+    disable_copied_csvs: bool,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -131,6 +135,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .collect(),
             registry_ca,
             max_concurrent_pulls: args.max_concurrent_pulls,
+            disable_copied_csvs: args.disable_copied_csvs,
         };
         olm_rs::controller::run(client, config).await?;
         Ok(())

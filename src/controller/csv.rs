@@ -77,12 +77,23 @@ async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> 
     let ns = csv
         .namespace()
         .ok_or_else(|| Error::InvalidObject("CSV without namespace".into()))?;
+    // A copy in a target namespace is its original's business (controller::copied_csv).
+    if super::copied_csv::is_copy(&csv) {
+        return Ok(Action::await_change());
+    }
     let api: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
     let c = Arc::clone(&ctx);
     finalizer(&api, labels::CSV_CLEANUP_FINALIZER, csv, |event| async move {
         match event {
-            FinalizerEvent::Apply(csv) => sync(csv, c).await,
-            FinalizerEvent::Cleanup(csv) => cleanup(csv, c).await,
+            FinalizerEvent::Apply(csv) => {
+                let action = sync(Arc::clone(&csv), Arc::clone(&c)).await?;
+                super::copied_csv::sync_copies(&csv, &c).await?;
+                Ok(action)
+            }
+            FinalizerEvent::Cleanup(csv) => {
+                super::copied_csv::delete_copies(&csv, &c).await?;
+                cleanup(csv, c).await
+            }
         }
     })
     .await

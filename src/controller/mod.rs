@@ -68,6 +68,7 @@ use crate::{
 
 pub mod cache;
 pub mod catalog_source;
+pub mod copied_csv;
 pub mod csv;
 pub mod error;
 pub mod image_puller;
@@ -103,6 +104,8 @@ pub struct Config {
     pub registry_ca: Option<Vec<u8>>,
     /// How many catalog images are pulled at once.
     pub max_concurrent_pulls: usize,
+    /// Copied CSVs off for AllNamespaces OperatorGroups (OLMConfig `disableCopiedCSVs`).
+    pub disable_copied_csvs: bool,
 }
 
 impl Default for Config {
@@ -119,6 +122,7 @@ impl Default for Config {
             insecure_registries: Vec::new(),
             registry_ca: None,
             max_concurrent_pulls: 2,
+            disable_copied_csvs: false,
         }
     }
 }

@@ -149,9 +149,10 @@ pub(super) async fn run_controllers(
             }
         }
     });
+    // Copied CSVs stay out of the store (and so of every controller and of resolution).
     let (csvs, csv_stream) = reflected(
         Api::<ClusterServiceVersion>::all(client.clone()),
-        wc(),
+        wc().labels(&format!("!{}", crate::api::labels::COPIED_FROM)),
         sync.flag("clusterserviceversions"),
     );
     let (operator_groups, og_stream) = reflected(
@@ -274,7 +275,10 @@ pub(super) async fn run_controllers(
         )
         .watches_stream(
             trigger(&sync, Api::<ClusterServiceVersion>::all(client.clone()), wc()),
-            move |csv| mappers::csvs_related_to(&c2.state(), &csv),
+            move |csv| match copied_csv::original_of(&csv) {
+                Some(original) => vec![original],
+                None => mappers::csvs_related_to(&c2.state(), &csv),
+            },
         )
         .watches_stream(
             metadata_trigger::<CustomResourceDefinition>(&sync, client.clone(), wc()),

@@ -46,6 +46,7 @@ use serde::Serialize;
 
 pub mod bundle_lookup;
 pub mod catalog_source;
+pub mod copied_csv;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;
