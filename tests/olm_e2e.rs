@@ -1329,6 +1329,45 @@ async fn bad_subscriptions_and_a_broken_catalog_are_reported_and_break_nothing_e
     );
     let c = env.wait_condition("on-broken", "ResolutionFailed").await;
     assert!(str_at(&c, "/message").contains("broken"), "{c:#}");
+    // A hand-made InstallPlan naming a CSV no catalog has: Failed, Installed=False with the
+    // CSV's name and the fix, and a Warning Event (issue 14 item 5).
+    env.create::<InstallPlan>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+        "metadata": {"name": "hand-made", "namespace": env.ns()},
+        "spec": {"clusterServiceVersionNames": ["ghost-operator.v1.0.0"],
+                 "approval": "Automatic", "approved": true}
+    }))
+    .await;
+    let ip = env
+        .wait_obj::<InstallPlan, _>("Failed", "hand-made", |ip| {
+            (str_at(ip, "/status/phase") == "Failed").then(|| ip.clone())
+        })
+        .await;
+    let installed = ip
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == "Installed"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no Installed condition: {ip:#}"));
+    assert_eq!(str_at(&installed, "/status"), "False", "{ip:#}");
+    assert_eq!(str_at(&installed, "/reason"), "InstallCheckFailed", "{ip:#}");
+    let m = str_at(&installed, "/message");
+    assert!(
+        m.contains("ghost-operator.v1.0.0") && m.contains("create a Subscription"),
+        "{ip:#}"
+    );
+    let mut events = Vec::new();
+    for _ in 0..50 {
+        events = env.events_for("InstallPlan", "hand-made").await;
+        if events.iter().any(|(reason, _)| reason == "InstallCheckFailed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        events.iter().any(|(reason, _)| reason == "InstallCheckFailed"),
+        "InstallPlan events: {events:?}"
+    );
     for sub in ["no-package", "no-channel", "no-catalog", "no-start"] {
         let s = env.get::<Subscription>(sub).await.expect("subscription");
         assert!(

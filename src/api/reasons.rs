@@ -19,6 +19,11 @@ pub mod subscription {
     pub const INSTALL_PLAN_APPROVAL_INVALID: &str = "InstallPlanApprovalInvalid";
     /// Reason of `InstallPlanApprovalInvalid=True`: the value was treated as `Manual`.
     pub const UNKNOWN_APPROVAL_TREATED_AS_MANUAL: &str = "UnknownApprovalTreatedAsManual";
+    /// An upgrade is held because the installed CSV is not `Succeeded` (olm-rs only: upstream
+    /// has no condition for it and says nothing).
+    pub const UPGRADE_HELD: &str = "UpgradeHeld";
+    /// Reason of `UpgradeHeld=True`.
+    pub const INSTALLED_CSV_NOT_SUCCEEDED: &str = "InstalledCSVNotSucceeded";
     /// Bundle content is being unpacked.
     pub const BUNDLE_UNPACKING: &str = "BundleUnpacking";
     /// Bundle unpacking failed.

@@ -235,6 +235,14 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             .filter(|s| s.namespace().as_deref() == Some(ns.as_str())),
     )
     .and_then(plan_csv::SubscriptionOverrides::of);
+    let plans = stores.install_plans.state();
+    observed.own_plan = plan_csv::own_plan_state(
+        &name,
+        plans
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|p| p.namespace().as_deref() == Some(ns.as_str())),
+    );
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     if let Some(defs) = &csv.spec.custom_resource_definitions {
@@ -320,7 +328,11 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
             Api::namespaced(client.clone(), role.metadata.namespace.as_deref().unwrap_or(&ns));
         apply::apply(&api, &role.name_any(), role, &ctx.manager)
             .await
-            .map_err(Error::apply(format!("Role {}", role.name_any())))?;
+            .map_err(Error::apply(format!(
+                "Role {}/{}",
+                role.namespace().unwrap_or_default(),
+                role.name_any()
+            )))?;
     }
     for binding in &rbac.role_bindings {
         let api: Api<RoleBinding> = Api::namespaced(
@@ -329,7 +341,11 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
         );
         apply::apply(&api, &binding.name_any(), binding, &ctx.manager)
             .await
-            .map_err(Error::apply(format!("RoleBinding {}", binding.name_any())))?;
+            .map_err(Error::apply(format!(
+                "RoleBinding {}/{}",
+                binding.namespace().unwrap_or_default(),
+                binding.name_any()
+            )))?;
     }
     let crs: Api<ClusterRole> = Api::all(client.clone());
     for role in &rbac.cluster_roles {
@@ -369,6 +385,12 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         own_versions,
     } = chain_transitions(&csv, &ctx, &capi, observed, &now).await?;
 
+    // (no client) The same refusal again: keep the status as it is, no write, no Event.
+    let (status, transitions) = if plan_csv::repeats_failure(&old, &decision) {
+        (old.clone(), Vec::new())
+    } else {
+        (status, transitions)
+    };
     // (no client: the stores and the last write's time are read, nothing is written)
     let key = object_key(ctx.name, csv.as_ref());
     if let Some(requeue) = plan_csv::write_waits(
@@ -467,23 +489,25 @@ async fn chain_transitions(
     // (no client)
     let mut decision = plan_csv::decide(&current, &observed, now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
-        if let Some(annotations) = &decision.annotations {
-            // (client)
-            current = stamp_annotations(capi, &current, annotations, ctx).await?;
-            own_versions.extend(current.resource_version());
-        }
-        if !decision.desired_deployments.is_empty() {
-            let targets = observed
-                .operator_groups
-                .first()
-                .and_then(|g| g.namespaces.clone())
-                .unwrap_or_default();
-            // (client)
-            apply_target_rbac(&current, ctx, &targets).await?;
-            apply_deployments(ctx, &ns, &decision.desired_deployments, &mut observed).await?;
-        }
         // (client)
-        delete_stale_deployments(ctx, &ns, &decision.stale_deployments).await?;
+        if let Err(error) = act(
+            ctx,
+            capi,
+            &ns,
+            &mut current,
+            &decision,
+            &mut observed,
+            &mut own_versions,
+        )
+        .await
+        {
+            // (no client) A refused object is the CSV's status, not just a log line.
+            let Some(failure) = apply_failure(&error) else {
+                return Err(error);
+            };
+            let group = observed.operator_groups.first().map(|g| g.name.as_str());
+            decision = plan_csv::apply_failed(&failure, group);
+        }
         let phase_before = status.phase.clone();
         let reason_before = status.reason.clone();
         decision.apply_to(&mut status, now);
@@ -518,6 +542,59 @@ async fn chain_transitions(
         status,
         transitions,
         own_versions,
+    })
+}
+
+/// Does what `decision` asks (client): the member annotations, the target namespaces' RBAC,
+/// the Deployments, the stale Deployments' deletion; stops at the first failure.
+async fn act(
+    ctx: &Context,
+    capi: &Api<ClusterServiceVersion>,
+    ns: &str,
+    current: &mut ClusterServiceVersion,
+    decision: &plan_csv::CsvDecision,
+    observed: &mut Observed,
+    own_versions: &mut Vec<String>,
+) -> Result<()> {
+    if let Some(annotations) = &decision.annotations {
+        *current = stamp_annotations(capi, current, annotations, ctx).await?;
+        own_versions.extend(current.resource_version());
+    }
+    if !decision.desired_deployments.is_empty() {
+        let targets = observed
+            .operator_groups
+            .first()
+            .and_then(|g| g.namespaces.clone())
+            .unwrap_or_default();
+        apply_target_rbac(current, ctx, &targets).await?;
+        apply_deployments(ctx, ns, &decision.desired_deployments, observed).await?;
+    }
+    delete_stale_deployments(ctx, ns, &decision.stale_deployments).await
+}
+
+/// An apply or delete the API server refused, as the CSV's status reports it (`None` for
+/// other errors, which stay reconcile errors with backoff).
+fn apply_failure(error: &Error) -> Option<plan_csv::ApplyFailure> {
+    let (Error::Apply { what, source } | Error::Delete { what, source }) = error else {
+        return None;
+    };
+    let (code, missing_namespace) = match source {
+        kube::Error::Api(status) => (
+            status.code,
+            status
+                .details
+                .as_ref()
+                .filter(|d| status.code == 404 && d.kind == "namespaces" && !d.name.is_empty())
+                .map(|d| d.name.clone()),
+        ),
+        // Not an answer of the API server (unreachable): a reconcile error, retried with backoff.
+        _ => return None,
+    };
+    Some(plan_csv::ApplyFailure {
+        object: what.clone(),
+        code,
+        detail: crate::k8s::message::describe(source),
+        missing_namespace,
     })
 }
 

@@ -18,6 +18,9 @@
 //!   from the ServiceAccount store, see [`crate::plan::steps::merge_csv_owner_references`]).
 //!   The CSV is created with the OperatorGroup member annotations when the namespace's group
 //!   already lists its targets, sparing the CSV controller a write.
+//! - A hand-made plan with no steps and no Subscription owner
+//!   ([`crate::plan::install_plan::unresolvable`]) fails at once with `Installed=False` and a
+//!   Warning Event naming its CSVs and the fix.
 //! - Events are published once the status is written, in the background
 //!   ([`super::Context::publish`]).
 //! - A failing step is retried until `--install-plan-retry-timeout` after `startTime`; then
@@ -52,6 +55,7 @@ use crate::{
     plan::{
         install_plan::{
             crd_established, gate, installed_condition, prepare_object, sequential_and_concurrent,
+            unresolvable,
         },
         operator_group::member_annotations,
         steps,
@@ -128,6 +132,20 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     let ns = ip
         .namespace()
         .ok_or_else(|| Error::InvalidObject("InstallPlan without namespace".into()))?;
+    // (no client) A plan nothing resolved gets a status saying so, and an Event.
+    if let Some(status) = unresolvable(&ip, &Time(Timestamp::now())) {
+        let old = ip.status.clone().unwrap_or_default();
+        let message = status.message.clone().unwrap_or_default();
+        // (client)
+        write(&ip, &old, &status, &ctx).await?;
+        ctx.publish(vec![note(
+            &ip.object_ref(&()),
+            true,
+            "InstallCheckFailed",
+            message,
+        )]);
+        return Ok(Action::await_change());
+    }
     let Some(old) = ip.status.clone() else {
         return Ok(Action::await_change());
     };

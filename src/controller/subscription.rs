@@ -100,7 +100,7 @@ enum Outcome {
     Failed(&'static str, String),
     UpToDate(Option<String>),
     /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
-    WaitingForSucceeded(Option<String>),
+    WaitingForSucceeded(Option<String>, status::UpgradeHold),
     NewPlan(String, Box<InstallPlan>),
     /// The bundle's image is being pulled (the lookup's message).
     Unpacking(String),
@@ -265,7 +265,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Decision::NotRun => Outcome::NotRun,
         Decision::Failed(reason, message) => Outcome::Failed(reason, message),
         Decision::UpToDate(adopted) => Outcome::UpToDate(adopted),
-        Decision::WaitingForSucceeded(adopted) => Outcome::WaitingForSucceeded(adopted),
+        Decision::WaitingForSucceeded(adopted, hold) => Outcome::WaitingForSucceeded(adopted, hold),
         Decision::Install(install) => match lookup::needs_lookup(install.bundle) {
             None => match create_plan(&sub, &ctx, &ns, &install, None).await? {
                 Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
@@ -276,8 +276,18 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     };
     let action = match &decision {
         Outcome::NotRun => Action::requeue(Duration::from_secs(30)),
-        // The CSV event that woke us may be ahead of the shared CSV store: look again soon.
-        Outcome::WaitingForSucceeded(_) => Action::requeue(Duration::from_secs(3)),
+        // The CSV event that woke us may be ahead of the shared CSV store: look again soon, then
+        // less and less often (the CSV's own events wake us anyway).
+        Outcome::WaitingForSucceeded(..) => {
+            let held_since = old
+                .as_ref()
+                .and_then(|o| o.condition(&T::UpgradeHeld))
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| now.0.duration_since(t.0))
+                .and_then(|d| Duration::try_from(d).ok())
+                .unwrap_or_default();
+            Action::requeue(status::held_requeue(held_since))
+        }
         Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
         Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
@@ -295,8 +305,12 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     let resolution = match &decision {
         Outcome::NotRun => ResolutionStep::NotRun,
         Outcome::Failed(reason, message) => ResolutionStep::Failed { reason, message },
-        Outcome::UpToDate(adopted) | Outcome::WaitingForSucceeded(adopted) => ResolutionStep::UpToDate {
+        Outcome::UpToDate(adopted) => ResolutionStep::UpToDate {
             adopted: adopted.as_deref(),
+        },
+        Outcome::WaitingForSucceeded(adopted, hold) => ResolutionStep::Held {
+            adopted: adopted.as_deref(),
+            hold,
         },
         Outcome::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
         Outcome::Unpacking(message) => ResolutionStep::Unpacking { message },

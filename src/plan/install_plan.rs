@@ -10,6 +10,10 @@
 //!   created with its cleanup finalizer and the OperatorGroup member annotations, and the CSV
 //!   owner reference on the namespaced objects it owns.
 //!
+//! - **A plan nothing resolved** ([`unresolvable`]): a hand-made InstallPlan naming CSVs, with
+//!   no steps and no Subscription owning it, fails at once with `Installed=False` and a message
+//!   naming the CSVs and the fix, instead of staying without a status.
+//!
 //! The controller (`controller::install_plan`) applies the steps and writes the status.
 
 use std::collections::BTreeMap;
@@ -25,7 +29,7 @@ use crate::{
         ConditionStatus, labels,
         v1alpha1::{
             Approval, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
-            InstallPlanConditionType, InstallPlanPhase, Step,
+            InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step,
         },
     },
     plan::steps,
@@ -153,6 +157,54 @@ pub fn installed_condition(ok: bool, message: Option<String>, now: &Time) -> Ins
         reason: (!ok).then_some(InstallPlanConditionReason::InstallComponentFailed),
         message,
     }
+}
+
+/// The status of a plan no Subscription made and no catalog resolved (a hand-made InstallPlan
+/// naming CSVs, with no steps), or `None` for any other plan: `Failed`, with `Installed=False`
+/// `InstallCheckFailed` (upstream's reason for a plan that cannot be resolved) and a message
+/// naming the CSVs and the fix. A plan owned by a Subscription whose status is not written yet is
+/// not one of these: its Subscription writes its steps right after creating it.
+pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Option<InstallPlanStatus> {
+    let status = ip.status.clone().unwrap_or_default();
+    if status.phase.is_terminal() || !status.plan.is_empty() || !status.bundle_lookups.is_empty() {
+        return None;
+    }
+    let from_subscription = ip
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.kind == "Subscription");
+    if from_subscription {
+        return None;
+    }
+    let name = ip.metadata.name.clone().unwrap_or_default();
+    let csvs = if ip.spec.cluster_service_version_names.is_empty() {
+        "no ClusterServiceVersion".to_owned()
+    } else {
+        format!(
+            "ClusterServiceVersion {}",
+            ip.spec.cluster_service_version_names.join(", ")
+        )
+    };
+    let message = format!(
+        "InstallPlan {name} names {csvs} but has no steps, and no catalog bundle was resolved for it: \
+         olm-rs installs only what a Subscription resolves from a catalog; create a Subscription \
+         for the package (with startingCSV to pick a version) and delete this InstallPlan"
+    );
+    Some(InstallPlanStatus {
+        phase: InstallPlanPhase::Failed,
+        message: Some(message.clone()),
+        conditions: vec![InstallPlanCondition {
+            type_: Some(InstallPlanConditionType::Installed),
+            status: Some(ConditionStatus::False),
+            last_update_time: Some(now.clone()),
+            last_transition_time: Some(now.clone()),
+            reason: Some(InstallPlanConditionReason::InstallCheckFailed),
+            message: Some(message),
+        }],
+        ..status
+    })
 }
 
 #[cfg(test)]
@@ -290,5 +342,38 @@ mod tests {
             Some(InstallPlanConditionReason::InstallComponentFailed)
         );
         assert_eq!(failed.last_transition_time, Some(now));
+    }
+
+    #[test]
+    fn a_hand_made_plan_without_steps_fails_naming_its_csvs_but_a_subscriptions_plan_waits() {
+        let now = Time(k8s_openapi::jiff::Timestamp::from_second(0).unwrap());
+        let plan = ip(Approval::Automatic, true);
+        let status = unresolvable(&plan, &now).unwrap();
+        assert_eq!(status.phase, InstallPlanPhase::Failed);
+        let condition = &status.conditions[0];
+        assert_eq!(condition.type_, Some(InstallPlanConditionType::Installed));
+        assert_eq!(condition.status, Some(ConditionStatus::False));
+        assert_eq!(
+            condition.reason,
+            Some(InstallPlanConditionReason::InstallCheckFailed)
+        );
+        let message = condition.message.clone().unwrap();
+        assert!(message.contains("ClusterServiceVersion a.v1"), "{message}");
+        assert!(message.contains("create a Subscription"), "{message}");
+        assert_eq!(status.message, Some(message));
+        // Already failed: nothing more to say.
+        let mut failed = plan.clone();
+        failed.status = Some(status);
+        assert_eq!(unresolvable(&failed, &now), None);
+        // A Subscription's plan whose steps are not written yet waits for them.
+        let mut owned = plan;
+        owned.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                kind: "Subscription".into(),
+                name: "redis".into(),
+                ..Default::default()
+            },
+        ]);
+        assert_eq!(unresolvable(&owned, &now), None);
     }
 }

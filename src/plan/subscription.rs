@@ -90,6 +90,8 @@
 //! [`crate::status::status_unchanged`]), so an unchanged world gives a byte-for-byte equal status
 //! and the controller skips the write.
 
+use std::time::Duration;
+
 use k8s_openapi::{
     api::core::v1::ObjectReference,
     apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
@@ -154,9 +156,51 @@ pub enum Decision<'a> {
     /// Nothing to install; the CSV this Subscription adopted, if any.
     UpToDate(Option<String>),
     /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
-    WaitingForSucceeded(Option<String>),
+    WaitingForSucceeded(Option<String>, UpgradeHold),
     /// Install this bundle.
     Install(Box<Install<'a>>),
+}
+
+/// An upgrade held until the installed CSV is `Succeeded`: reported as `UpgradeHeld=True`
+/// (olm-rs only: upstream holds it the same way and says nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpgradeHold {
+    /// The installed CSV the upgrade replaces.
+    pub installed: String,
+    /// Its phase.
+    pub phase: CsvPhase,
+    /// The CSV the upgrade would install.
+    pub next: String,
+}
+
+impl UpgradeHold {
+    /// The condition's message: what waits, on what, and what to do.
+    pub fn message(&self) -> String {
+        let phase = if self.phase.as_str().is_empty() {
+            "without a phase"
+        } else {
+            self.phase.as_str()
+        };
+        format!(
+            "the upgrade to {} is held: the installed ClusterServiceVersion {} is {phase}, not \
+             Succeeded; it proceeds once {} succeeds (see its status for why it has not)",
+            self.next, self.installed, self.installed
+        )
+    }
+}
+
+/// The least and most time between two looks at a held upgrade (besides the CSV's own events,
+/// which wake the Subscription at once).
+pub const HELD_REQUEUE_MIN: Duration = Duration::from_secs(3);
+/// See [`HELD_REQUEUE_MIN`].
+pub const HELD_REQUEUE_MAX: Duration = Duration::from_secs(120);
+
+/// When to look again at an upgrade held for `held_for` (since `UpgradeHeld` turned true):
+/// as long again as it has been held, between [`HELD_REQUEUE_MIN`] and [`HELD_REQUEUE_MAX`],
+/// so a short wait (the CSV store lagging its event) is seen at once and a long one is not
+/// polled every few seconds.
+pub fn held_requeue(held_for: Duration) -> Duration {
+    held_for.clamp(HELD_REQUEUE_MIN, HELD_REQUEUE_MAX)
 }
 
 /// The decision for a Subscription that [`needs_resolution`] (see the module documentation).
@@ -197,7 +241,20 @@ pub fn decide<'a>(observed: &Observed<'a>) -> Decision<'a> {
             .iter()
             .any(|(name, phase)| name == replaces && *phase == Some(CsvPhase::Succeeded));
         if !succeeded {
-            return Decision::WaitingForSucceeded(resolution.adopted.clone());
+            let phase = observed
+                .csv_phases
+                .iter()
+                .find(|(name, _)| name == replaces)
+                .and_then(|(_, phase)| phase.clone())
+                .unwrap_or_default();
+            return Decision::WaitingForSucceeded(
+                resolution.adopted.clone(),
+                UpgradeHold {
+                    installed: replaces.to_owned(),
+                    phase,
+                    next: selected.bundle.clone(),
+                },
+            );
         }
     }
     let Some(bundle) = selected.lookup(observed.catalogs) else {
@@ -403,6 +460,14 @@ pub enum ResolutionStep<'a> {
         /// Plain-language message.
         message: &'a str,
     },
+    /// Resolution chose an upgrade that waits for the installed CSV to succeed: as `UpToDate`,
+    /// plus `UpgradeHeld=True`.
+    Held {
+        /// As [`ResolutionStep::UpToDate::adopted`].
+        adopted: Option<&'a str>,
+        /// What is held.
+        hold: &'a UpgradeHold,
+    },
     /// Resolution found nothing to install for this Subscription.
     UpToDate {
         /// A CSV of the package, present in the namespace and owned by no Subscription, that
@@ -505,18 +570,28 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
             conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpacking]);
             conds.set(condition(Cond::BundleUnpackFailed, true, reason, message));
         }
-        ResolutionStep::UpToDate { adopted } => {
+        ResolutionStep::UpToDate { adopted } | ResolutionStep::Held { adopted, .. } => {
             conds.remove(&[
                 Cond::ResolutionFailed,
                 Cond::BundleUnpacking,
                 Cond::BundleUnpackFailed,
             ]);
+            match input.resolution {
+                ResolutionStep::Held { hold, .. } => conds.set(condition(
+                    Cond::UpgradeHeld,
+                    true,
+                    reason::INSTALLED_CSV_NOT_SUCCEEDED,
+                    &hold.message(),
+                )),
+                _ => conds.remove(&[Cond::UpgradeHeld]),
+            }
             if let Some(csv) = adopted {
                 st.current_csv = Some(csv.to_owned());
             }
         }
         ResolutionStep::NewPlan { csv, plan } => {
             conds.remove(&[
+                Cond::UpgradeHeld,
                 Cond::ResolutionFailed,
                 Cond::BundleUnpacking,
                 Cond::BundleUnpackFailed,

@@ -186,6 +186,9 @@ string_enum! {
         /// `spec.installPlanApproval` is neither `Automatic` nor `Manual` and is treated as
         /// `Manual` (olm-rs only: upstream silently treats it as `Automatic`).
         InstallPlanApprovalInvalid => "InstallPlanApprovalInvalid",
+        /// An upgrade waits for the installed CSV to be `Succeeded` (olm-rs only: upstream has
+        /// no condition saying why an upgrade is held).
+        UpgradeHeld => "UpgradeHeld",
         /// Bundle content is being unpacked.
         BundleUnpacking => "BundleUnpacking",
         /// Bundle unpacking failed.

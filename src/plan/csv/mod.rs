@@ -52,6 +52,12 @@
 //!   first); when the replacement is `Succeeded` → `Deleting` `Replaced`.
 //! - `Deleting`: the decision says `delete_self`; the shell deletes the CSV.
 //!
+//! **Failures outside the state machine** ([`failures`]): an object of the install strategy
+//! the API server refuses fails the CSV `InstallComponentFailed` naming the object and the
+//! fix; a CSV whose InstallPlan failed stays (or goes back to) `Pending`
+//! `RequirementsNotMet` naming the plan's failed step, and one whose plan is retrying a
+//! failed step waits in `Installing` instead of `Succeeded`.
+//!
 //! **Upgrades** hand Deployments over by name: the new CSV's desired Deployments carry the
 //! new owner labels and spec, so applying them re-owns the same-named Deployments of the old
 //! CSV, as upstream's full `Update` does.
@@ -265,6 +271,9 @@ pub struct Observed {
     pub server_version: Option<String>,
     /// The `spec.config` of the Subscription that owns the CSV, if it has one.
     pub overrides: Option<SubscriptionOverrides>,
+    /// The InstallPlan that installs this CSV, when it failed or is retrying a failed step
+    /// ([`own_plan_state`]); such a CSV is never `Succeeded`.
+    pub own_plan: Option<OwnPlanState>,
 }
 
 #[cfg(test)]
@@ -595,6 +604,9 @@ impl Context<'_> {
             )
             .requirements(statuses);
         }
+        if let Some(held) = self.observed.own_plan.as_ref().and_then(plan_failed) {
+            return held.requirements(statuses);
+        }
         if let Some(prev) = &self.observed.replacee
             && !matches!(prev.phase, CsvPhase::Replacing | CsvPhase::Deleting)
         {
@@ -692,7 +704,7 @@ impl Context<'_> {
 
     fn installing(&self, status: &ClusterServiceVersionStatus, now: &Time) -> CsvDecision {
         match self.health() {
-            Health::Healthy => succeeded_now(),
+            Health::Healthy => held_by_plan(succeeded_now(), self.observed.own_plan.as_ref()),
             Health::Invalid(e) => invalid_config(&e),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
@@ -742,7 +754,13 @@ impl Context<'_> {
             .requirements(statuses);
         }
         match self.health() {
-            Health::Healthy => CsvDecision::keep(self.csv).requirements(statuses),
+            Health::Healthy => self
+                .observed
+                .own_plan
+                .as_ref()
+                .and_then(plan_failed)
+                .unwrap_or_else(|| CsvDecision::keep(self.csv))
+                .requirements(statuses),
             Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
@@ -798,7 +816,9 @@ impl Context<'_> {
             .requeue(REQUIREMENTS_REQUEUE);
         }
         match self.health() {
-            Health::Healthy => succeeded_now().requirements(statuses),
+            Health::Healthy => {
+                held_by_plan(succeeded_now(), self.observed.own_plan.as_ref()).requirements(statuses)
+            }
             // Reinstalling would fail the same way: stay Failed until the config is fixed.
             Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) | Health::Drifted(m) | Health::Waiting(m) => CsvDecision::to(
@@ -881,11 +901,15 @@ fn rollout_wait(name: &str, d: &ObservedDeployment) -> Option<String> {
 
 pub mod config;
 mod deployments;
+mod failures;
 mod requirements;
 mod writes;
 
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
 pub use deployments::{deployment_up_to_date, desired_deployments, strategy_switch_patch};
+pub use failures::{
+    ApplyFailure, OwnPlanState, apply_failed, held_by_plan, own_plan_state, plan_failed, repeats_failure,
+};
 pub use requirements::{requirement_status, waits_only_on_own_plan};
 pub use writes::write_waits;
 #[cfg(test)]

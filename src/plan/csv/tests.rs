@@ -1252,3 +1252,198 @@ fn an_invalid_subscription_config_fails_the_install_and_stays_failed_until_fixed
         (CsvPhase::Pending, CsvReason::NeedsReinstall)
     );
 }
+
+// ── failures outside the state machine ───────────────────────────────────────────────
+
+fn install_plan(
+    name: &str,
+    csv: &str,
+    phase: &str,
+    message: Option<&str>,
+    created: i64,
+) -> v1alpha1::InstallPlan {
+    serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+        "metadata": {"name": name, "namespace": "operators",
+                     "creationTimestamp": format!("1970-01-01T00:{:02}:00Z", created)},
+        "spec": {"clusterServiceVersionNames": [csv], "approval": "Automatic", "approved": true},
+        "status": {"phase": phase, "catalogSources": [], "plan": [], "message": message}
+    }))
+    .unwrap()
+}
+
+fn failed_plan() -> OwnPlanState {
+    OwnPlanState::Failed {
+        plan: "install-abc".into(),
+        message: "api-server resource not found installing PrometheusRule operators/rules".into(),
+    }
+}
+
+#[test]
+fn the_own_plan_state_is_the_newest_plan_naming_the_csv_unless_one_completed() {
+    let failed = install_plan(
+        "install-a",
+        ME,
+        "Failed",
+        Some("error creating PrometheusRule x"),
+        1,
+    );
+    let retrying = install_plan(
+        "install-b",
+        ME,
+        "Installing",
+        Some("retrying execution due to error"),
+        2,
+    );
+    let quiet = install_plan("install-c", ME, "Installing", None, 3);
+    let complete = install_plan("install-d", ME, "Complete", None, 0);
+    let other = install_plan("install-e", OLD, "Failed", Some("boom"), 9);
+    assert_eq!(
+        own_plan_state(ME, [&failed, &other]),
+        Some(OwnPlanState::Failed {
+            plan: "install-a".into(),
+            message: "error creating PrometheusRule x".into()
+        })
+    );
+    assert_eq!(
+        own_plan_state(ME, [&failed, &retrying]),
+        Some(OwnPlanState::Retrying {
+            plan: "install-b".into(),
+            message: "retrying execution due to error".into()
+        })
+    );
+    assert_eq!(own_plan_state(ME, [&failed, &retrying, &quiet]), None);
+    assert_eq!(own_plan_state(ME, [&failed, &complete]), None);
+    assert_eq!(own_plan_state(ME, [&other]), None);
+}
+
+#[test]
+fn a_csv_whose_install_plan_failed_is_never_succeeded_and_stays_pending_naming_the_step() {
+    let mut observed_ready = ready();
+    observed_ready.own_plan = Some(failed_plan());
+    // Pending with every requirement met: stays Pending.
+    let pending = Csv::test()
+        .member_of("og", "operators")
+        .phase(CsvPhase::Pending)
+        .build();
+    let d = decide(&pending, &observed_ready, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+    assert!(d.message.contains("InstallPlan install-abc"), "{}", d.message);
+    assert!(
+        d.message.contains("PrometheusRule operators/rules"),
+        "{}",
+        d.message
+    );
+    assert!(d.desired_deployments.is_empty());
+    // Installing, Succeeded or Failed with healthy Deployments: back to Pending.
+    for phase in [CsvPhase::Installing, CsvPhase::Succeeded, CsvPhase::Failed] {
+        let csv = Csv::test()
+            .member_of("og", "operators")
+            .phase(phase.clone())
+            .reason(CsvReason::InstallSucceeded)
+            .transitioned_at(t(0))
+            .build();
+        let d = decide(&csv, &with_healthy(observed_ready.clone(), &csv), &t(10));
+        assert_eq!(
+            outcome(&d),
+            (CsvPhase::Pending, CsvReason::RequirementsNotMet),
+            "from {phase:?}"
+        );
+    }
+}
+
+#[test]
+fn a_csv_whose_install_plan_retries_a_failed_step_waits_installing() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .transitioned_at(t(0))
+        .build();
+    let mut observed = with_healthy(ready(), &csv);
+    observed.own_plan = Some(OwnPlanState::Retrying {
+        plan: "install-abc".into(),
+        message: "retrying execution due to error: error creating Service x".into(),
+    });
+    let d = decide(&csv, &observed, &t(10));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert!(
+        d.message.contains("waiting for InstallPlan install-abc"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+    // Without a plan problem the same CSV succeeds.
+    observed.own_plan = None;
+    assert_eq!(
+        outcome(&decide(&csv, &observed, &t(10))),
+        (CsvPhase::Succeeded, CsvReason::InstallSucceeded)
+    );
+}
+
+#[test]
+fn a_refused_object_fails_the_install_naming_the_object_and_the_fix() {
+    let missing_ns = ApplyFailure {
+        object: "Role team-b/redis-operator.v1.1.0".into(),
+        code: 404,
+        detail: "namespaces \"team-b\" not found (HTTP 404 NotFound)".into(),
+        missing_namespace: Some("team-b".into()),
+    };
+    let d = apply_failed(&missing_ns, Some("og"));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InstallComponentFailed));
+    assert_eq!(
+        d.message,
+        "install strategy failed: could not apply Role team-b/redis-operator.v1.1.0: namespaces \
+         \"team-b\" not found (HTTP 404 NotFound); namespace team-b does not exist: create it, or \
+         remove it from the target namespaces of OperatorGroup og"
+    );
+    assert_eq!(d.requeue_after, Some(failures::APPLY_RETRY));
+    let invalid = ApplyFailure {
+        object: "Deployment operators/redis-operator".into(),
+        code: 422,
+        detail: "Deployment.apps \"redis-operator\" is invalid: spec.template: Invalid (HTTP 422 Invalid)"
+            .into(),
+        missing_namespace: None,
+    };
+    let d = apply_failed(&invalid, Some("og"));
+    assert!(d.message.contains("Deployment operators/redis-operator"));
+    assert!(d.message.ends_with(
+        "fix the bundle's install strategy, or the Subscription's spec.config if it sets this field"
+    ));
+    let forbidden = ApplyFailure {
+        code: 403,
+        ..invalid.clone()
+    };
+    assert!(
+        apply_failed(&forbidden, None)
+            .message
+            .contains("grant olm-rs's ServiceAccount")
+    );
+    let not_served = ApplyFailure { code: 404, ..invalid };
+    assert!(
+        apply_failed(&not_served, None)
+            .message
+            .contains("install the CRD")
+    );
+}
+
+#[test]
+fn the_same_refusal_again_is_a_repeat_and_changes_nothing() {
+    let failure = ApplyFailure {
+        object: "Deployment operators/x".into(),
+        code: 422,
+        detail: "invalid".into(),
+        missing_namespace: None,
+    };
+    let d = apply_failed(&failure, Some("og"));
+    let mut old = ClusterServiceVersionStatus::default();
+    assert!(!repeats_failure(&old, &d));
+    d.apply_to(&mut old, &t(0));
+    assert!(repeats_failure(&old, &d));
+    let other = apply_failed(
+        &ApplyFailure {
+            detail: "other".into(),
+            ..failure
+        },
+        Some("og"),
+    );
+    assert!(!repeats_failure(&old, &other));
+}

@@ -394,6 +394,57 @@ fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan
 }
 
 #[test]
+fn a_held_upgrade_says_why_until_resolution_finds_nothing_held() {
+    let health = healthy_catalogs();
+    let now = time(400);
+    let sub = subscription("Automatic", None);
+    let hold = UpgradeHold {
+        installed: "redis-operator.v1.0.0".into(),
+        phase: CsvPhase::Pending,
+        next: "redis-operator.v1.1.0".into(),
+    };
+    let input = |sub: &Subscription, resolution| {
+        next_status(&StatusInput {
+            subscription: sub,
+            catalog_health: &health,
+            csvs: &["redis-operator.v1.0.0"],
+            install_plans: &[],
+            resolution,
+            now: &now,
+        })
+    };
+    let held = input(
+        &sub,
+        ResolutionStep::Held {
+            adopted: None,
+            hold: &hold,
+        },
+    );
+    let c = cond(&held, Cond::UpgradeHeld).expect("condition");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some("InstalledCSVNotSucceeded"));
+    assert_eq!(
+        c.message.as_deref(),
+        Some(
+            "the upgrade to redis-operator.v1.1.0 is held: the installed ClusterServiceVersion \
+             redis-operator.v1.0.0 is Pending, not Succeeded; it proceeds once \
+             redis-operator.v1.0.0 succeeds (see its status for why it has not)"
+        )
+    );
+    let mut sub = sub;
+    sub.status = Some(held);
+    let free = input(&sub, ResolutionStep::UpToDate { adopted: None });
+    assert!(cond(&free, Cond::UpgradeHeld).is_none());
+}
+
+#[test]
+fn a_held_upgrade_is_looked_at_less_and_less_often() {
+    assert_eq!(held_requeue(Duration::ZERO), HELD_REQUEUE_MIN);
+    assert_eq!(held_requeue(Duration::from_secs(20)), Duration::from_secs(20));
+    assert_eq!(held_requeue(Duration::from_secs(3600)), HELD_REQUEUE_MAX);
+}
+
+#[test]
 fn resolution_failures_set_and_successes_clear_resolution_failed() {
     let health = healthy_catalogs();
     let now = time(400);
@@ -842,7 +893,7 @@ mod decision {
         let installing = [("a.v1".to_owned(), Some(CsvPhase::Installing))];
         assert!(matches!(
             decide_with(&sub, &["og"], &cats, &inst, &installing),
-            Decision::WaitingForSucceeded(_)
+            Decision::WaitingForSucceeded(..)
         ));
         let succeeded = [("a.v1".to_owned(), Some(CsvPhase::Succeeded))];
         let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &succeeded) else {
