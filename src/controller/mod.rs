@@ -73,6 +73,7 @@ pub mod error;
 pub mod image_puller;
 pub mod install_plan;
 pub mod mappers;
+pub mod operator;
 pub mod operator_group;
 pub mod subscription;
 

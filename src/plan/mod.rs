@@ -49,6 +49,7 @@ pub mod catalog_source;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;
+pub mod operator;
 pub mod operator_group;
 pub mod steps;
 pub mod subscription;
