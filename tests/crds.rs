@@ -145,6 +145,35 @@ fn names_short_names_and_categories_match_upstream() {
 }
 
 #[test]
+fn the_operator_crd_is_cluster_scoped_v1_without_short_names_or_required_spec_like_upstream() {
+    let c = crd("operators");
+    assert_eq!(c.metadata.name.as_deref(), Some("operators.operators.coreos.com"));
+    assert_eq!(c.spec.scope, "Cluster");
+    assert_eq!(c.spec.names.kind, "Operator");
+    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OperatorList"));
+    assert_eq!(c.spec.names.singular.as_deref(), Some("operator"));
+    assert!(c.spec.names.short_names.clone().unwrap_or_default().is_empty());
+    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
+    let versions: Vec<(&str, bool, bool)> = c
+        .spec
+        .versions
+        .iter()
+        .map(|v| (v.name.as_str(), v.served, v.storage))
+        .collect();
+    assert_eq!(versions, [("v1", true, true)]);
+    let s = schema(&c, "v1");
+    assert!(required(&s, &[]).is_empty(), "upstream does not require spec");
+    assert_eq!(required(&s, &["status", "components"]), set(&["labelSelector"]));
+    assert_eq!(
+        required(
+            &s,
+            &["status", "components", "refs", "items", "conditions", "items"]
+        ),
+        set(&["status", "type"])
+    );
+}
+
+#[test]
 fn versions_and_storage_match_upstream() {
     for plural in [
         "subscriptions",
@@ -226,6 +255,8 @@ fn printer_columns_match_upstream() {
     );
     // Upstream declares no columns for OperatorGroup: kubectl shows NAME and AGE.
     assert!(columns(&crd("operatorgroups"), "v1").is_empty());
+    // Nor for Operator.
+    assert!(columns(&crd("operators"), "v1").is_empty());
 }
 
 #[test]

@@ -32,7 +32,7 @@ use kube::{
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use olm_rs::api::{
-    v1::OperatorGroup,
+    v1::{Operator, OperatorGroup},
     v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
 };
 use serde_json::{Value, json};
@@ -868,6 +868,77 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
     assert!(metrics.contains("catalogsource_ready{"), "{metrics}");
 
     user_roles_for_the_widget_api(env).await;
+    operator_object_lists_the_widget_components(env, &head).await;
+}
+
+/// Upstream's `operators.coreos.com/v1` Operator `<package>.<namespace>`: cluster-scoped, its
+/// selector the component label, its refs every labelled object (issue 15).
+async fn operator_object_lists_the_widget_components(env: &Env, csv: &str) {
+    let name = format!("widget-operator.{}", env.ns());
+    let key = format!("operators.coreos.com/{name}");
+    let api: Api<Operator> = Api::all(env.client());
+    let wanted = [
+        ("ClusterServiceVersion", csv.to_owned()),
+        ("Deployment", "widget-operator".to_owned()),
+        ("CustomResourceDefinition", "widgets.e2e.olm-rs.io".to_owned()),
+        ("Subscription", "widget".to_owned()),
+    ];
+    let (api_ref, wanted_ref) = (&api, &wanted);
+    let status = wait_for(&format!("Operator {name} lists its components"), WAIT, || {
+        let name = name.clone();
+        async move {
+            let op = api_ref.get_opt(&name).await.ok().flatten()?;
+            let status = serde_json::to_value(op.status?).ok()?;
+            let refs = status.pointer("/components/refs")?.as_array()?.clone();
+            let available = refs.iter().any(|r| {
+                r["kind"] == "Deployment"
+                    && r["conditions"].as_array().is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Available" && c["status"] == "True")
+                    })
+            });
+            (available
+                && wanted_ref
+                    .iter()
+                    .all(|(kind, n)| refs.iter().any(|r| r["kind"] == *kind && r["name"] == *n)))
+            .then_some(status)
+        }
+    })
+    .await;
+    assert_eq!(
+        status["components"]["labelSelector"],
+        json!({"matchExpressions": [{"key": key, "operator": "Exists"}]}),
+        "{status:#}"
+    );
+    let refs = status["components"]["refs"].as_array().expect("refs");
+    let find = |kind: &str| {
+        refs.iter()
+            .find(|r| r["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {status:#}"))
+    };
+    let crd = find("CustomResourceDefinition");
+    assert!(crd.get("namespace").is_none(), "{crd}");
+    assert_eq!(crd["apiVersion"], "apiextensions.k8s.io/v1");
+    let deployment = find("Deployment");
+    assert_eq!(deployment["namespace"], env.ns());
+    assert_eq!(deployment["apiVersion"], "apps/v1");
+    assert_eq!(
+        find("ClusterServiceVersion")["apiVersion"],
+        "operators.coreos.com/v1alpha1"
+    );
+    // The Subscription's conditions are copied without its lastHeartbeatTime.
+    let sub = find("Subscription");
+    assert!(
+        sub["conditions"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("lastHeartbeatTime").is_none())),
+        "{sub}"
+    );
+    let listed = env.cluster.kubectl_ok(["get", "operators", "-o", "name"]);
+    assert!(
+        listed.contains(&format!("operator.operators.coreos.com/{name}")),
+        "{listed}"
+    );
 }
 
 /// What upstream OLM writes so a namespace's people can use an installed operator's API: the

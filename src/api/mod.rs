@@ -38,6 +38,9 @@
 //! - **Free-form JSON** (descriptor values) is kept as `serde_json::Value` and marked
 //!   `x-kubernetes-preserve-unknown-fields` in the schema.
 //!
+//! `operators.coreos.com/v1` Operator, the cluster-scoped read-only view of one installed
+//! operator that OLM itself writes ([`v1::Operator`]), is served the same way.
+//!
 //! The CRDs are generated from these types by [`crds`], post-processed to the few upstream
 //! details kube's derive cannot express (the multi-version OperatorGroup, descriptions),
 //! and checked in under `manifests/crds/` by `olm-controller crds --dir manifests/crds`;
@@ -92,8 +95,9 @@ pub enum ApiError {
     },
 }
 
-/// The five OLM CRDs, in a stable order (alphabetical by plural, like upstream's file names):
-/// catalogsources, clusterserviceversions, installplans, operatorgroups, subscriptions.
+/// The OLM CRDs, in a stable order (alphabetical by plural, like upstream's file names):
+/// catalogsources, clusterserviceversions, installplans, operatorgroups, operators,
+/// subscriptions.
 ///
 /// # Errors
 /// [`ApiError::MergeVersions`] if the OperatorGroup versions cannot be merged (a bug in
@@ -110,11 +114,28 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         v1alpha1::ClusterServiceVersion::crd(),
         v1alpha1::InstallPlan::crd(),
         operator_group,
+        v1::Operator::crd(),
         v1alpha1::Subscription::crd(),
     ];
     for crd in &mut crds {
         // Upstream CRDs name their list kind explicitly; kube leaves it to the server default.
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+    }
+    // Upstream's Operator does not require its (empty) spec; kube's derive always does.
+    for crd in crds.iter_mut().filter(|c| c.spec.names.kind == "Operator") {
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                schema.required = schema
+                    .required
+                    .take()
+                    .map(|r| r.into_iter().filter(|f| f != "spec").collect::<Vec<_>>())
+                    .filter(|r| !r.is_empty());
+            }
+        }
     }
     Ok(crds)
 }
@@ -509,6 +530,7 @@ mod tests {
                 "clusterserviceversions.operators.coreos.com",
                 "installplans.operators.coreos.com",
                 "operatorgroups.operators.coreos.com",
+                "operators.operators.coreos.com",
                 "subscriptions.operators.coreos.com",
             ]
         );
@@ -517,7 +539,7 @@ mod tests {
     #[test]
     fn the_yaml_stream_holds_one_document_per_crd() {
         let stream = crds_yaml_stream().unwrap();
-        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 5);
+        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 6);
         assert!(stream.contains("kind: CustomResourceDefinition"));
     }
 

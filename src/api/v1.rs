@@ -164,6 +164,9 @@ impl OperatorGroupStatus {
     }
 }
 
+mod operator;
+pub use operator::{ComponentCondition, Components, Operator, OperatorSpec, OperatorStatus, RichReference};
+
 #[cfg(test)]
 mod tests {
     use super::*;

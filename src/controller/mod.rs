@@ -6,7 +6,9 @@
 //! - [`operator_group`]: target namespaces and the one-group-per-namespace rule;
 //! - [`subscription`]: resolution and the InstallPlan of each Subscription;
 //! - [`install_plan`]: the approval gate and step execution;
-//! - [`csv`]: the ClusterServiceVersion state machine and its Deployments.
+//! - [`csv`]: the ClusterServiceVersion state machine and its Deployments;
+//! - [`operator`]: the `operators.coreos.com/v1` Operator `<package>.<namespace>` listing the
+//!   objects carrying its component label.
 //!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (skipping a write
@@ -74,6 +76,7 @@ pub mod error;
 pub mod image_puller;
 pub mod install_plan;
 pub mod mappers;
+pub mod operator;
 pub mod operator_group;
 pub mod subscription;
 

@@ -289,6 +289,23 @@ pub(super) async fn run_controllers(
         })
         .shutdown_on_signal();
 
+    // Operators (issue 15): not a readiness gate (an old install may lack the CRD).
+    let operators_synced = Arc::new(AtomicBool::new(false));
+    let (operators, operator_stream) = reflected(
+        Api::<crate::api::v1::Operator>::all(client.clone()),
+        wc(),
+        Arc::clone(&operators_synced),
+    );
+    let operator_triggers = operator::triggers(client.clone(), operators.clone(), operators_synced, wc);
+    let operator_ctl = Controller::for_stream(
+        operator_stream.predicate_filter(kube::runtime::predicates::generation, Default::default()),
+        operators,
+    )
+    .with_config(cfg())
+    .reconcile_on(operator_triggers)
+    .shutdown_on_signal();
+    let operator_ctx = Context::new(&shared, "operator");
+
     let catsrc_ctx = Context::new(&shared, "catalogsource");
     let og_ctx = Context::new(&shared, "operatorgroup");
     let sub_ctx = Context::new(&shared, "subscription");
@@ -341,6 +358,9 @@ pub(super) async fn run_controllers(
         csv_ctl
             .run(csv::reconcile, error_policy, csv_ctx)
             .for_each(|r| log_result("csv", r)),
+        operator_ctl
+            .run(operator::reconcile, error_policy, operator_ctx)
+            .for_each(|r| log_result("operator", r)),
     );
     readiness.abort();
     supervisor.abort();

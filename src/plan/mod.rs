@@ -50,6 +50,7 @@ pub mod copied_csv;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;
+pub mod operator;
 pub mod operator_group;
 pub mod steps;
 pub mod subscription;

@@ -275,6 +275,7 @@ impl TestCluster {
             "clusterserviceversions.operators.coreos.com",
             "catalogsources.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
+            "operators.operators.coreos.com",
         ]);
     }
 

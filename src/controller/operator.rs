@@ -1,0 +1,188 @@
+//! Operator controller: the cluster-scoped `operators.coreos.com/v1` Operator
+//! `<package>.<namespace>` and its component status, as upstream's `OperatorReconciler`.
+//!
+//! Two parts, both writing under the field manager `olm-rs/operator`:
+//! - [`triggers`] watches (metadata only) the Subscriptions, InstallPlans, CSVs and install
+//!   Deployments; every `operators.coreos.com/<name>` label on them names an Operator
+//!   ([`crate::plan::operator::operator_names`]). One that does not exist yet is created
+//!   (an empty spec); one that does is reconciled.
+//! - [`reconcile`] lists the objects carrying the Operator's label, kind by kind
+//!   ([`crate::plan::operator::COMPONENT_KINDS`], metadata only where no conditions are copied,
+//!   from the API server's watch cache), and applies the status
+//!   [`crate::plan::operator::desired_status`] computes when it changed. Kinds the cluster does
+//!   not serve are skipped. Changes to other component kinds (RBAC, CRDs) are picked up on the
+//!   next trigger or the periodic resync.
+//!
+//! OLM never deletes an Operator (the plan module's doc says why).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::{Stream, StreamExt};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DynamicObject, ListParams},
+    core::{GroupVersionKind, ObjectMeta},
+    runtime::{controller::Action, reflector::ObjectRef, reflector::Store, watcher},
+};
+
+use super::{Context, Error, Result, instrumented, stores::metadata_trigger};
+use crate::{
+    api::{
+        labels::{COMPONENT_LABEL_PREFIX, OWNER_KIND},
+        v1::Operator,
+        v1alpha1::{ClusterServiceVersion, InstallPlan, Subscription},
+    },
+    k8s::apply,
+    plan::operator::{
+        COMPONENT_KINDS, Component, ComponentKind, component_label_key, desired_status, operator_names,
+    },
+};
+
+/// How often an Operator's components are listed again without a trigger (RBAC and CRD
+/// changes are not watched).
+pub const RESYNC: Duration = Duration::from_secs(600);
+
+/// The field manager of the Operator objects and their status.
+const CONTROLLER: &str = "operator";
+
+/// Reconciles one Operator: its `status.components`.
+pub async fn reconcile(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {
+    instrumented(Arc::clone(&op), Arc::clone(&ctx), reconcile_inner(op, ctx)).await
+}
+
+async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {
+    let name = op.name_any();
+    let mut components = Vec::new();
+    for kind in COMPONENT_KINDS {
+        components.extend(list_kind(&ctx, kind, &name).await?);
+    }
+    let status = desired_status(&name, &components);
+    if op.status.as_ref() != Some(&status) {
+        let api: Api<Operator> = Api::all(ctx.client());
+        apply::apply_status(&api, &name, &status, &ctx.manager)
+            .await
+            .map_err(Error::status(format!("Operator {name}")))?;
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// The objects of one kind carrying the component label of the Operator `name`.
+async fn list_kind(ctx: &Context, kind: &ComponentKind, name: &str) -> Result<Vec<Component>> {
+    let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
+    // Not served (OperatorCondition before its CRD is installed): nothing to list.
+    let Ok((resource, _)) = ctx.shared.discover(&gvk).await else {
+        return Ok(Vec::new());
+    };
+    let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);
+    let params = ListParams::default()
+        .labels(&component_label_key(name))
+        .match_any();
+    let what = || format!("{} labelled {}", kind.kind, component_label_key(name));
+    let api_version = kind.api_version();
+    let component = |meta: ObjectMeta, conditions| Component {
+        api_version: api_version.clone(),
+        kind: kind.kind.to_owned(),
+        namespace: meta.namespace,
+        name: meta.name.unwrap_or_default(),
+        labels: meta.labels.unwrap_or_default(),
+        conditions,
+    };
+    let listed = if kind.has_conditions {
+        api.list(&params).await.map(|list| {
+            list.items
+                .into_iter()
+                .map(|o| {
+                    let conditions = o.data.get("status").and_then(|s| s.get("conditions")).cloned();
+                    component(o.metadata, conditions)
+                })
+                .collect()
+        })
+    } else {
+        api.list_metadata(&params).await.map(|list| {
+            list.items
+                .into_iter()
+                .map(|o| component(o.metadata, None))
+                .collect()
+        })
+    };
+    match listed {
+        Ok(found) => Ok(found),
+        // The kind went away between discovery and the list.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(Error::observe(what())(e)),
+    }
+}
+
+/// The Operators to reconcile when a labelled Subscription, InstallPlan, CSV or install
+/// Deployment changes; an Operator named by a label that does not exist yet is created first
+/// (its creation then triggers its reconcile through the Operator watch).
+///
+/// `operators_synced` is set once the Operator store holds its first list: until then every
+/// Operator would look missing, so creation waits for it.
+pub fn triggers(
+    client: Client,
+    operators: Store<Operator>,
+    operators_synced: Arc<AtomicBool>,
+    wc: impl Fn() -> watcher::Config,
+) -> impl Stream<Item = ObjectRef<Operator>> + Send + 'static {
+    let labels = |s: &ObjectMeta| s.labels.clone().unwrap_or_default();
+    let subs =
+        metadata_trigger::<Subscription>(client.clone(), wc()).map(move |r| r.map(|o| labels(&o.metadata)));
+    let ips =
+        metadata_trigger::<InstallPlan>(client.clone(), wc()).map(move |r| r.map(|o| labels(&o.metadata)));
+    let csvs = metadata_trigger::<ClusterServiceVersion>(client.clone(), wc())
+        .map(move |r| r.map(|o| labels(&o.metadata)));
+    let deployments = metadata_trigger::<k8s_openapi::api::apps::v1::Deployment>(
+        client.clone(),
+        wc().labels(&format!("{OWNER_KIND}={}", crate::plan::steps::CSV_KIND)),
+    )
+    .map(move |r| r.map(|o| labels(&o.metadata)));
+    let api: Api<Operator> = Api::all(client);
+    let manager = apply::field_manager(CONTROLLER);
+    futures::stream::select_all([subs.boxed(), ips.boxed(), csvs.boxed(), deployments.boxed()])
+        .filter_map(|r| async move {
+            r.ok()
+                .filter(|labels| labels.keys().any(|k| k.starts_with(COMPONENT_LABEL_PREFIX)))
+        })
+        .then(move |labels| {
+            let (api, manager, operators) = (api.clone(), manager.clone(), operators.clone());
+            let synced = Arc::clone(&operators_synced);
+            async move {
+                while !synced.load(Ordering::Acquire) {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let mut refs = Vec::new();
+                for name in operator_names(&labels) {
+                    let reference = ObjectRef::<Operator>::new(&name);
+                    if operators.get(&reference).is_none() {
+                        create(&api, &name, &manager).await;
+                    }
+                    refs.push(reference);
+                }
+                futures::stream::iter(refs)
+            }
+        })
+        .flatten()
+}
+
+/// Creates the Operator `name` (empty spec; its status comes with its first reconcile).
+async fn create(api: &Api<Operator>, name: &str, manager: &str) {
+    let body = serde_json::json!({
+        "apiVersion": crate::api::v1::API_VERSION,
+        "kind": "Operator",
+        "metadata": {"name": name},
+        "spec": {},
+    });
+    match apply::apply(api, name, &body, manager).await {
+        Ok(_) => tracing::info!(operator = name, "created Operator"),
+        Err(e) => {
+            tracing::warn!(operator = name, error = %e, "failed to create Operator; retried on the next change")
+        }
+    }
+}
