@@ -126,19 +126,21 @@ async fn list_kind(ctx: &Context, kind: &ComponentKind, name: &str) -> Result<Ve
 /// `operators_synced` is set once the Operator store holds its first list: until then every
 /// Operator would look missing, so creation waits for it.
 pub fn triggers(
+    sync: &super::stores::SyncTracker,
     client: Client,
     operators: Store<Operator>,
     operators_synced: Arc<AtomicBool>,
     wc: impl Fn() -> watcher::Config,
 ) -> impl Stream<Item = ObjectRef<Operator>> + Send + 'static {
     let labels = |s: &ObjectMeta| s.labels.clone().unwrap_or_default();
-    let subs =
-        metadata_trigger::<Subscription>(client.clone(), wc()).map(move |r| r.map(|o| labels(&o.metadata)));
-    let ips =
-        metadata_trigger::<InstallPlan>(client.clone(), wc()).map(move |r| r.map(|o| labels(&o.metadata)));
-    let csvs = metadata_trigger::<ClusterServiceVersion>(client.clone(), wc())
+    let subs = metadata_trigger::<Subscription>(sync, client.clone(), wc())
+        .map(move |r| r.map(|o| labels(&o.metadata)));
+    let ips = metadata_trigger::<InstallPlan>(sync, client.clone(), wc())
+        .map(move |r| r.map(|o| labels(&o.metadata)));
+    let csvs = metadata_trigger::<ClusterServiceVersion>(sync, client.clone(), wc())
         .map(move |r| r.map(|o| labels(&o.metadata)));
     let deployments = metadata_trigger::<k8s_openapi::api::apps::v1::Deployment>(
+        sync,
         client.clone(),
         wc().labels(&format!("{OWNER_KIND}={}", crate::plan::steps::CSV_KIND)),
     )

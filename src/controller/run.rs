@@ -291,12 +291,16 @@ pub(super) async fn run_controllers(
 
     // Operators (issue 15): not a readiness gate (an old install may lack the CRD).
     let operators_synced = Arc::new(AtomicBool::new(false));
-    let (operators, operator_stream) = reflected(
-        Api::<crate::api::v1::Operator>::all(client.clone()),
-        wc(),
+    // Not supervised either: a cluster without the Operator CRD must not make /readyz stale.
+    let (operators, operator_stream) = super::stores::reflect_events(
+        kube::runtime::WatchStreamExt::default_backoff(kube::runtime::watcher(
+            Api::<crate::api::v1::Operator>::all(client.clone()),
+            wc(),
+        )),
         Arc::clone(&operators_synced),
     );
-    let operator_triggers = operator::triggers(client.clone(), operators.clone(), operators_synced, wc);
+    let operator_triggers =
+        operator::triggers(&sync, client.clone(), operators.clone(), operators_synced, wc);
     let operator_ctl = Controller::for_stream(
         operator_stream.predicate_filter(kube::runtime::predicates::generation, Default::default()),
         operators,
