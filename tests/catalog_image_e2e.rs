@@ -169,8 +169,14 @@ fn state(status: &Value) -> &str {
         .unwrap_or_default()
 }
 
+/// Tests run one at a time: each starts its own controller, which reconciles every
+/// CatalogSource in the cluster and knows only its own registry as plain HTTP, so two at once
+/// would overwrite each other's statuses.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_catalog_image_is_served_follows_its_tag_and_outlives_its_registry() {
+    let _serial = SERIAL.lock().await;
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
@@ -384,6 +390,7 @@ async fn wait_subscription_condition_saying(api: &Api<Subscription>, type_: &str
 
 #[tokio::test]
 async fn a_bundle_image_only_catalog_installs_the_redis_operator() {
+    let _serial = SERIAL.lock().await;
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
