@@ -1829,6 +1829,57 @@ async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_se
     );
 }
 
+/// An OperatorGroup naming a target namespace that does not exist fails the CSV with a message
+/// naming the namespace, the group and the fix (issue 14 item 3: the CSV used to keep no status
+/// at all); creating the namespace lets the install finish.
+#[tokio::test]
+async fn a_missing_target_namespace_fails_the_csv_naming_it_until_it_is_created() {
+    let Some(env) = env("e2e-missing-ns").await else {
+        return;
+    };
+    let missing = format!("{}-absent", env.ns());
+    env.apply_catalog(
+        "e2e-catalog",
+        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), missing.clone()]))
+        .await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let name = csv_name("widget", "1.0.0");
+    let csv = env
+        .wait_obj::<ClusterServiceVersion, _>("the CSV failing on the missing namespace", &name, |c| {
+            str_at(c, "/status/message").contains(&missing).then(|| c.clone())
+        })
+        .await;
+    assert_eq!(str_at(&csv, "/status/phase"), "Failed", "{csv:#}");
+    assert_eq!(
+        str_at(&csv, "/status/reason"),
+        "InstallComponentFailed",
+        "{csv:#}"
+    );
+    let message = str_at(&csv, "/status/message");
+    assert!(
+        message.contains("does not exist") && message.contains("OperatorGroup"),
+        "{csv:#}"
+    );
+
+    // Creating the namespace heals the install (the CSV retries through NeedsReinstall).
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": missing}})).expect("a namespace"),
+        )
+        .await
+        .expect("creating the missing namespace");
+    env.wait_csv_phase(&name, "Succeeded").await;
+    let _ = namespaces.delete(&missing, &DeleteParams::default()).await;
+}
+
 /// The catalog blobs with the CSVs' `MultiNamespace` install mode supported.
 fn with_multi_namespace(mut blobs: Vec<Value>) -> Vec<Value> {
     use base64::Engine as _;
