@@ -112,7 +112,7 @@ async fn a_twin_identity_is_refused_and_a_standby_takes_over_after_the_leader_di
     assert_eq!(holder(&cluster, &lease_ns).await.as_deref(), Some("olm-a"));
 
     // A standby with its own identity waits; the leader dies without releasing the Lease.
-    let standby = Replica::start(&cluster, &lease_ns, "olm-b", "b");
+    let mut standby = Replica::start(&cluster, &lease_ns, "olm-b", "b");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!standby.leads(), "{}", standby.log());
     first.kill();
@@ -129,6 +129,26 @@ async fn a_twin_identity_is_refused_and_a_standby_takes_over_after_the_leader_di
     assert!(
         failover >= Duration::from_secs(4),
         "taken before the term ended: {failover:?}"
+    );
+
+    // The leader dies and comes back at once under its own identity: the Lease naming it is its
+    // dead self's, waited out (not renewed on the spot), then taken.
+    standby.kill();
+    let killed = Instant::now();
+    let restarted = Replica::start(&cluster, &lease_ns, "olm-b", "b-restarted");
+    wait_for("the restarted olm-b to lead", Duration::from_secs(60), || async {
+        (restarted.leads() && holder(&cluster, &lease_ns).await.as_deref() == Some("olm-b")).then_some(())
+    })
+    .await;
+    let back = killed.elapsed();
+    let log = restarted.log();
+    assert!(
+        log.contains("the leader lease names our own identity but this process never took it"),
+        "{log}"
+    );
+    assert!(
+        back >= Duration::from_secs(4),
+        "the restarted replica renewed its dead self's Lease at once: {back:?}\n{log}"
     );
     ns.delete_and_wait().await;
 }

@@ -124,7 +124,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             leader_elect: args.leader_elect,
             lease_namespace: args.lease_namespace,
             lease_timing: operator_runtime::lease::Timing::new(args.lease_duration, args.lease_retry_period)
-                .map_err(|e| anyhow::anyhow!(e))?,
+                .map_err(|e| {
+                    let flag = match e {
+                        operator_runtime::lease::TimingError::LeaseDuration(_) => "--lease-duration",
+                        operator_runtime::lease::TimingError::RetryPeriod { .. } => "--lease-retry-period",
+                    };
+                    anyhow::anyhow!("{flag}: {e}")
+                })?,
             builtin_catalog: args.builtin_catalog,
             install_plan_retry_timeout: args.install_plan_retry_timeout,
             cache_dir: args.cache_dir,

@@ -291,12 +291,12 @@ pub(super) async fn run_controllers(
 
     // Operators (issue 15): not a readiness gate (an old install may lack the CRD).
     let operators_synced = Arc::new(AtomicBool::new(false));
-    // Not supervised either: a cluster without the Operator CRD must not make /readyz stale.
+    // Supervised like every watch, but never named in /readyz: a cluster without the Operator
+    // CRD answers 404 for good.
+    let operator_api = Api::<crate::api::v1::Operator>::all(client.clone());
     let (operators, operator_stream) = super::stores::reflect_events(
-        kube::runtime::WatchStreamExt::default_backoff(kube::runtime::watcher(
-            Api::<crate::api::v1::Operator>::all(client.clone()),
-            wc(),
-        )),
+        sync.health()
+            .supervised_optional("operators", move || watcher(operator_api.clone(), wc())),
         Arc::clone(&operators_synced),
     );
     let operator_triggers =

@@ -150,11 +150,7 @@ where
         + Sync
         + 'static,
 {
-    let api = Api::<PartialObjectMeta<K>>::all(client);
-    let events = flag
-        .health
-        .supervised(flag.name, move || watcher(api.clone(), wc.clone()));
-    reflect_events(events, flag.synced)
+    reflected(Api::<PartialObjectMeta<K>>::all(client), wc, flag)
 }
 
 /// A metadata-only trigger stream (no store) for `watches_stream` and `owns_stream`,
@@ -173,10 +169,7 @@ where
         + Sync
         + 'static,
 {
-    let api = Api::<PartialObjectMeta<K>>::all(client);
-    trigger_events(sync, K::plural(&()).into_owned(), move || {
-        watcher(api.clone(), wc.clone())
-    })
+    trigger(sync, Api::<PartialObjectMeta<K>>::all(client), wc)
 }
 
 /// A full-object trigger stream (no store), for mappers that read the object's spec.
@@ -194,23 +187,10 @@ where
         + Sync
         + 'static,
 {
-    trigger_events(sync, K::plural(&()).into_owned(), move || {
-        watcher(api.clone(), wc.clone())
-    })
-}
-
-fn trigger_events<K, S, F>(
-    sync: &SyncTracker,
-    plural: String,
-    make: F,
-) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + use<K, S, F>
-where
-    K: Resource<DynamicType = ()> + Send + 'static,
-    S: futures::Stream<Item = std::result::Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-    F: FnMut() -> S + Send + 'static,
-{
     sync.health
-        .supervised(format!("trigger:{plural}"), make)
+        .supervised(format!("trigger:{}", K::plural(&())), move || {
+            watcher(api.clone(), wc.clone())
+        })
         .touched_objects()
         .predicate_filter(predicates::resource_version, PredicateConfig::default())
 }

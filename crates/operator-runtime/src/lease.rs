@@ -20,7 +20,7 @@
 //!   identity simply waits one term.
 //!
 //! Failover after a crash takes at most the lease duration plus one retry period (10 s + 2 s by
-//! default, as [`Timing`]); both are flags of the binaries.
+//! default, as [`Timing`]); both are flags of olm-controller (the Redis operator does not elect a leader).
 //!
 //! [`observe`] and [`decide`] are the pure part and are unit-tested; [`LeaderElector`] does the
 //! I/O. kube-runtime has no leader election; we keep this small module rather than
@@ -179,27 +179,44 @@ impl Default for Timing {
 }
 
 impl Timing {
-    /// A timing from flag values, refused when the holder could not renew within its term.
+    /// A timing, refused when the holder could not renew within its term.
     ///
     /// # Errors
-    /// A message naming the flags when the term is under a second or the retry period is not
-    /// shorter than half of it.
-    pub fn new(lease_duration: Duration, retry_period: Duration) -> Result<Self, String> {
+    /// [`TimingError`] when the term is not whole seconds of at least one, or the retry period
+    /// is zero or more than half of it (the binary names its flag).
+    pub fn new(lease_duration: Duration, retry_period: Duration) -> Result<Self, TimingError> {
         if lease_duration < Duration::from_secs(1) || lease_duration.subsec_nanos() != 0 {
-            return Err(format!(
-                "--lease-duration {lease_duration:?} must be whole seconds, at least 1s (a Lease counts whole seconds)"
-            ));
+            return Err(TimingError::LeaseDuration(lease_duration));
         }
         if retry_period.is_zero() || retry_period * 2 > lease_duration {
-            return Err(format!(
-                "--lease-retry-period {retry_period:?} must be above zero and at most half of --lease-duration {lease_duration:?}, so the holder renews before its term ends"
-            ));
+            return Err(TimingError::RetryPeriod {
+                retry_period,
+                lease_duration,
+            });
         }
         Ok(Self {
             lease_duration,
             retry_period,
         })
     }
+}
+
+/// A [`Timing`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TimingError {
+    /// The term is under a second or not whole seconds.
+    #[error("the lease duration {0:?} must be whole seconds, at least 1s (a Lease counts whole seconds)")]
+    LeaseDuration(Duration),
+    /// The holder could not renew before its term ends.
+    #[error(
+        "the retry period {retry_period:?} must be above zero and at most half of the lease duration {lease_duration:?}, so the holder renews before its term ends"
+    )]
+    RetryPeriod {
+        /// The retry period asked for.
+        retry_period: Duration,
+        /// The term asked for.
+        lease_duration: Duration,
+    },
 }
 
 /// Why a candidate gave up.
@@ -559,9 +576,25 @@ mod tests {
             Timing::new(secs(10), secs(2)).map(|t| t.lease_duration),
             Ok(secs(10))
         );
-        assert!(Timing::new(secs(10), secs(6)).is_err_and(|e| e.contains("--lease-retry-period")));
+        assert_eq!(
+            Timing::new(secs(10), secs(6)),
+            Err(TimingError::RetryPeriod {
+                retry_period: secs(6),
+                lease_duration: secs(10)
+            })
+        );
+        assert_eq!(
+            Timing::new(Duration::from_millis(500), secs(0)),
+            Err(TimingError::LeaseDuration(Duration::from_millis(500)))
+        );
+        assert_eq!(
+            Timing::new(Duration::from_millis(1500), secs(0)),
+            Err(TimingError::LeaseDuration(Duration::from_millis(1500)))
+        );
         assert!(
-            Timing::new(Duration::from_millis(500), secs(0)).is_err_and(|e| e.contains("--lease-duration"))
+            TimingError::LeaseDuration(Duration::from_millis(500))
+                .to_string()
+                .contains("whole seconds, at least 1s")
         );
         let default = Timing::default();
         assert!(default.lease_duration + default.retry_period <= secs(15));

@@ -14,9 +14,16 @@
 //!   default backoff, and every event received is stamped;
 //! - [`supervise`] looks at the stamps every [`TICK`]: a watch silent for longer than
 //!   [`STALE_AFTER`] is restarted from a fresh list ([`decide`]); one still silent
-//!   [`RELIST_GRACE`] later is reported by `/readyz` by name ([`stale_text`]); and when the API
-//!   server stops answering the `/version` probe and comes back ([`Probe`]), every watch is
-//!   re-listed at once instead of waiting for the silence to be noticed.
+//!   [`RELIST_GRACE`] later, or answering only errors for [`FAILING_AFTER`], is reported by
+//!   `/readyz` by name ([`is_stale`], [`stale_text`]); and when the API server stops answering
+//!   the `/version` probe and comes back ([`Probe`]), every watch is re-listed at once instead of
+//!   waiting for the silence to be noticed.
+//!
+//! A healthy watch of a quiet kind yields nothing to stamp: kube-runtime's watcher consumes
+//! bookmarks and its re-watch after each [`WATCH_TIMEOUT`] internally. A dead connection is
+//! already cut by its idle check; the silence bound only backs up a request that hangs before
+//! the server answers, so it is several watch timeouts long, and a quiet store is re-listed (from
+//! the watch cache) once per [`STALE_AFTER`], not every minute.
 //!
 //! [`decide`], [`stale_text`] and [`Probe`] are pure (time passed in); the rest is wiring.
 
@@ -24,7 +31,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -36,11 +43,15 @@ use crate::http::Readiness;
 
 /// The server-side timeout of every watch call (kube-runtime's default is 290 s).
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
-/// A watch without any event for this long is re-listed (a quiet store too: the re-list is
-/// served from the API server's watch cache, and unchanged objects trigger no reconcile).
-pub const STALE_AFTER: Duration = Duration::from_secs(60);
+/// A watch without any event for this long is re-listed (a quiet store too, since a healthy
+/// idle watch yields nothing: the re-list is served from the API server's watch cache, and
+/// unchanged objects trigger no reconcile).
+pub const STALE_AFTER: Duration = Duration::from_secs(300);
 /// How long a forced re-list may take before `/readyz` names the store.
 pub const RELIST_GRACE: Duration = Duration::from_secs(30);
+/// How long a watch may answer only errors (403, 404, 5xx, refused connections; retried with
+/// backoff) before `/readyz` names it.
+pub const FAILING_AFTER: Duration = Duration::from_secs(90);
 /// How often [`supervise`] looks at the watches.
 pub const TICK: Duration = Duration::from_secs(2);
 /// How often (and with what timeout) [`supervise`] probes the API server's `/version`.
@@ -79,9 +90,10 @@ pub fn decide(silent_for: Duration, since_restart: Option<Duration>) -> Decision
 }
 
 /// Whether `/readyz` reports the watch (pure): silent past [`STALE_AFTER`] + [`RELIST_GRACE`],
-/// so a forced re-list did not bring it back either.
-pub fn is_stale(silent_for: Duration) -> bool {
-    silent_for >= STALE_AFTER + RELIST_GRACE
+/// so a forced re-list did not bring it back either, or `failing` (its last answer was an error)
+/// with no event for [`FAILING_AFTER`].
+pub fn is_stale(silent_for: Duration, failing: bool) -> bool {
+    silent_for >= STALE_AFTER + RELIST_GRACE || (failing && silent_for >= FAILING_AFTER)
 }
 
 /// One line of `/readyz` for a stale watch (pure).
@@ -90,6 +102,14 @@ pub fn stale_text(name: &str, silent_for: Duration) -> String {
         "{name}: no event for {}s (re-listing; check the API server and this controller's RBAC)",
         silent_for.as_secs()
     )
+}
+
+/// The `/readyz` lines of the stale watches among `ages`, optional ones left out (pure).
+pub fn stale_lines(ages: &[WatchAge]) -> Vec<String> {
+    ages.iter()
+        .filter(|a| !a.optional && is_stale(a.silent_for, a.failing))
+        .map(|a| stale_text(&a.name, a.silent_for))
+        .collect()
 }
 
 /// Whether the API server went away and came back (pure): fed one probe result at a time.
@@ -124,6 +144,10 @@ struct Entry {
     last_event: AtomicU64,
     /// Milliseconds since the epoch of the last forced restart, `u64::MAX` for never.
     last_restart: AtomicU64,
+    /// Whether the last item was an error (the watcher is backing off).
+    failing: AtomicBool,
+    /// Never named in `/readyz` (a kind whose CRD may be missing); still re-listed and reported.
+    optional: bool,
     restart: tokio::sync::watch::Sender<u64>,
 }
 
@@ -134,6 +158,10 @@ pub struct WatchAge {
     pub name: String,
     /// Time since its last event.
     pub silent_for: Duration,
+    /// Whether its last answer was an error.
+    pub failing: bool,
+    /// Never named in `/readyz` (see [`WatchHealth::supervised_optional`]).
+    pub optional: bool,
 }
 
 /// The registry of every supervised watch of a process.
@@ -178,13 +206,43 @@ impl WatchHealth {
         S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
         F: FnMut() -> S + Send + 'static,
     {
+        self.register(name.into(), false, make)
+    }
+
+    /// As [`Self::supervised`], for a watch `/readyz` never names: a kind whose CRD an older
+    /// install may lack (its watch answers 404 for good). It is still re-listed when silent and
+    /// its age reported.
+    pub fn supervised_optional<K, S, F, N>(
+        self: &Arc<Self>,
+        name: N,
+        make: F,
+    ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K, S, F, N>
+    where
+        N: Into<String>,
+        K: Send + 'static,
+        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+        F: FnMut() -> S + Send + 'static,
+    {
+        self.register(name.into(), true, make)
+    }
+
+    fn register<K, S, F>(
+        self: &Arc<Self>,
+        base: String,
+        optional: bool,
+        make: F,
+    ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K, S, F>
+    where
+        K: Send + 'static,
+        S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+        F: FnMut() -> S + Send + 'static,
+    {
         let (restart, _) = tokio::sync::watch::channel(0);
         let mut entries = match self.entries.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
         // Two watches of one kind (e.g. two triggers) get `name`, `name#2`, ...
-        let base = name.into();
         let same = entries
             .iter()
             .filter(|e| e.name == base || e.name.starts_with(&format!("{base}#")))
@@ -197,6 +255,8 @@ impl WatchHealth {
             },
             last_event: AtomicU64::new(self.now_ms()),
             last_restart: AtomicU64::new(u64::MAX),
+            failing: AtomicBool::new(false),
+            optional,
             restart,
         });
         entries.push(Arc::clone(&entry));
@@ -204,6 +264,7 @@ impl WatchHealth {
         let health = Arc::clone(self);
         let stamp = Arc::clone(&entry);
         restartable(entry, make).default_backoff().inspect(move |event| {
+            stamp.failing.store(event.is_err(), Ordering::Release);
             if event.is_ok() {
                 stamp.last_event.store(health.now_ms(), Ordering::Release);
             }
@@ -218,6 +279,8 @@ impl WatchHealth {
             .map(|e| WatchAge {
                 name: e.name.clone(),
                 silent_for: Duration::from_millis(now.saturating_sub(e.last_event.load(Ordering::Acquire))),
+                failing: e.failing.load(Ordering::Acquire),
+                optional: e.optional,
             })
             .collect()
     }
@@ -310,12 +373,7 @@ pub async fn supervise(
             tracing::info!(watches = ?restarted, "re-listing watches silent for {}s", STALE_AFTER.as_secs());
         }
         let ages = health.ages();
-        ready.set_stale(
-            ages.iter()
-                .filter(|a| is_stale(a.silent_for))
-                .map(|a| stale_text(&a.name, a.silent_for))
-                .collect(),
-        );
+        ready.set_stale(stale_lines(&ages));
         report(&ages);
     }
 }
@@ -343,14 +401,31 @@ mod tests {
     }
 
     #[test]
-    fn readyz_names_a_watch_only_once_its_relist_failed_too() {
-        assert!(!is_stale(STALE_AFTER));
-        assert!(is_stale(STALE_AFTER + RELIST_GRACE));
+    fn readyz_names_a_watch_only_once_its_relist_failed_too_or_it_kept_failing() {
+        assert!(!is_stale(STALE_AFTER, false));
+        assert!(is_stale(STALE_AFTER + RELIST_GRACE, false));
+        // Answering only errors (RBAC, a missing CRD): named well before the re-list bound.
+        assert!(!is_stale(FAILING_AFTER - S(1), true));
+        assert!(is_stale(FAILING_AFTER, true));
+        assert!(
+            !is_stale(FAILING_AFTER, false),
+            "a quiet healthy watch is not stale"
+        );
         assert_eq!(
             stale_text("clusterserviceversions", S(95)),
             "clusterserviceversions: no event for 95s (re-listing; check the API server and this \
              controller's RBAC)"
         );
+    }
+
+    #[test]
+    fn a_quiet_healthy_watch_is_relisted_at_most_once_per_several_watch_timeouts() {
+        // kube-runtime re-watches every WATCH_TIMEOUT and swallows bookmarks without yielding:
+        // a quiet store is silent although healthy, so the forced re-list must not come every
+        // minute, and a dead connection is cut by kube-runtime's own idle check (timeout + 5 s).
+        assert!(STALE_AFTER >= WATCH_TIMEOUT * 10, "{STALE_AFTER:?}");
+        assert_eq!(decide(S(120), None), Decision::Fresh);
+        assert!(FAILING_AFTER < STALE_AFTER);
     }
 
     #[test]
@@ -398,5 +473,33 @@ mod tests {
         });
         let names: Vec<_> = health.ages().into_iter().map(|a| a.name).collect();
         assert_eq!(names, ["things", "things#2"]);
+    }
+
+    #[tokio::test]
+    async fn an_erroring_watch_is_marked_failing_and_an_optional_one_never_reaches_readyz() {
+        let health = Arc::new(WatchHealth::default());
+        let failing = health.supervised_optional("operators", || {
+            futures::stream::iter([Err::<watcher::Event<u32>, _>(watcher::Error::NoResourceVersion)])
+                .chain(futures::stream::pending())
+        });
+        let mut failing = Box::pin(failing);
+        assert!(matches!(failing.next().await, Some(Err(_))));
+        let ages = health.ages();
+        assert!(ages[0].failing && ages[0].optional, "{ages:?}");
+
+        let long = |name: &str, failing, optional| WatchAge {
+            name: name.to_owned(),
+            silent_for: FAILING_AFTER,
+            failing,
+            optional,
+        };
+        assert_eq!(
+            stale_lines(&[
+                long("csvs", true, false),
+                long("operators", true, true),
+                long("quiet", false, false),
+            ]),
+            [stale_text("csvs", FAILING_AFTER)]
+        );
     }
 }
