@@ -7,7 +7,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, atomic::AtomicU64},
+    sync::{Arc, Mutex},
     time::Instant,
 };
 
@@ -85,13 +85,6 @@ pub struct CatalogLabels {
     pub name: String,
 }
 
-/// Labels of `olm_store_last_event_age_seconds`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StoreLabels {
-    /// The watch (a store's plural, or `trigger:<plural>` for a trigger-only watch).
-    pub store: String,
-}
-
 /// The series last recorded for one CSV.
 type CsvSeries = (CsvLabels, Option<CsvAbnormalLabels>);
 
@@ -116,7 +109,7 @@ pub struct Metrics {
     /// Time spent resolving one Subscription.
     pub resolution_duration: Histogram,
     /// Seconds since each watch's last event (see `operator_runtime::watch`).
-    pub store_last_event_age: Family<StoreLabels, Gauge<f64, AtomicU64>>,
+    pub store_last_event_age: operator_runtime::watch::AgeGauge,
 }
 
 fn duration_buckets() -> impl Iterator<Item = f64> {
@@ -145,12 +138,8 @@ impl Metrics {
         let install_plan_count = Gauge::default();
         let catalogsource_ready = Family::<CatalogLabels, Gauge>::default();
         let resolution_duration = Histogram::new(duration_buckets());
-        let store_last_event_age = Family::<StoreLabels, Gauge<f64, AtomicU64>>::default();
-        registry.register(
-            "olm_store_last_event_age_seconds",
-            "Seconds since a watch (a reflector store or a trigger) last received an event",
-            store_last_event_age.clone(),
-        );
+        let store_last_event_age =
+            operator_runtime::watch::AgeGauge::register(&mut registry, "olm_store_last_event_age_seconds");
         registry.register(
             "olmrs_reconcile_duration_seconds",
             "Time spent in one reconcile, per controller and result",
@@ -200,13 +189,7 @@ impl Metrics {
 
     /// Records every watch's time since its last event.
     pub fn record_watch_ages(&self, ages: &[operator_runtime::watch::WatchAge]) {
-        for age in ages {
-            self.store_last_event_age
-                .get_or_create(&StoreLabels {
-                    store: age.name.clone(),
-                })
-                .set(age.silent_for.as_secs_f64());
-        }
+        self.store_last_event_age.record(ages);
     }
 
     /// Starts timing one reconcile; call [`ReconcileTimer::finish`] with its outcome.

@@ -6,7 +6,7 @@
 
 use std::{
     collections::BTreeSet,
-    sync::{Mutex, MutexGuard, atomic::AtomicU64},
+    sync::{Mutex, MutexGuard},
 };
 
 use prometheus_client::{
@@ -21,11 +21,6 @@ pub const BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StoreLabels {
-    store: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,7 +39,7 @@ pub struct Metrics {
     errors: Family<ErrorLabels, Counter>,
     managed: Gauge,
     managed_keys: Mutex<BTreeSet<String>>,
-    watch_ages: Family<StoreLabels, Gauge<f64, AtomicU64>>,
+    watch_ages: operator_runtime::watch::AgeGauge,
 }
 
 impl Default for Metrics {
@@ -66,12 +61,8 @@ impl Default for Metrics {
             "RedisClusters managed by this operator",
             managed.clone(),
         );
-        let watch_ages = Family::<StoreLabels, Gauge<f64, AtomicU64>>::default();
-        registry.register(
-            "store_last_event_age_seconds",
-            "Seconds since a watch (a store or a trigger) last received an event",
-            watch_ages.clone(),
-        );
+        let watch_ages =
+            operator_runtime::watch::AgeGauge::register(&mut registry, "store_last_event_age_seconds");
         Self {
             registry,
             watch_ages,
@@ -113,13 +104,7 @@ impl Metrics {
 
     /// Records every watch's time since its last event (see `operator_runtime::watch`).
     pub fn record_watch_ages(&self, ages: &[operator_runtime::watch::WatchAge]) {
-        for age in ages {
-            self.watch_ages
-                .get_or_create(&StoreLabels {
-                    store: age.name.clone(),
-                })
-                .set(age.silent_for.as_secs_f64());
-        }
+        self.watch_ages.record(ages);
     }
 
     /// The metrics in the OpenMetrics text format.

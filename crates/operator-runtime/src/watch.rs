@@ -164,6 +164,47 @@ pub struct WatchAge {
     pub optional: bool,
 }
 
+/// The per-watch gauge of seconds since the last event, the same in every binary:
+/// register it once under the binary's metric name, and feed it from [`supervise`]'s reports.
+#[derive(Clone, Debug, Default)]
+pub struct AgeGauge(
+    prometheus_client::metrics::family::Family<
+        AgeLabels,
+        prometheus_client::metrics::gauge::Gauge<f64, AtomicU64>,
+    >,
+);
+
+/// The label of [`AgeGauge`]: the watch's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct AgeLabels {
+    /// The watch (a store's name, or `trigger:<plural>` for a trigger-only watch).
+    pub store: String,
+}
+
+impl AgeGauge {
+    /// A gauge registered in `registry` as `name`.
+    pub fn register(registry: &mut prometheus_client::registry::Registry, name: &str) -> Self {
+        let gauge = Self::default();
+        registry.register(
+            name,
+            "Seconds since a watch (a reflector store or a trigger) last received an event",
+            gauge.0.clone(),
+        );
+        gauge
+    }
+
+    /// Records every watch's time since its last event.
+    pub fn record(&self, ages: &[WatchAge]) {
+        for age in ages {
+            self.0
+                .get_or_create(&AgeLabels {
+                    store: age.name.clone(),
+                })
+                .set(age.silent_for.as_secs_f64());
+        }
+    }
+}
+
 /// The registry of every supervised watch of a process.
 #[derive(Debug)]
 pub struct WatchHealth {
