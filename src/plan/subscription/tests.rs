@@ -653,6 +653,37 @@ fn resolution_waits_while_a_referenced_plan_is_pending() {
 }
 
 #[test]
+fn a_config_selector_is_reported_as_not_applied_until_it_is_removed() {
+    let health = healthy_catalogs();
+    let now = time(100);
+    let status_of = |sub: &Subscription| {
+        next_status(&StatusInput {
+            subscription: sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &[],
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        })
+    };
+    let mut sub = subscription("Automatic", None);
+    sub.spec.config =
+        Some(serde_json::from_value(json!({"selector": {"matchLabels": {"app": "x"}}})).unwrap());
+    let st = status_of(&sub);
+    let c = cond(&st, Cond::ConfigIgnored).expect("the condition");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some(CONFIG_FIELD_NOT_APPLIED));
+    let message = c.message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("spec.config.selector is not applied") && message.contains("remove it"),
+        "{message}"
+    );
+    sub.status = Some(st);
+    sub.spec.config = Some(serde_json::from_value(json!({"nodeSelector": {"disk": "ssd"}})).unwrap());
+    assert!(cond(&status_of(&sub), Cond::ConfigIgnored).is_none());
+}
+
+#[test]
 fn an_unknown_approval_value_is_reported_naming_the_field_until_it_is_fixed() {
     let health = healthy_catalogs();
     let now = time(100);
