@@ -196,6 +196,19 @@ fn other(csv: &ClusterServiceVersion) -> OtherCsv {
     }
 }
 
+/// The objects of `store` in namespace `ns`.
+fn in_namespace<K>(store: &kube::runtime::reflector::Store<K>, ns: &str) -> Vec<Arc<K>>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|o| o.namespace().as_deref() == Some(ns))
+        .collect()
+}
+
 /// Fills the state machine's [`Observed`] from the reflector stores and a few reads.
 async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed> {
     let ns = csv.namespace().unwrap_or_default();
@@ -203,11 +216,8 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
     let client = ctx.client();
     let stores = &ctx.shared.stores;
     let mut observed = Observed {
-        operator_groups: stores
-            .operator_groups
-            .state()
+        operator_groups: in_namespace(&stores.operator_groups, &ns)
             .iter()
-            .filter(|g| g.namespace().as_deref() == Some(ns.as_str()))
             .map(|g| ObservedOperatorGroup {
                 name: g.name_any(),
                 namespaces: g.status.as_ref().and_then(|s| s.namespaces.clone()),
@@ -216,32 +226,19 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             .collect(),
         ..Observed::default()
     };
-    let siblings: Vec<ClusterServiceVersion> = stores
-        .csvs
-        .state()
+    let siblings: Vec<ClusterServiceVersion> = in_namespace(&stores.csvs, &ns)
         .iter()
-        .filter(|c| c.namespace().as_deref() == Some(ns.as_str()))
         .map(|c| c.as_ref().clone())
         .collect();
     observed.replacement = replacement_of(&name, &siblings).map(other);
     observed.replacee = replacee_of(csv, &siblings).map(other);
     observed.crd_owner_conflicts = crd_owner_conflicts(csv, &siblings);
-    let subscriptions = stores.subscriptions.state();
-    observed.overrides = plan_csv::owning_subscription(
-        &name,
-        subscriptions
-            .iter()
-            .map(AsRef::as_ref)
-            .filter(|s| s.namespace().as_deref() == Some(ns.as_str())),
-    )
-    .and_then(plan_csv::SubscriptionOverrides::of);
-    let plans = stores.install_plans.state();
+    let subscriptions = in_namespace(&stores.subscriptions, &ns);
+    observed.overrides = plan_csv::owning_subscription(&name, subscriptions.iter().map(AsRef::as_ref))
+        .and_then(plan_csv::SubscriptionOverrides::of);
     observed.own_plan = plan_csv::own_plan_state(
         &name,
-        plans
-            .iter()
-            .map(AsRef::as_ref)
-            .filter(|p| p.namespace().as_deref() == Some(ns.as_str())),
+        in_namespace(&stores.install_plans, &ns).iter().map(AsRef::as_ref),
     );
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

@@ -362,6 +362,20 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             ),
         );
     }
+    let unapplied = sub.spec.unapplied_config();
+    if !unapplied.is_empty()
+        && old
+            .as_ref()
+            .and_then(|o| o.condition(&T::ConfigIgnored))
+            .is_none()
+    {
+        ctx.warning(
+            &sub.object_ref(&()),
+            status::CONFIG_FIELD_NOT_APPLIED,
+            "Resolve",
+            status::unapplied_config_message(&unapplied),
+        );
+    }
     // Skip a write that changes nothing, and one that repeats our last write while the store
     // still shows the Subscription as it was before that write (the watch lags behind).
     ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)

@@ -10,14 +10,17 @@
 /// The reason kube gives an error response whose body was not a Kubernetes `Status`.
 const UNPARSED_BODY: &str = "Failed to parse error data";
 
-/// `error` as one readable sentence (no debug output), naming the HTTP code when there is one.
+/// `error` as one readable sentence (no debug output), naming the HTTP code when there is one;
+/// an error that is not an answer of the API server keeps its causes
+/// ([`operator_runtime::error_chain`]: hyper's `client error (Connect)` alone says nothing).
 pub fn describe(error: &kube::Error) -> String {
+    use operator_runtime::error_chain;
     match error {
         kube::Error::Api(status) => describe_status(status),
-        kube::Error::HyperError(e) => format!("could not reach the API server: {e}"),
-        kube::Error::Service(e) => format!("could not reach the API server: {e}"),
+        kube::Error::HyperError(e) => format!("could not reach the API server: {}", error_chain(e)),
+        kube::Error::Service(e) => format!("could not reach the API server: {}", error_chain(e.as_ref())),
         kube::Error::SerdeError(e) => format!("could not read the API server's answer: {e}"),
-        other => other.to_string(),
+        other => error_chain(other),
     }
 }
 
@@ -68,6 +71,18 @@ mod tests {
              is its API (CRD) installed?"
         );
         assert!(!text.contains("Status {"));
+    }
+
+    #[test]
+    fn a_transport_failure_keeps_its_cause() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("client error (Connect)")]
+        struct Connect(#[source] std::io::Error);
+        let error = kube::Error::Service(Box::new(Connect(std::io::Error::other("connection refused"))));
+        assert_eq!(
+            describe(&error),
+            "could not reach the API server: client error (Connect): connection refused"
+        );
     }
 
     #[test]

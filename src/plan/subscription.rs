@@ -162,7 +162,8 @@ pub enum Decision<'a> {
 }
 
 /// An upgrade held until the installed CSV is `Succeeded`: reported as `UpgradeHeld=True`
-/// (olm-rs only: upstream holds it the same way and says nothing).
+/// (olm-rs only: upstream does not hold it; it plans the upgrade at once and the new CSV waits
+/// in `Pending` until the old one is `Replacing`, which needs `Succeeded`, see rule 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpgradeHold {
     /// The installed CSV the upgrade replaces.
@@ -187,6 +188,20 @@ impl UpgradeHold {
             self.next, self.installed, self.installed
         )
     }
+}
+
+/// Reason of `ConfigIgnored=True` (olm-rs only).
+pub const CONFIG_FIELD_NOT_APPLIED: &str = "ConfigFieldNotApplied";
+
+/// The `ConfigIgnored` message for the unapplied `spec.config` `fields`: what has no effect,
+/// why, and the fix.
+pub fn unapplied_config_message(fields: &[&str]) -> String {
+    let names: Vec<String> = fields.iter().map(|f| format!("spec.config.{f}")).collect();
+    format!(
+        "{} is not applied: OLM never applies it to the operator's Deployments (their pod selector \
+         comes from the bundle); remove it from the Subscription",
+        names.join(", ")
+    )
 }
 
 /// The least and most time between two looks at a held upgrade (besides the CSV's own events,
@@ -548,6 +563,17 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
         None => {
             conds.remove(&[Cond::InstallPlanApprovalInvalid]);
         }
+    }
+
+    // A `spec.config` field OLM never applies: said, not silently ignored.
+    match sub.spec.unapplied_config().as_slice() {
+        [] => conds.remove(&[Cond::ConfigIgnored]),
+        fields => conds.set(condition(
+            Cond::ConfigIgnored,
+            true,
+            CONFIG_FIELD_NOT_APPLIED,
+            &unapplied_config_message(fields),
+        )),
     }
 
     // 2. Resolution.

@@ -99,6 +99,15 @@ impl SubscriptionSpec {
         }
     }
 
+    /// The fields of `spec.config` that are set but never applied to the Deployments, as
+    /// upstream never applies them (`selector`: the Deployments keep their bundle's selector).
+    pub fn unapplied_config(&self) -> Vec<&'static str> {
+        let Some(config) = &self.config else {
+            return Vec::new();
+        };
+        config.selector.iter().map(|_| "selector").collect()
+    }
+
     /// The channel, or `None` when absent or empty (both mean "the default channel").
     pub fn channel(&self) -> Option<&str> {
         self.channel.as_deref().filter(|c| !c.is_empty())
@@ -186,9 +195,12 @@ string_enum! {
         /// `spec.installPlanApproval` is neither `Automatic` nor `Manual` and is treated as
         /// `Manual` (olm-rs only: upstream silently treats it as `Automatic`).
         InstallPlanApprovalInvalid => "InstallPlanApprovalInvalid",
-        /// An upgrade waits for the installed CSV to be `Succeeded` (olm-rs only: upstream has
-        /// no condition saying why an upgrade is held).
+        /// An upgrade waits for the installed CSV to be `Succeeded` (olm-rs only: upstream does
+        /// not hold it; it plans the upgrade at once and the new CSV waits in `Pending`).
         UpgradeHeld => "UpgradeHeld",
+        /// `spec.config` sets a field OLM declares but never applies (`selector`), so it has no
+        /// effect (olm-rs only: upstream ignores it silently).
+        ConfigIgnored => "ConfigIgnored",
         /// Bundle content is being unpacked.
         BundleUnpacking => "BundleUnpacking",
         /// Bundle unpacking failed.
@@ -365,6 +377,19 @@ mod tests {
         }
         assert_eq!(spec(Some("Manual")).unknown_approval(), None);
         assert_eq!(spec(None).unknown_approval(), None);
+    }
+
+    #[test]
+    fn a_config_selector_is_the_one_unapplied_config_field() {
+        let mut s = spec(None);
+        assert!(s.unapplied_config().is_empty());
+        s.config = Some(SubscriptionConfig {
+            node_selector: Some(BTreeMap::from([("disk".into(), "ssd".into())])),
+            ..SubscriptionConfig::default()
+        });
+        assert!(s.unapplied_config().is_empty());
+        s.config.as_mut().unwrap().selector = Some(LabelSelector::default());
+        assert_eq!(s.unapplied_config(), ["selector"]);
     }
 
     #[test]

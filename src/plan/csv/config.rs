@@ -20,7 +20,9 @@
 //!   it); an affinity left empty is removed.
 //! - `annotations`: added to the Deployment's and the pod template's annotations, never
 //!   overwriting one already there.
-//! - `selector`: declared by upstream's API but never applied there; ignored here too.
+//! - `selector`: declared by upstream's API but never applied there; not applied here either,
+//!   but said: the Subscription gets `ConfigIgnored=True` and a Warning Event naming the field
+//!   ([`crate::plan::subscription::unapplied_config_message`]).
 //!
 //! Where we differ: upstream does not check the result, so a mount naming a volume that
 //! exists nowhere is refused by the API server on every retry, and an empty
@@ -124,22 +126,10 @@ pub fn apply_overrides(
         merge_container(container, config);
     }
     if let Some(volumes) = &config.volumes {
-        let existing = pod.volumes.get_or_insert_with(Vec::new);
-        for volume in volumes {
-            match existing.iter_mut().find(|v| v.name == volume.name) {
-                Some(slot) => *slot = volume.clone(),
-                None => existing.push(volume.clone()),
-            }
-        }
+        replace_by_name(pod.volumes.get_or_insert_with(Vec::new), volumes, |v| &v.name);
     }
     if let Some(tolerations) = &config.tolerations {
-        let existing = pod.tolerations.get_or_insert_with(Vec::new);
-        let before = existing.len();
-        for toleration in tolerations {
-            if !existing[..before].contains(toleration) {
-                existing.push(toleration.clone());
-            }
-        }
+        append_absent(pod.tolerations.get_or_insert_with(Vec::new), tolerations);
     }
     if let Some(selector) = &config.node_selector {
         pod.node_selector = (!selector.is_empty()).then(|| selector.clone());
@@ -177,25 +167,38 @@ fn merge_container(container: &mut Container, config: &SubscriptionConfig) {
         }
     }
     if let Some(env_from) = &config.env_from {
-        let existing = container.env_from.get_or_insert_with(Vec::new);
-        let before = existing.len();
-        for source in env_from {
-            if !existing[..before].contains(source) {
-                existing.push(source.clone());
-            }
-        }
+        append_absent(container.env_from.get_or_insert_with(Vec::new), env_from);
     }
     if let Some(mounts) = &config.volume_mounts {
-        let existing = container.volume_mounts.get_or_insert_with(Vec::new);
-        for mount in mounts {
-            match existing.iter_mut().find(|m| m.name == mount.name) {
-                Some(slot) => *slot = mount.clone(),
-                None => existing.push(mount.clone()),
-            }
-        }
+        replace_by_name(
+            container.volume_mounts.get_or_insert_with(Vec::new),
+            mounts,
+            |m| &m.name,
+        );
     }
     if let Some(resources) = &config.resources {
         container.resources = Some(resources.clone());
+    }
+}
+
+/// Appends each of `new` that no item `existing` had before equals (upstream compares with the
+/// original list only, so an item the config gives twice is appended twice).
+fn append_absent<T: PartialEq + Clone>(existing: &mut Vec<T>, new: &[T]) {
+    let before = existing.len();
+    for item in new {
+        if !existing[..before].contains(item) {
+            existing.push(item.clone());
+        }
+    }
+}
+
+/// Replaces the item of `existing` with the name of each of `new` (by `name`), or appends it.
+fn replace_by_name<T: Clone>(existing: &mut Vec<T>, new: &[T], name: fn(&T) -> &str) {
+    for item in new {
+        match existing.iter_mut().find(|e| name(e) == name(item)) {
+            Some(slot) => *slot = item.clone(),
+            None => existing.push(item.clone()),
+        }
     }
 }
 

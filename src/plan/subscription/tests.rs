@@ -653,6 +653,37 @@ fn resolution_waits_while_a_referenced_plan_is_pending() {
 }
 
 #[test]
+fn a_config_selector_is_reported_as_not_applied_until_it_is_removed() {
+    let health = healthy_catalogs();
+    let now = time(100);
+    let status_of = |sub: &Subscription| {
+        next_status(&StatusInput {
+            subscription: sub,
+            catalog_health: &health,
+            csvs: &[],
+            install_plans: &[],
+            resolution: ResolutionStep::NotRun,
+            now: &now,
+        })
+    };
+    let mut sub = subscription("Automatic", None);
+    sub.spec.config =
+        Some(serde_json::from_value(json!({"selector": {"matchLabels": {"app": "x"}}})).unwrap());
+    let st = status_of(&sub);
+    let c = cond(&st, Cond::ConfigIgnored).expect("the condition");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some(CONFIG_FIELD_NOT_APPLIED));
+    let message = c.message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("spec.config.selector is not applied") && message.contains("remove it"),
+        "{message}"
+    );
+    sub.status = Some(st);
+    sub.spec.config = Some(serde_json::from_value(json!({"nodeSelector": {"disk": "ssd"}})).unwrap());
+    assert!(cond(&status_of(&sub), Cond::ConfigIgnored).is_none());
+}
+
+#[test]
 fn an_unknown_approval_value_is_reported_naming_the_field_until_it_is_fixed() {
     let health = healthy_catalogs();
     let now = time(100);
@@ -780,8 +811,7 @@ mod decision {
 
     /// Package `a`, channel `stable`: a.v1 ← a.v2 (replaces), every bundle inlined.
     fn model() -> Model {
-        let mut cfg = DeclarativeConfig::default();
-        let docs = [
+        model_of([
             json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
             json!({"schema": "olm.channel", "package": "a", "name": "stable",
                    "entries": [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}]}),
@@ -791,11 +821,26 @@ mod decision {
             json!({"schema": "olm.bundle", "package": "a", "name": "a.v2", "image": "", "properties": [
                 {"type": "olm.package", "value": {"packageName": "a", "version": "2.0.0"}},
                 object(&csv("a.v2", Some("a.v1")))]}),
-        ];
+        ])
+    }
+
+    /// The model of the FBC documents `docs`.
+    fn model_of(docs: impl IntoIterator<Item = Value>) -> Model {
+        let mut cfg = DeclarativeConfig::default();
         for (i, doc) in docs.into_iter().enumerate() {
             cfg.add_value(Origin::new("c.json", i), doc).unwrap();
         }
         Model::from_config(cfg)
+    }
+
+    /// The planning error of installing package `a` from `model` (a fresh Automatic Subscription).
+    fn plan_error(model: &Model) -> String {
+        let (cats, sub) = (catalogs(model), subscription("Automatic"));
+        let inst = installed(&sub, None);
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err()
     }
 
     fn subscription(approval: &str) -> Subscription {
@@ -953,17 +998,12 @@ mod decision {
     fn a_bundle_pulled_from_its_image_gives_the_steps_of_the_inlined_bundle_and_a_lookup() {
         const IMAGE: &str = "registry.example/a-bundle@sha256:0123";
         let inlined = model();
-        let mut cfg = DeclarativeConfig::default();
-        let docs = [
+        let imaged = model_of([
             json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
             json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
             json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": IMAGE, "properties": [
                 {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]}),
-        ];
-        for (i, doc) in docs.into_iter().enumerate() {
-            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
-        }
-        let imaged = Model::from_config(cfg);
+        ]);
         let sub = subscription("Automatic");
         let inst = installed(&sub, None);
         let want = {
@@ -1017,24 +1057,13 @@ mod decision {
 
     #[test]
     fn a_bundle_whose_inlined_object_is_broken_is_a_planning_failure_naming_it() {
-        let mut cfg = DeclarativeConfig::default();
-        let docs = [
+        let err = plan_error(&model_of([
             json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
             json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
             json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "", "properties": [
                 {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
                 {"type": "olm.bundle.object", "value": {"data": "bm90IGpzb24gb3IgeWFtbDogWw=="}}]}),
-        ];
-        for (i, doc) in docs.into_iter().enumerate() {
-            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
-        }
-        let model = Model::from_config(cfg);
-        let (cats, sub) = (catalogs(&model), subscription("Automatic"));
-        let inst = installed(&sub, None);
-        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
-            panic!("expected an install")
-        };
-        let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
+        ]));
         assert!(
             err.starts_with("bundle a.v1 in catalog olm/cat: inlined object #1"),
             "{err}"
@@ -1043,23 +1072,12 @@ mod decision {
 
     #[test]
     fn a_bundle_with_only_an_image_says_the_image_must_be_pulled() {
-        let mut cfg = DeclarativeConfig::default();
-        let docs = [
+        let err = plan_error(&model_of([
             json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
             json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]}),
             json!({"schema": "olm.bundle", "package": "a", "name": "a.v1", "image": "quay.io/a/bundle:v1",
                 "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]}),
-        ];
-        for (i, doc) in docs.into_iter().enumerate() {
-            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
-        }
-        let model = Model::from_config(cfg);
-        let (cats, sub) = (catalogs(&model), subscription("Automatic"));
-        let inst = installed(&sub, None);
-        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
-            panic!("expected an install")
-        };
-        let err = install_plan(&sub, "ops", "install-abc", &install, None, &super::time(0)).unwrap_err();
+        ]));
         assert_eq!(
             err,
             "bundle a.v1 in catalog olm/cat has no inlined manifests; its image quay.io/a/bundle:v1 \
