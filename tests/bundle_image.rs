@@ -29,12 +29,25 @@ use olm_rs::{
     oci,
 };
 use serde_json::Value;
-use support::{cluster::repo_root as repo, registry::Registry};
+use support::{
+    cluster::repo_root as repo,
+    registry::{Registry, scratch},
+};
 
-fn scratch() -> tempfile::TempDir {
-    let dir = repo().join("target").join("tmp");
-    std::fs::create_dir_all(&dir).expect("target/tmp");
-    tempfile::tempdir_in(dir).expect("tempdir")
+/// A plain registry, a scratch home and options reaching the registry with a cache in that home;
+/// `None` when the registry is not installed.
+fn setup() -> Option<(Registry, tempfile::TempDir, oci::Options)> {
+    if !support::registry::available() {
+        return None;
+    }
+    let registry = Registry::plain();
+    let home = scratch();
+    let options = oci::Options {
+        insecure: vec![registry.addr.clone()],
+        cache_dir: home.path().join("cache"),
+        ..oci::Options::default()
+    };
+    Some((registry, home, options))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -107,15 +120,8 @@ async fn pull(puller: &ImagePuller<BundlePull>, image: &str) -> View<PulledBundl
 
 #[test]
 fn a_pushed_bundle_image_is_pulled_in_the_background_into_the_steps_of_the_inlined_bundle() {
-    if !support::registry::available() {
+    let Some((registry, home, options)) = setup() else {
         return;
-    }
-    let registry = Registry::plain();
-    let home = scratch();
-    let options = oci::Options {
-        insecure: vec![registry.addr.clone()],
-        cache_dir: home.path().join("cache"),
-        ..oci::Options::default()
     };
     let pusher = oci::Registry::new(options.clone()).unwrap();
     let rt = runtime();
@@ -165,15 +171,8 @@ fn a_pushed_bundle_image_is_pulled_in_the_background_into_the_steps_of_the_inlin
 
 #[test]
 fn a_missing_bundle_image_is_retried_and_a_catalog_image_fails_the_lookup_at_once() {
-    if !support::registry::available() {
+    let Some((registry, _home, options)) = setup() else {
         return;
-    }
-    let registry = Registry::plain();
-    let home = scratch();
-    let options = oci::Options {
-        insecure: vec![registry.addr.clone()],
-        cache_dir: home.path().join("cache"),
-        ..oci::Options::default()
     };
     let rt = runtime();
     let puller: ImagePuller<BundlePull> = ImagePuller::new(options.clone(), 1);

@@ -22,15 +22,12 @@ use std::{
 };
 
 use olm_rs::oci;
-use support::{cluster::repo_root as repo, registry::Registry};
+use support::{
+    cluster::repo_root as repo,
+    registry::{Registry, scratch},
+};
 
 const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
-
-fn scratch() -> tempfile::TempDir {
-    let dir = repo().join("target").join("tmp");
-    std::fs::create_dir_all(&dir).expect("target/tmp");
-    tempfile::tempdir_in(dir).expect("tempdir")
-}
 
 /// kubectl-olm with its own cache directory and no docker config of the user's.
 struct Olm {
@@ -143,6 +140,16 @@ fn inspect_with_buildah(root: &Path, image: &str) -> serde_json::Value {
     let json = buildah(root, &["inspect", "--type", "image", image]);
     let v: serde_json::Value = serde_json::from_str(&json).expect("inspect JSON");
     v["OCIv1"]["config"].clone()
+}
+
+/// Our registry client for the plain `registry`, caching in `cache`.
+fn client(registry: &Registry, cache: &Path) -> oci::Registry {
+    oci::Registry::new(oci::Options {
+        insecure: vec![registry.addr.clone()],
+        cache_dir: cache.to_owned(),
+        ..oci::Options::default()
+    })
+    .unwrap()
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -302,12 +309,7 @@ fn bundle_push_then_pull_gives_back_the_same_manifests_and_the_annotations_as_la
     }
     let registry = Registry::plain();
     let olm = Olm::new();
-    let client = oci::Registry::new(oci::Options {
-        insecure: vec![registry.addr.clone()],
-        cache_dir: olm.cache(),
-        ..oci::Options::default()
-    })
-    .unwrap();
+    let client = client(&registry, &olm.cache());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo().join("bundles/redis-operator"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -384,8 +386,9 @@ fn bundle_push_then_pull_gives_back_the_same_manifests_and_the_annotations_as_la
 
 // ---------------------------------------------------------------------------- hostile images
 
-/// A tar entry with its name written raw (the tar crate refuses `..` through its API).
-fn raw_entry(name: &str, kind: tar::EntryType, link: Option<&str>, data: &[u8]) -> Vec<u8> {
+/// A gzip layer holding one tar entry, with its name written raw (the tar crate refuses `..`
+/// through its API), and the end-of-archive blocks.
+fn one_entry_layer(name: &str, kind: tar::EntryType, link: Option<&str>, data: &[u8]) -> Vec<u8> {
     let mut header = tar::Header::new_old();
     {
         let old = header.as_old_mut();
@@ -400,8 +403,8 @@ fn raw_entry(name: &str, kind: tar::EntryType, link: Option<&str>, data: &[u8]) 
     header.set_cksum();
     let mut out = header.as_bytes().to_vec();
     out.extend_from_slice(data);
-    out.resize(out.len().div_ceil(512) * 512, 0);
-    out
+    out.resize(out.len().div_ceil(512) * 512 + 1024, 0);
+    gzip(&out)
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -412,12 +415,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 /// Pushes one gzip layer as a catalog image (configs label set) with our library.
 fn push_layer(registry: &Registry, cache: &Path, image: &str, layer: Vec<u8>) {
-    let client = oci::Registry::new(oci::Options {
-        insecure: vec![registry.addr.clone()],
-        cache_dir: cache.to_owned(),
-        ..oci::Options::default()
-    })
-    .unwrap();
+    let client = client(registry, cache);
     let labels = BTreeMap::from([(CONFIGS_LABEL.to_owned(), "/configs".to_owned())]);
     let config = oci::push::image_config(&labels, &[oci::sha256_digest(&layer)], "test");
     let blob = oci::push::Blob {
@@ -477,9 +475,8 @@ fn bad_images_are_each_refused_with_a_message_naming_the_image_and_the_problem()
 
     // A layer with a `../` entry.
     let evil = registry.image("olm/evil:dotdot");
-    let mut tar = raw_entry("configs/../../evil.json", tar::EntryType::Regular, None, b"{}");
-    tar.extend(vec![0u8; 1024]);
-    push_layer(&registry, &olm.cache(), &evil, gzip(&tar));
+    let layer = one_entry_layer("configs/../../evil.json", tar::EntryType::Regular, None, b"{}");
+    push_layer(&registry, &olm.cache(), &evil, layer);
     let err = browse(&evil, &[]);
     assert!(err.contains(&format!("failed to unpack image {evil}")), "{err}");
     assert!(
@@ -489,14 +486,13 @@ fn bad_images_are_each_refused_with_a_message_naming_the_image_and_the_problem()
 
     // An absolute symlink leaving the catalog directory.
     let link = registry.image("olm/evil:symlink");
-    let mut tar = raw_entry(
+    let layer = one_entry_layer(
         "configs/p/catalog.json",
         tar::EntryType::Symlink,
         Some("/etc/passwd"),
         b"",
     );
-    tar.extend(vec![0u8; 1024]);
-    push_layer(&registry, &olm.cache(), &link, gzip(&tar));
+    push_layer(&registry, &olm.cache(), &link, layer);
     let err = browse(&link, &[]);
     assert!(err.contains(&format!("failed to unpack image {link}")), "{err}");
     assert!(
@@ -530,9 +526,8 @@ fn bad_images_are_each_refused_with_a_message_naming_the_image_and_the_problem()
 
     // An image without a catalog directory.
     let empty = registry.image("olm/evil:no-configs");
-    let mut tar = raw_entry("etc/motd", tar::EntryType::Regular, None, b"hi");
-    tar.extend(vec![0u8; 1024]);
-    push_layer(&registry, &olm.cache(), &empty, gzip(&tar));
+    let layer = one_entry_layer("etc/motd", tar::EntryType::Regular, None, b"hi");
+    push_layer(&registry, &olm.cache(), &empty, layer);
     let err = browse(&empty, &[]);
     assert!(
         err.contains(&format!("image {empty} is not a catalog image")),

@@ -220,12 +220,13 @@ impl<P: Pull> ImagePuller<P> {
         }
     }
 
-    /// Starts the attempts for `key` afresh: its failures are forgotten and
-    /// [`View::first_attempt`] is cleared (the next pull starts a new attempt window).
+    /// Starts the attempts for `key` afresh: its failures are forgotten and a new attempt window
+    /// opens ([`View::first_attempt`]): now when a pull is still running (so a pull that outlived
+    /// one window is timed in the next), else with the next pull.
     pub fn restart(&self, key: &Key) {
         if let Some(entry) = lock(&self.entries).get_mut(key) {
             entry.view.failures = 0;
-            entry.view.first_attempt = None;
+            entry.view.first_attempt = entry.view.pulling.then(Instant::now);
             entry.view.last_error = None;
             entry.view.last_error_fatal = false;
         }
@@ -508,4 +509,58 @@ fn read_bundle(dir: &std::path::Path, label: &str) -> Result<Vec<serde_json::Val
         ))
     })?;
     Ok(bundle.manifests.into_iter().map(|m| m.object).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(image: &str) -> ImagePlan {
+        ImagePlan {
+            image: image.to_owned(),
+            secrets: Vec::new(),
+            poll: None,
+            interval_problem: None,
+        }
+    }
+
+    #[test]
+    fn the_backoff_starts_at_5s_doubles_and_stops_at_5_minutes() {
+        assert_eq!(backoff_after(1), Duration::from_secs(5));
+        assert_eq!(backoff_after(2), Duration::from_secs(10));
+        assert_eq!(backoff_after(4), Duration::from_secs(40));
+        assert_eq!(backoff_after(7), BACKOFF_MAX);
+        assert_eq!(backoff_after(u32::MAX), BACKOFF_MAX);
+    }
+
+    #[test]
+    fn a_restart_forgets_failures_and_times_a_pull_still_running_in_the_new_window() {
+        let puller: ImagePuller<BundlePull> = ImagePuller::new(oci::Options::default(), 1);
+        let key = ("olm".to_owned(), "example.com/b:v1".to_owned());
+        let request = plan(&key.1);
+        puller.view(&key, &request);
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(900));
+        let set = |pulling: bool| {
+            let mut entries = lock(&puller.entries);
+            let view = &mut entries.get_mut(&key).unwrap().view;
+            view.pulling = pulling;
+            view.first_attempt = long_ago;
+            view.failures = 3;
+            view.last_error = Some("image example.com/b:v1 not found".to_owned());
+            view.last_error_fatal = true;
+        };
+
+        set(false);
+        puller.restart(&key);
+        let view = puller.view(&key, &request);
+        assert_eq!((view.failures, view.first_attempt), (0, None));
+        assert_eq!((view.last_error, view.last_error_fatal), (None, false));
+
+        set(true);
+        puller.restart(&key);
+        let view = puller.view(&key, &request);
+        let opened = view.first_attempt.expect("a running pull opens the new window");
+        assert!(opened.elapsed() < Duration::from_secs(60), "{opened:?}");
+        assert_eq!(view.failures, 0);
+    }
 }

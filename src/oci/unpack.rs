@@ -345,6 +345,14 @@ pub fn is_within(path: &str, dir: &str) -> bool {
     dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
 }
 
+/// The target a link entry was written with (lossy UTF-8, for checks and messages).
+fn link_text<R: io::Read>(entry: &tar::Entry<'_, R>) -> String {
+    entry
+        .link_name_bytes()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
 #[derive(Debug, Clone)]
 enum Node {
     Dir,
@@ -537,10 +545,7 @@ impl Unpacker {
                     selection: self.selection_text(),
                 });
             } else if kind.is_symlink() {
-                let written = entry
-                    .link_name_bytes()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default();
+                let written = link_text(&entry);
                 let Some(target) = resolve_link(&path, &written) else {
                     return Err(UnpackError::LinkLeavesRoot {
                         layer: layer.to_owned(),
@@ -554,10 +559,7 @@ impl Unpacker {
                     layer: layer.to_owned(),
                 }
             } else if kind.is_hard_link() {
-                let written = entry
-                    .link_name_bytes()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default();
+                let written = link_text(&entry);
                 let target = match parse_entry_path(written.as_bytes()) {
                     Ok(EntryPath::Path(p)) => p,
                     _ => {

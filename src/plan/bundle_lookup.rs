@@ -89,15 +89,16 @@ pub fn unpack_timeout(
     let Some(text) = annotations.and_then(|a| a.get(BUNDLE_UNPACK_TIMEOUT)) else {
         return Ok(Some(DEFAULT_TIMEOUT));
     };
+    // Go's `time.ParseDuration` takes one optional sign.
     let trimmed = text.trim();
-    if let Some(rest) = trimmed.strip_prefix('-') {
-        // Go reads a negative duration; upstream then ignores it and uses the default.
-        if super::catalog_source::go_duration(rest).is_some() {
-            return Ok(Some(DEFAULT_TIMEOUT));
-        }
-    }
-    match super::catalog_source::go_duration(trimmed.trim_start_matches('+')) {
+    let (negative, magnitude) = match trimmed.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, trimmed.strip_prefix('+').unwrap_or(trimmed)),
+    };
+    match super::catalog_source::go_duration(magnitude) {
         Some(d) if d.is_zero() => Ok(None),
+        // Upstream ignores a negative timeout and uses the default.
+        Some(_) if negative => Ok(Some(DEFAULT_TIMEOUT)),
         Some(d) => Ok(Some(d)),
         None => Err(format!(
             "OperatorGroup {group}: annotation {BUNDLE_UNPACK_TIMEOUT}={text:?} is not a duration; set it to a Go \
@@ -249,9 +250,8 @@ pub fn lookup(input: &LookupInput<'_>, state: &LookupState, now: &Time) -> Bundl
         path: input.image.to_owned(),
         identifier: input.identifier.to_owned(),
         replaces: input.replaces.to_owned(),
+        // Upstream's resolver writes only the name and namespace.
         catalog_source_ref: ObjectReference {
-            api_version: Some("operators.coreos.com/v1alpha1".to_owned()),
-            kind: Some("CatalogSource".to_owned()),
             name: Some(input.catalog_name.to_owned()),
             namespace: Some(input.catalog_namespace.to_owned()),
             ..ObjectReference::default()
@@ -305,6 +305,11 @@ mod tests {
         assert_eq!(timeout_of("0"), Ok(None));
         assert_eq!(timeout_of("0s"), Ok(None));
         assert_eq!(timeout_of("-1m"), Ok(Some(DEFAULT_TIMEOUT)));
+        assert_eq!(timeout_of("+90s"), Ok(Some(Duration::from_secs(90))));
+        // Go reads `-0` as zero: no timeout, not a negative one.
+        assert_eq!(timeout_of("-0s"), Ok(None));
+        assert!(timeout_of("++1m").is_err());
+        assert!(timeout_of("-ten").is_err());
         let err = timeout_of("ten minutes").unwrap_err();
         assert!(err.starts_with(
             "OperatorGroup og: annotation operatorframework.io/bundle-unpack-timeout=\"ten minutes\""
@@ -439,6 +444,11 @@ mod tests {
         assert_eq!(done.replaces, "redis-operator.v0.1.0");
         assert_eq!(done.catalog_source_ref.name.as_deref(), Some("redis"));
         assert_eq!(done.catalog_source_ref.namespace.as_deref(), Some("olm"));
+        assert_eq!(
+            serde_json::to_value(&done.catalog_source_ref).unwrap(),
+            json!({"name": "redis", "namespace": "olm"}),
+            "upstream's resolver sets no apiVersion or kind"
+        );
         assert!(done.conditions.is_empty());
         assert_eq!(
             done.properties.as_deref(),

@@ -39,6 +39,14 @@ pub fn available() -> bool {
         & crate::tool_answers("htpasswd", &["-nb", "u", "p"], "apache2-utils")
 }
 
+/// A temporary directory under `target/tmp/`: image storage and caches hold every pushed blob,
+/// and `/tmp` may be small.
+pub fn scratch() -> tempfile::TempDir {
+    let dir = crate::cluster::repo_root().join("target").join("tmp");
+    std::fs::create_dir_all(&dir).expect("target/tmp");
+    tempfile::tempdir_in(dir).expect("tempdir")
+}
+
 fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     listener.local_addr().expect("local address").port()
@@ -56,22 +64,27 @@ fn run(cmd: &mut Command) {
     );
 }
 
+/// `openssl req` making a new unencrypted P-256 key.
+fn new_key_request() -> Command {
+    let mut cmd = Command::new("openssl");
+    cmd.args([
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ]);
+    cmd
+}
+
 /// Makes a CA and a server certificate for 127.0.0.1 / localhost signed by it; returns the CA's
 /// certificate path.
 fn make_certificates(dir: &Path) -> PathBuf {
     let ca_key = dir.join("ca.key");
     let ca = dir.join("ca.crt");
-    run(Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .args(["-days", "2", "-subj", "/CN=olm-rs test CA"])
+    run(new_key_request()
+        .args(["-x509", "-days", "2", "-subj", "/CN=olm-rs test CA"])
         .args(["-addext", "basicConstraints=critical,CA:TRUE"])
         .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
         .arg("-keyout")
@@ -79,15 +92,7 @@ fn make_certificates(dir: &Path) -> PathBuf {
         .arg("-out")
         .arg(&ca));
     let csr = dir.join("server.csr");
-    run(Command::new("openssl")
-        .args([
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
+    run(new_key_request()
         .args(["-subj", "/CN=127.0.0.1"])
         .arg("-keyout")
         .arg(dir.join("server.key"))
@@ -128,10 +133,7 @@ impl Registry {
     }
 
     fn start(secure: bool) -> Self {
-        // Under target/: the storage holds every pushed blob, and /tmp may be small.
-        let scratch = crate::cluster::repo_root().join("target").join("tmp");
-        std::fs::create_dir_all(&scratch).expect("target/tmp");
-        let dir = tempfile::tempdir_in(scratch).expect("tempdir");
+        let dir = scratch();
         let addr = format!("127.0.0.1:{}", free_port());
         let mut config = format!(
             "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
