@@ -474,6 +474,14 @@ pub enum Reachability {
 }
 
 impl Reachability {
+    /// What failed.
+    #[must_use]
+    pub fn error(&self) -> &str {
+        match self {
+            Reachability::Connecting(e) | Reachability::Failed(e) => e,
+        }
+    }
+
     /// The gRPC connectivity state upstream reports for it.
     #[must_use]
     pub fn state(&self) -> &'static str {
