@@ -49,7 +49,7 @@ use crate::{
     plan::catalog_source::{
         GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
         heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
-        plan_source, poll_due, served_message,
+        plan_source, poll_due, source_status,
     },
 };
 
@@ -78,10 +78,16 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     let mut observed_state: Option<&'static str> = None;
     let mut address: Option<String> = None;
     let mut poll_every: Option<Duration> = None;
+    let mut interval_problem: Option<String> = None;
     let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
         SourcePlan::Image(image) => return reconcile_image(&cs, &ctx, &ns, &name, old, status, &image).await,
         SourcePlan::Invalid(r, m) => Err((r, m)),
-        SourcePlan::Grpc { address: addr, poll } => {
+        SourcePlan::Grpc {
+            address: addr,
+            poll,
+            interval_problem: problem,
+        } => {
+            interval_problem = problem;
             let previous = old
                 .connection_state
                 .as_ref()
@@ -93,7 +99,12 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             poll_every = Some(poll.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK)));
             served.result
         }
-        SourcePlan::Http { url, poll } => {
+        SourcePlan::Http {
+            url,
+            poll,
+            interval_problem: problem,
+        } => {
+            interval_problem = problem;
             let served = serve_from_http(cache, ctx.shared.images.options(), &ns, &name, &url).await;
             observed_state = Some(served.state);
             status.latest_image_registry_poll = served.read_at;
@@ -161,22 +172,22 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     ctx.shared.images.forget(&(ns.clone(), name.clone()));
     status.resolved_image = None;
     let ready = outcome.is_ok();
+    let (decided_reason, message) = source_status(
+        outcome
+            .as_ref()
+            .map(|(_, left_out)| left_out.as_slice())
+            .map_err(|(r, m)| (*r, m.as_str())),
+        interval_problem.as_deref(),
+    );
     match outcome {
-        Ok((reference, left_out)) => {
-            status.reason = None;
-            status.message = served_message(&left_out);
-            status.config_map_reference = reference;
-        }
-        Err((r, m)) => {
-            // A registry that went away keeps its last good catalog served (the message says
-            // so); an invalid spec serves nothing.
-            if r == reason::SPEC_INVALID_ERROR {
-                cache.remove(&ns, &name);
-            }
-            status.reason = Some(r.into());
-            status.message = Some(m);
-        }
+        Ok((reference, _)) => status.config_map_reference = reference,
+        // A registry that went away keeps its last good catalog served (the message says so);
+        // an invalid spec serves nothing.
+        Err((r, _)) if r == reason::SPEC_INVALID_ERROR => cache.remove(&ns, &name),
+        Err(_) => {}
     }
+    status.reason = decided_reason.map(Into::into);
+    status.message = message;
     let state = observed_state.unwrap_or(if ready {
         connection_state::READY
     } else {

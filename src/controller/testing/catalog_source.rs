@@ -351,3 +351,23 @@ async fn an_http_source_refuses_plain_http_to_a_remote_host_as_an_invalid_spec()
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_source_with_an_interval_that_does_not_parse_is_served_with_the_default_and_says_so() {
+    let (fixture, mut server) = Fixture::new();
+    let (address, _running) = serve(registry(1), "127.0.0.1:0".parse().expect("an address")).await;
+    let mut cs = catalog_source(&address.to_string(), json!({}));
+    cs["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": "soon"}});
+    let status = reconcile_once(&fixture, &mut server, cs).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert_eq!(status["reason"], "InvalidIntervalError");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("registryPoll.interval \"soon\"") && message.contains("15m0s"),
+        "{message}"
+    );
+    assert_eq!(bundles_served(&fixture), ["a.v1"]);
+}
