@@ -33,7 +33,9 @@
 //!
 //! # `sourceType: http` with `spec.address` (olm-rs only)
 //!
-//! The address is the base URL of a catalogd HTTP API (OLM v1's catalogd: a ClusterCatalog's
+//! `spec.image`, `spec.configMap`, `spec.secrets` and `spec.grpcPodConfig` mean nothing here and
+//! are refused (`SpecInvalidError`) rather than ignored. The address is the base URL of a
+//! catalogd HTTP API (OLM v1's catalogd: a ClusterCatalog's
 //! `status.urls.base`; or `kubectl olm catalog serve --http`). Every reconcile (each
 //! `updateStrategy.registryPoll.interval`, default each minute) GETs `BASE/api/v1/all`,
 //! conditionally: the `Last-Modified` of the catalog served goes out as `If-Modified-Since`
@@ -314,6 +316,27 @@ fn plan_grpc(cs: &CatalogSource) -> SourcePlan {
 
 fn plan_http(cs: &CatalogSource) -> SourcePlan {
     let name = cs.name_any();
+    // Fields an http source would silently ignore: refused, so nobody believes they apply.
+    let set = |text: Option<&str>| text.is_some_and(|t| !t.trim().is_empty());
+    let ignored: Vec<&str> = [
+        ("spec.image", set(cs.spec.image.as_deref())),
+        ("spec.configMap", set(cs.spec.config_map.as_deref())),
+        ("spec.secrets", !cs.spec.secrets.is_empty()),
+        ("spec.grpcPodConfig", cs.spec.grpc_pod_config.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(field, is_set)| is_set.then_some(field))
+    .collect();
+    if !ignored.is_empty() {
+        return SourcePlan::Invalid(
+            reason::SPEC_INVALID_ERROR,
+            format!(
+                "CatalogSource {name} has sourceType http, which reads only spec.address (and spec.updateStrategy), but sets {}; remove {}, or use sourceType grpc with spec.image for a catalog image",
+                ignored.join(", "),
+                if ignored.len() == 1 { "it" } else { "them" }
+            ),
+        );
+    }
     let address = cs
         .spec
         .address

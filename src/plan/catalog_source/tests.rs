@@ -165,6 +165,27 @@ fn an_http_source_needs_an_http_url_and_parses_its_interval() {
 }
 
 #[test]
+fn an_http_source_refuses_the_fields_it_would_ignore() {
+    let mut c = http(Some("https://c"), None);
+    c.spec.image = Some("quay.io/x/index:v1".into());
+    c.spec.secrets = vec!["pull".into()];
+    let SourcePlan::Invalid(r, m) = plan_source(&c) else {
+        panic!()
+    };
+    assert_eq!(r, "SpecInvalidError");
+    assert!(
+        m.contains("sets spec.image, spec.secrets; remove them") && m.contains("sourceType grpc"),
+        "{m}"
+    );
+    let mut c = http(Some("https://c"), None);
+    c.spec.grpc_pod_config = Some(Default::default());
+    let SourcePlan::Invalid(_, m) = plan_source(&c) else {
+        panic!()
+    };
+    assert!(m.contains("sets spec.grpcPodConfig; remove it"), "{m}");
+}
+
+#[test]
 fn an_http_catalog_is_tagged_with_its_url_read_time_and_last_modified() {
     let url = "https://c/catalogs/hub";
     let tag = http_tag(url, 1_700_000_000, Some("Tue, 14 Nov 2023 22:13:20 GMT"));
