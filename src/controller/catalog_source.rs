@@ -49,7 +49,7 @@ use crate::{
     plan::catalog_source::{
         GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
         heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
-        plan_source, poll_due, served_message,
+        plan_source, poll_due, source_status,
     },
 };
 
@@ -78,10 +78,16 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     let mut observed_state: Option<&'static str> = None;
     let mut address: Option<String> = None;
     let mut poll_every: Option<Duration> = None;
+    let mut interval_problem: Option<String> = None;
     let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
         SourcePlan::Image(image) => return reconcile_image(&cs, &ctx, &ns, &name, old, status, &image).await,
         SourcePlan::Invalid(r, m) => Err((r, m)),
-        SourcePlan::Grpc { address: addr, poll } => {
+        SourcePlan::Grpc {
+            address: addr,
+            poll,
+            interval_problem: problem,
+        } => {
+            interval_problem = problem;
             let previous = old
                 .connection_state
                 .as_ref()
@@ -93,7 +99,12 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             poll_every = Some(poll.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK)));
             served.result
         }
-        SourcePlan::Http { url, poll } => {
+        SourcePlan::Http {
+            url,
+            poll,
+            interval_problem: problem,
+        } => {
+            interval_problem = problem;
             let served = serve_from_http(cache, ctx.shared.images.options(), &ns, &name, &url).await;
             observed_state = Some(served.state);
             status.latest_image_registry_poll = served.read_at;
@@ -161,22 +172,22 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     ctx.shared.images.forget(&(ns.clone(), name.clone()));
     status.resolved_image = None;
     let ready = outcome.is_ok();
+    let (decided_reason, message) = source_status(
+        outcome
+            .as_ref()
+            .map(|(_, left_out)| left_out.as_slice())
+            .map_err(|(r, m)| (*r, m.as_str())),
+        interval_problem.as_deref(),
+    );
     match outcome {
-        Ok((reference, left_out)) => {
-            status.reason = None;
-            status.message = served_message(&left_out);
-            status.config_map_reference = reference;
-        }
-        Err((r, m)) => {
-            // A registry that went away keeps its last good catalog served (the message says
-            // so); an invalid spec serves nothing.
-            if r == reason::SPEC_INVALID_ERROR {
-                cache.remove(&ns, &name);
-            }
-            status.reason = Some(r.into());
-            status.message = Some(m);
-        }
+        Ok((reference, _)) => status.config_map_reference = reference,
+        // A registry that went away keeps its last good catalog served (the message says so);
+        // an invalid spec serves nothing.
+        Err((r, _)) if r == reason::SPEC_INVALID_ERROR => cache.remove(&ns, &name),
+        Err(_) => {}
     }
+    status.reason = decided_reason.map(Into::into);
+    status.message = message;
     let state = observed_state.unwrap_or(if ready {
         connection_state::READY
     } else {
@@ -393,11 +404,14 @@ fn read_from(tag: &str, address: &str) -> Option<Timestamp> {
         .and_then(|secs| Timestamp::from_second(secs).ok())
 }
 
-fn reachability(err: &ClientError) -> Reachability {
+/// How a registry or catalog server that gave no catalog failed: still `CONNECTING` when it
+/// timed out.
+fn reachability(err: &(dyn std::error::Error + 'static), timed_out: bool) -> Reachability {
     let text = operator_runtime::error_chain(err);
-    match err {
-        ClientError::Timeout { .. } => Reachability::Connecting(text),
-        _ => Reachability::Failed(text),
+    if timed_out {
+        Reachability::Connecting(text)
+    } else {
+        Reachability::Failed(text)
     }
 }
 
@@ -414,15 +428,6 @@ async fn registry_heads(conn: &Connection) -> std::result::Result<Heads, ClientE
         heads.push((p.name, p.default_channel_name, channels));
     }
     Ok(heads)
-}
-
-/// How an HTTP catalog server that gave no catalog failed.
-fn http_reachability(err: &catalogd::ClientError) -> Reachability {
-    let text = operator_runtime::error_chain(err);
-    match err {
-        catalogd::ClientError::Timeout { .. } => Reachability::Connecting(text),
-        _ => Reachability::Failed(text),
-    }
 }
 
 /// GETs the catalog of the catalogd HTTP API at `url` (conditionally, when one read from it is
@@ -453,19 +458,17 @@ async fn serve_from_http(
             err,
             catalogd::ClientError::InvalidUrl { .. } | catalogd::ClientError::PlainHttp { .. }
         );
-        let reach = http_reachability(&err);
-        let error = match &reach {
-            Reachability::Connecting(e) | Reachability::Failed(e) => e.clone(),
-        };
+        let reach = reachability(&err, matches!(err, catalogd::ClientError::Timeout { .. }));
+        let error = reach.error();
         let at = read_at.as_ref().map(|t| t.0.to_string());
         FromRegistry {
             state: reach.state(),
             result: Err(if invalid_spec {
-                (reason::SPEC_INVALID_ERROR, error)
+                (reason::SPEC_INVALID_ERROR, error.to_owned())
             } else {
                 (
                     reason::REGISTRY_SERVER_ERROR,
-                    http_unreachable_message(url, &error, at.as_deref()),
+                    http_unreachable_message(url, error, at.as_deref()),
                 )
             }),
             read_at,
@@ -490,39 +493,22 @@ async fn serve_from_http(
         };
     };
     let now = Timestamp::now();
-    let problems: Vec<String> = fetched.problems.iter().map(ToString::to_string).collect();
-    match load::link(
-        fetched.config,
-        Vec::new(),
-        &http_tag(url, now.as_second(), fetched.last_modified.as_deref()),
-    ) {
-        Ok(mut catalog) => {
-            tracing::info!(catalogsource = %format!("{ns}/{name}"), url, "read the catalog");
-            catalog.problems.extend(problems);
-            let left_out = catalog.problems.clone();
-            cache.insert(ns, name, Arc::new(catalog));
-            FromRegistry {
-                state: connection_state::READY,
-                read_at: Some(Time(now)),
-                result: Ok((None, left_out)),
-            }
-        }
-        Err(refused) => FromRegistry {
-            state: connection_state::READY,
-            read_at,
-            result: Err((
-                reason::REGISTRY_SERVER_ERROR,
-                format!(
-                    "catalog server {url} serves no usable catalog: {refused}{}",
-                    if cached.is_some() {
-                        "; still serving the catalog read before"
-                    } else {
-                        ""
-                    }
-                ),
-            )),
-        },
-    }
+    let read = Read {
+        config: fetched.config,
+        problems: fetched.problems.iter().map(ToString::to_string).collect(),
+        tag: http_tag(url, now.as_second(), fetched.last_modified.as_deref()),
+        at: now,
+    };
+    tracing::info!(catalogsource = %format!("{ns}/{name}"), url, "read the catalog");
+    link_and_cache(
+        cache,
+        ns,
+        name,
+        read,
+        &format!("catalog server {url}"),
+        read_at,
+        cached.is_some(),
+    )
 }
 
 /// Checks the registry at `address`, reads its catalog when [`grpc_refresh`] says so, and
@@ -544,16 +530,14 @@ async fn serve_from_registry(
         ..ClientOptions::default()
     };
     let unreachable = |err: &ClientError, read_at: Option<Time>| {
-        let reach = reachability(err);
-        let error = match &reach {
-            Reachability::Connecting(e) | Reachability::Failed(e) => e.clone(),
-        };
+        let reach = reachability(err, matches!(err, ClientError::Timeout { .. }));
+        let error = reach.error();
         let at = read_at.as_ref().map(|t| t.0.to_string());
         FromRegistry {
             state: reach.state(),
             result: Err((
                 reason::REGISTRY_SERVER_ERROR,
-                grpc_unreachable_message(address, &error, at.as_deref()),
+                grpc_unreachable_message(address, error, at.as_deref()),
             )),
             read_at,
         }
@@ -589,18 +573,54 @@ async fn serve_from_registry(
         Err(err) => return unreachable(&err, read_at),
     };
     let now = Timestamp::now();
-    match load::link(
-        fetched.config,
-        Vec::new(),
-        &registry_tag(address, now.as_second()),
-    ) {
+    let read = Read {
+        config: fetched.config,
+        problems: fetched.problems,
+        tag: registry_tag(address, now.as_second()),
+        at: now,
+    };
+    link_and_cache(
+        cache,
+        ns,
+        name,
+        read,
+        &format!("registry {address}"),
+        read_at,
+        cached.is_some(),
+    )
+}
+
+/// A whole catalog read from a registry or a catalogd server.
+struct Read {
+    config: crate::catalog::DeclarativeConfig,
+    /// What did not decode.
+    problems: Vec<String>,
+    /// The cache tag ([`registry_tag`], [`http_tag`]).
+    tag: String,
+    /// When it was read.
+    at: Timestamp,
+}
+
+/// Links a catalog read from `source` (`registry HOST:PORT`, `catalog server URL`) and caches
+/// it; one that does not link leaves the catalog cached before (read at `read_at`, when
+/// `had_cached`) in place, and says so.
+fn link_and_cache(
+    cache: &CatalogCache,
+    ns: &str,
+    name: &str,
+    read: Read,
+    source: &str,
+    read_at: Option<Time>,
+    had_cached: bool,
+) -> FromRegistry {
+    match load::link(read.config, Vec::new(), &read.tag) {
         Ok(mut catalog) => {
-            catalog.problems.extend(fetched.problems);
+            catalog.problems.extend(read.problems);
             let left_out = catalog.problems.clone();
             cache.insert(ns, name, Arc::new(catalog));
             FromRegistry {
                 state: connection_state::READY,
-                read_at: Some(Time(now)),
+                read_at: Some(Time(read.at)),
                 result: Ok((None, left_out)),
             }
         }
@@ -610,8 +630,8 @@ async fn serve_from_registry(
             result: Err((
                 reason::REGISTRY_SERVER_ERROR,
                 format!(
-                    "registry {address} serves no usable catalog: {refused}{}",
-                    if cached.is_some() {
+                    "{source} serves no usable catalog: {refused}{}",
+                    if had_cached {
                         "; still serving the catalog read from it before"
                     } else {
                         ""

@@ -11,7 +11,8 @@
 //!
 //! Catalog images follow upstream's rules where it has them: `updateStrategy.registryPoll.interval`
 //! is a Go duration, and one that does not parse means the default 15m with reason
-//! `InvalidIntervalError`; polling happens only for an image with a `registryPoll`. Where upstream
+//! `InvalidIntervalError` ([`poll_interval`], the same for the address and http arms below: the
+//! catalog is still served); polling happens only for an image with a `registryPoll`. Where upstream
 //! runs a registry pod we pull the image ourselves, and say so in the status: `READY` while content
 //! is served (a failed re-poll keeps the last good content and says why in `message`),
 //! `TRANSIENT_FAILURE` with the registry's error while there is nothing to serve, `CONNECTING`
@@ -32,7 +33,9 @@
 //!
 //! # `sourceType: http` with `spec.address` (olm-rs only)
 //!
-//! The address is the base URL of a catalogd HTTP API (OLM v1's catalogd: a ClusterCatalog's
+//! `spec.image`, `spec.configMap`, `spec.secrets` and `spec.grpcPodConfig` mean nothing here and
+//! are refused (`SpecInvalidError`) rather than ignored. The address is the base URL of a
+//! catalogd HTTP API (OLM v1's catalogd: a ClusterCatalog's
 //! `status.urls.base`; or `kubectl olm catalog serve --http`). Every reconcile (each
 //! `updateStrategy.registryPoll.interval`, default each minute) GETs `BASE/api/v1/all`,
 //! conditionally: the `Last-Modified` of the catalog served goes out as `If-Modified-Since`
@@ -71,16 +74,20 @@ pub enum SourcePlan {
     Grpc {
         /// `spec.address`.
         address: String,
-        /// `spec.updateStrategy.registryPoll.interval`.
+        /// `spec.updateStrategy.registryPoll.interval` ([`poll_interval`]).
         poll: Option<Duration>,
+        /// Why the interval was replaced by the default (reason `InvalidIntervalError`).
+        interval_problem: Option<String>,
     },
     /// Read the catalog from the catalogd HTTP API whose base URL is `url`, checked again every
     /// `poll` (default: each minute).
     Http {
         /// `spec.address`.
         url: String,
-        /// `spec.updateStrategy.registryPoll.interval`.
+        /// `spec.updateStrategy.registryPoll.interval` ([`poll_interval`]).
         poll: Option<Duration>,
+        /// Why the interval was replaced by the default (reason `InvalidIntervalError`).
+        interval_problem: Option<String>,
     },
     /// Pull this catalog image.
     Image(ImagePlan),
@@ -299,39 +306,37 @@ fn plan_grpc(cs: &CatalogSource) -> SourcePlan {
             ),
         );
     };
-    match address_poll(cs) {
-        Ok(poll) => SourcePlan::Grpc {
-            address: address.to_owned(),
-            poll,
-        },
-        Err(invalid) => invalid,
-    }
-}
-
-/// `registryPoll.interval` of an address source, strictly parsed (`None` without one, or `0`).
-fn address_poll(cs: &CatalogSource) -> Result<Option<Duration>, SourcePlan> {
-    let interval = cs
-        .spec
-        .update_strategy
-        .as_ref()
-        .and_then(|u| u.registry_poll.as_ref())
-        .and_then(|p| p.interval.as_deref());
-    match interval.map(operator_runtime::duration::parse) {
-        None => Ok(None),
-        Some(Ok(d)) if d.is_zero() => Ok(None),
-        Some(Ok(d)) => Ok(Some(d)),
-        Some(Err(err)) => Err(SourcePlan::Invalid(
-            reason::INVALID_INTERVAL_ERROR,
-            format!(
-                "CatalogSource {}: spec.updateStrategy.registryPoll.interval: {err}",
-                cs.name_any()
-            ),
-        )),
+    let (poll, interval_problem) = poll_interval(cs);
+    SourcePlan::Grpc {
+        address: address.to_owned(),
+        poll,
+        interval_problem,
     }
 }
 
 fn plan_http(cs: &CatalogSource) -> SourcePlan {
     let name = cs.name_any();
+    // Fields an http source would silently ignore: refused, so nobody believes they apply.
+    let set = |text: Option<&str>| text.is_some_and(|t| !t.trim().is_empty());
+    let ignored: Vec<&str> = [
+        ("spec.image", set(cs.spec.image.as_deref())),
+        ("spec.configMap", set(cs.spec.config_map.as_deref())),
+        ("spec.secrets", !cs.spec.secrets.is_empty()),
+        ("spec.grpcPodConfig", cs.spec.grpc_pod_config.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(field, is_set)| is_set.then_some(field))
+    .collect();
+    if !ignored.is_empty() {
+        return SourcePlan::Invalid(
+            reason::SPEC_INVALID_ERROR,
+            format!(
+                "CatalogSource {name} has sourceType http, which reads only spec.address (and spec.updateStrategy), but sets {}; remove {}, or use sourceType grpc with spec.image for a catalog image",
+                ignored.join(", "),
+                if ignored.len() == 1 { "it" } else { "them" }
+            ),
+        );
+    }
     let address = cs
         .spec
         .address
@@ -354,12 +359,11 @@ fn plan_http(cs: &CatalogSource) -> SourcePlan {
             ),
         );
     }
-    match address_poll(cs) {
-        Ok(poll) => SourcePlan::Http {
-            url: url.to_owned(),
-            poll,
-        },
-        Err(invalid) => invalid,
+    let (poll, interval_problem) = poll_interval(cs);
+    SourcePlan::Http {
+        url: url.to_owned(),
+        poll,
+        interval_problem,
     }
 }
 
@@ -474,6 +478,14 @@ pub enum Reachability {
 }
 
 impl Reachability {
+    /// What failed.
+    #[must_use]
+    pub fn error(&self) -> &str {
+        match self {
+            Reachability::Connecting(e) | Reachability::Failed(e) => e,
+        }
+    }
+
     /// The gRPC connectivity state upstream reports for it.
     #[must_use]
     pub fn state(&self) -> &'static str {
@@ -494,6 +506,37 @@ pub fn grpc_unreachable_message(address: &str, error: &str, last_read: Option<&s
         ),
         None => format!(
             "registry {address} is unreachable: {error}; no catalog has been read from it yet; check that the registry server is running and that spec.address is its HOST:PORT"
+        ),
+    }
+}
+
+/// The `reason` and `message` of a source that is not an image: none (or what was left out)
+/// while its catalog is served, the failure otherwise. An interval replaced by the default
+/// ([`poll_interval`]) adds reason `InvalidIntervalError` to a served catalog, and its message to
+/// either, as the image arm does ([`image_status`]).
+#[must_use]
+pub fn source_status(
+    outcome: Result<&[String], (&'static str, &str)>,
+    interval_problem: Option<&str>,
+) -> (Option<&'static str>, Option<String>) {
+    match outcome {
+        Ok(left_out) => {
+            let parts: Vec<String> = interval_problem
+                .map(str::to_owned)
+                .into_iter()
+                .chain(served_message(left_out))
+                .collect();
+            (
+                interval_problem.map(|_| reason::INVALID_INTERVAL_ERROR),
+                (!parts.is_empty()).then(|| parts.join("; ")),
+            )
+        }
+        Err((r, m)) => (
+            Some(r),
+            Some(match interval_problem {
+                Some(p) => format!("{m}; {p}"),
+                None => m.to_owned(),
+            }),
         ),
     }
 }

@@ -18,7 +18,7 @@ use crate::{
 const CATALOG_SOURCES: &str = "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources";
 
 /// Package `a` with bundles `a.v1` … `a.v{count}` in channel `stable`.
-fn registry(count: usize) -> Arc<Registry> {
+fn config(count: usize) -> DeclarativeConfig {
     let mut text = String::from(r#"{"schema":"olm.package","name":"a","defaultChannel":"stable"}"#);
     let entries: Vec<String> = (1..=count)
         .map(|i| match i {
@@ -37,7 +37,12 @@ fn registry(count: usize) -> Arc<Registry> {
     }
     let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.json", &text);
     assert!(problems.is_empty(), "{problems:?}");
-    Arc::new(Registry::new(Model::from_config(cfg)).expect("a servable catalog"))
+    cfg
+}
+
+/// [`config`] as a gRPC registry.
+fn registry(count: usize) -> Arc<Registry> {
+    Arc::new(Registry::new(Model::from_config(config(count))).expect("a servable catalog"))
 }
 
 /// Serves `registry` on `addr` until the returned sender is dropped or fired.
@@ -64,20 +69,7 @@ fn catalog_source(address: &str, status: Value) -> Value {
 }
 
 async fn reconcile_once(fixture: &Fixture, server: &mut ApiServerVerifier, cs: Value) -> Value {
-    let source: CatalogSource = object(cs.clone());
-    let (result, received) = server
-        .run(
-            Scenario::StatusWritten {
-                collection: CATALOG_SOURCES.into(),
-                object: cs,
-                manager: "olm-rs/catalogsource",
-            },
-            catalog_source::reconcile(Arc::new(source), fixture.context("catalogsource")),
-        )
-        .await;
-    result.expect("the reconcile succeeds");
-    let written = bodies(&received, &Method::PATCH, CATALOG_SOURCES);
-    written[0]["status"].clone()
+    reconcile_maybe(fixture, server, cs, true).await.1
 }
 
 fn bundles_served(fixture: &Fixture) -> Vec<String> {
@@ -162,22 +154,9 @@ async fn a_grpc_source_whose_registry_never_answered_says_no_catalog_was_read() 
 // sourceType: http, against our catalogd HTTP server in process.
 // ---------------------------------------------------------------------------------------------
 
-/// The catalog of [`registry`] as catalogd content, loaded at `loaded`.
+/// [`config`] as catalogd content, loaded at `loaded`.
 fn content(count: usize, loaded: std::time::SystemTime) -> Arc<crate::catalogd::Content> {
-    let mut text = String::from(r#"{"schema":"olm.package","name":"a","defaultChannel":"stable"}"#);
-    let entries: Vec<String> = (1..=count).map(|i| format!(r#"{{"name":"a.v{i}"}}"#)).collect();
-    text.push_str(&format!(
-        r#"{{"schema":"olm.channel","package":"a","name":"stable","entries":[{}]}}"#,
-        entries.join(",")
-    ));
-    for i in 1..=count {
-        text.push_str(&format!(
-            r#"{{"schema":"olm.bundle","package":"a","name":"a.v{i}","image":"quay.io/a/bundle:v{i}","properties":[{{"type":"olm.package","value":{{"packageName":"a","version":"{i}.0.0"}}}}]}}"#
-        ));
-    }
-    let (cfg, problems) = DeclarativeConfig::from_str_with_problems("c.json", &text);
-    assert!(problems.is_empty(), "{problems:?}");
-    Arc::new(crate::catalogd::Content::from_config(&cfg, loaded).expect("renderable"))
+    Arc::new(crate::catalogd::Content::from_config(&config(count), loaded).expect("renderable"))
 }
 
 /// Serves `content` over HTTP on `addr`, counting requests, until the sender fires.
@@ -371,4 +350,24 @@ async fn an_http_source_refuses_plain_http_to_a_remote_host_as_an_invalid_spec()
             && message.contains("--insecure-registry"),
         "{message}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_source_with_an_interval_that_does_not_parse_is_served_with_the_default_and_says_so() {
+    let (fixture, mut server) = Fixture::new();
+    let (address, _running) = serve(registry(1), "127.0.0.1:0".parse().expect("an address")).await;
+    let mut cs = catalog_source(&address.to_string(), json!({}));
+    cs["spec"]["updateStrategy"] = json!({"registryPoll": {"interval": "soon"}});
+    let status = reconcile_once(&fixture, &mut server, cs).await;
+    assert_eq!(
+        status["connectionState"]["lastObservedState"], "READY",
+        "{status:#}"
+    );
+    assert_eq!(status["reason"], "InvalidIntervalError");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("registryPoll.interval \"soon\"") && message.contains("15m0s"),
+        "{message}"
+    );
+    assert_eq!(bundles_served(&fixture), ["a.v1"]);
 }

@@ -57,25 +57,76 @@ fn a_grpc_source_with_an_address_reads_the_registry_and_one_with_an_image_is_ref
         plan_source(&grpc(Some("registry.ns.svc:50051"), None, Some("10m"))),
         SourcePlan::Grpc {
             address: "registry.ns.svc:50051".into(),
-            poll: Some(Duration::from_secs(600))
+            poll: Some(Duration::from_secs(600)),
+            interval_problem: None,
         }
     );
     assert_eq!(
         plan_source(&grpc(Some("r:1"), None, None)),
         SourcePlan::Grpc {
             address: "r:1".into(),
-            poll: None
+            poll: None,
+            interval_problem: None,
         }
     );
     let SourcePlan::Image(plan) = plan_source(&grpc(Some("r:1"), Some("quay.io/x/index:v1"), None)) else {
         panic!()
     };
     assert_eq!(plan.image, "quay.io/x/index:v1");
-    let SourcePlan::Invalid(r, m) = plan_source(&grpc(Some("r:1"), None, Some("soon"))) else {
+}
+
+#[test]
+fn an_address_interval_is_a_go_duration_and_a_bad_one_means_the_default_and_says_so() {
+    // The same rule as for an image: a Go duration ("1.5h" yes, a bare "30" no).
+    let SourcePlan::Grpc { poll, .. } = plan_source(&grpc(Some("r:1"), None, Some("1.5h"))) else {
         panic!()
     };
-    assert_eq!(r, "InvalidIntervalError");
-    assert!(m.contains("registryPoll.interval") && m.contains("soon"), "{m}");
+    assert_eq!(poll, Some(Duration::from_secs(5400)));
+    for bad in ["soon", "30"] {
+        for plan in [
+            plan_source(&grpc(Some("r:1"), None, Some(bad))),
+            plan_source(&http(Some("https://c"), Some(bad))),
+        ] {
+            let (SourcePlan::Grpc {
+                poll,
+                interval_problem,
+                ..
+            }
+            | SourcePlan::Http {
+                poll,
+                interval_problem,
+                ..
+            }) = plan
+            else {
+                panic!("{plan:?}")
+            };
+            assert_eq!(poll, Some(DEFAULT_POLL), "{bad}");
+            let m = interval_problem.expect("the problem is reported");
+            assert!(
+                m.contains("registryPoll.interval") && m.contains(bad) && m.contains("15m0s"),
+                "{m}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_served_address_source_with_a_bad_interval_is_ready_with_reason_invalid_interval() {
+    assert_eq!(source_status(Ok(&[]), None), (None, None));
+    let (r, m) = source_status(Ok(&[]), Some("bad interval"));
+    assert_eq!(
+        (r, m.as_deref()),
+        (Some("InvalidIntervalError"), Some("bad interval"))
+    );
+    let (r, m) = source_status(Ok(&["entry a.v2 has no bundle".into()]), Some("bad interval"));
+    assert_eq!(r, Some("InvalidIntervalError"));
+    let m = m.unwrap();
+    assert!(m.starts_with("bad interval; catalog served without"), "{m}");
+    let (r, m) = source_status(Err(("RegistryServerError", "down")), Some("bad interval"));
+    assert_eq!(
+        (r, m.as_deref()),
+        (Some("RegistryServerError"), Some("down; bad interval"))
+    );
 }
 
 fn http(address: Option<&str>, interval: Option<&str>) -> CatalogSource {
@@ -90,14 +141,16 @@ fn an_http_source_needs_an_http_url_and_parses_its_interval() {
         plan_source(&http(Some(" https://catalogd.svc/catalogs/hub "), Some("5m"))),
         SourcePlan::Http {
             url: "https://catalogd.svc/catalogs/hub".into(),
-            poll: Some(Duration::from_secs(300))
+            poll: Some(Duration::from_secs(300)),
+            interval_problem: None,
         }
     );
     assert_eq!(
         plan_source(&http(Some("http://127.0.0.1:8080"), None)),
         SourcePlan::Http {
             url: "http://127.0.0.1:8080".into(),
-            poll: None
+            poll: None,
+            interval_problem: None,
         }
     );
     let SourcePlan::Invalid(r, m) = plan_source(&http(None, None)) else {
@@ -109,10 +162,27 @@ fn an_http_source_needs_an_http_url_and_parses_its_interval() {
         panic!()
     };
     assert!(m.contains("not an https:// URL"), "{m}");
-    let SourcePlan::Invalid(r, _) = plan_source(&http(Some("https://c"), Some("soon"))) else {
+}
+
+#[test]
+fn an_http_source_refuses_the_fields_it_would_ignore() {
+    let mut c = http(Some("https://c"), None);
+    c.spec.image = Some("quay.io/x/index:v1".into());
+    c.spec.secrets = vec!["pull".into()];
+    let SourcePlan::Invalid(r, m) = plan_source(&c) else {
         panic!()
     };
-    assert_eq!(r, "InvalidIntervalError");
+    assert_eq!(r, "SpecInvalidError");
+    assert!(
+        m.contains("sets spec.image, spec.secrets; remove them") && m.contains("sourceType grpc"),
+        "{m}"
+    );
+    let mut c = http(Some("https://c"), None);
+    c.spec.grpc_pod_config = Some(Default::default());
+    let SourcePlan::Invalid(_, m) = plan_source(&c) else {
+        panic!()
+    };
+    assert!(m.contains("sets spec.grpcPodConfig; remove it"), "{m}");
 }
 
 #[test]
