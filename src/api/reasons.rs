@@ -20,8 +20,13 @@ pub mod subscription {
     /// Reason of `InstallPlanApprovalInvalid=True`: the value was treated as `Manual`.
     pub const UNKNOWN_APPROVAL_TREATED_AS_MANUAL: &str = "UnknownApprovalTreatedAsManual";
     /// An upgrade is held because the installed CSV is not `Succeeded` (olm-rs only: upstream
-    /// has no condition for it and says nothing).
+    /// does not hold it; it plans the upgrade at once and the new CSV waits in `Pending` until
+    /// the old one is `Replacing`).
     pub const UPGRADE_HELD: &str = "UpgradeHeld";
+    /// A `spec.config` field olm-rs (like upstream) does not apply is set (olm-rs only).
+    pub const CONFIG_IGNORED: &str = "ConfigIgnored";
+    /// Reason of `ConfigIgnored=True`.
+    pub const CONFIG_FIELD_NOT_APPLIED: &str = "ConfigFieldNotApplied";
     /// Reason of `UpgradeHeld=True`.
     pub const INSTALLED_CSV_NOT_SUCCEEDED: &str = "InstalledCSVNotSucceeded";
     /// Bundle content is being unpacked.

@@ -293,9 +293,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
         // Upstream resyncs an unpacking namespace every 5 s.
         Outcome::Unpacking(_) => Action::requeue(Duration::from_secs(5)),
-        Outcome::UnpackFailed(_, _, retry_in) => {
-            Action::requeue((*retry_in).clamp(Duration::from_secs(5), lookup::RETRY_AFTER))
-        }
+        Outcome::UnpackFailed(_, _, retry_in) => Action::requeue((*retry_in).max(Duration::from_secs(5))),
     };
 
     // Status.
@@ -371,7 +369,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     {
         ctx.warning(
             &sub.object_ref(&()),
-            status::CONFIG_FIELD_NOT_APPLIED,
+            reason::CONFIG_FIELD_NOT_APPLIED,
             "Resolve",
             status::unapplied_config_message(&unapplied),
         );
@@ -412,10 +410,10 @@ async fn unpack_and_plan(
         .state()
         .into_iter()
         .find(|g| g.namespace().as_deref() == Some(ns));
-    let timeout = match group.as_ref().map_or(Ok(Some(lookup::DEFAULT_TIMEOUT)), |g| {
-        lookup::unpack_timeout(&g.name_any(), g.metadata.annotations.as_ref())
+    let settings = match group.as_ref().map_or(Ok(lookup::UnpackSettings::default()), |g| {
+        lookup::unpack_settings(&g.name_any(), g.metadata.annotations.as_ref())
     }) {
-        Ok(timeout) => timeout,
+        Ok(settings) => settings,
         Err(message) => {
             return Ok(Outcome::UnpackFailed(
                 reason::ERROR_PREVENTED_UNPACKING,
@@ -448,11 +446,11 @@ async fn unpack_and_plan(
             last_error_fatal: view.last_error_fatal,
         }
     }
-    let mut state = lookup::lookup_state(image, &observed(&view), timeout);
+    let mut state = lookup::lookup_state(image, &observed(&view), &settings);
     if state == lookup::LookupState::Retry {
         puller.restart(&key);
         view = puller.view(&key, &request);
-        state = lookup::lookup_state(image, &observed(&view), timeout);
+        state = lookup::lookup_state(image, &observed(&view), &settings);
     }
     if matches!(state, lookup::LookupState::Pending(_)) && !view.pulling {
         puller.start(&key, &request, ctx.client());

@@ -33,7 +33,8 @@
 //!   first attempt → `Failed` (reason `DeadlineExceeded`, the Job reason upstream shows); a
 //!   content error (not a bundle image, an invalid bundle, an unsafe layer) fails at once
 //!   (reason `InvalidBundle`): pulling again would give the same bytes. [`RETRY_AFTER`] after
-//!   the failure, a new attempt window starts ([`LookupState::Retry`]).
+//!   the failure, or after the OperatorGroup's `operatorframework.io/bundle-unpack-min-retry-interval`
+//!   when it is set ([`unpack_settings`]), a new attempt window starts ([`LookupState::Retry`]).
 //! - [`lookup`]: the `BundleLookup` with its condition, and [`subscription_condition`] the
 //!   Subscription condition it means.
 //!
@@ -48,7 +49,7 @@ use serde_json::{Value, json};
 use crate::{
     api::{
         ConditionStatus,
-        labels::BUNDLE_UNPACK_TIMEOUT,
+        labels::{BUNDLE_UNPACK_MIN_RETRY_INTERVAL, BUNDLE_UNPACK_TIMEOUT},
         reasons::subscription as sub_reason,
         v1alpha1::{BundleLookup, BundleLookupCondition, BundleLookupConditionType},
     },
@@ -107,6 +108,51 @@ pub fn unpack_timeout(
     }
 }
 
+/// How an OperatorGroup's bundle lookups are timed: the unpack timeout (`None`: none) and the
+/// wait after a failure before a new attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnpackSettings {
+    /// `operatorframework.io/bundle-unpack-timeout` (default [`DEFAULT_TIMEOUT`]).
+    pub timeout: Option<Duration>,
+    /// `operatorframework.io/bundle-unpack-min-retry-interval` (default [`RETRY_AFTER`]).
+    pub retry_after: Duration,
+}
+
+impl Default for UnpackSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Some(DEFAULT_TIMEOUT),
+            retry_after: RETRY_AFTER,
+        }
+    }
+}
+
+/// Both unpack annotations of the OperatorGroup `group` (see [`unpack_timeout`]); the retry
+/// interval is a non-negative Go duration.
+///
+/// # Errors
+/// A message naming the OperatorGroup, the annotation, its value and the fix.
+pub fn unpack_settings(
+    group: &str,
+    annotations: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<UnpackSettings, String> {
+    let timeout = unpack_timeout(group, annotations)?;
+    let retry_after = match annotations.and_then(|a| a.get(BUNDLE_UNPACK_MIN_RETRY_INTERVAL)) {
+        None => RETRY_AFTER,
+        Some(text) => {
+            let trimmed = text.trim();
+            super::catalog_source::go_duration(trimmed.strip_prefix('+').unwrap_or(trimmed)).ok_or_else(|| {
+                format!(
+                    "OperatorGroup {group}: annotation {BUNDLE_UNPACK_MIN_RETRY_INTERVAL}={text:?} is not a \
+                     non-negative duration; set it to a Go duration such as 30s or 10m, or remove it for the \
+                     default of 5m"
+                )
+            })?
+        }
+    };
+    Ok(UnpackSettings { timeout, retry_after })
+}
+
 /// What the puller knows about the bundle image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Observation<'a> {
@@ -138,25 +184,26 @@ pub enum LookupState {
         /// When a new attempt starts.
         retry_in: Duration,
     },
-    /// The last failure is [`RETRY_AFTER`] old: start a new attempt window.
+    /// The last failure is [`UnpackSettings::retry_after`] old: start a new attempt window.
     Retry,
 }
 
 /// Where the lookup of `image` stands (see the module documentation).
 #[must_use]
-pub fn lookup_state(image: &str, observed: &Observation<'_>, timeout: Option<Duration>) -> LookupState {
+pub fn lookup_state(image: &str, observed: &Observation<'_>, settings: &UnpackSettings) -> LookupState {
+    let UnpackSettings { timeout, retry_after } = *settings;
     if observed.pulled {
         return LookupState::Unpacked;
     }
     let elapsed = observed.elapsed.unwrap_or_default();
     let failed = |reason, message: String, failed_for: Duration| {
-        if failed_for >= RETRY_AFTER {
+        if failed_for >= retry_after {
             LookupState::Retry
         } else {
             LookupState::Failed {
                 reason,
                 message,
-                retry_in: RETRY_AFTER - failed_for,
+                retry_in: retry_after - failed_for,
             }
         }
     };
@@ -288,6 +335,50 @@ mod tests {
 
     const IMAGE: &str = "quay.io/example/redis-bundle@sha256:abc";
 
+    fn settings(timeout: Option<Duration>) -> UnpackSettings {
+        UnpackSettings {
+            timeout,
+            ..UnpackSettings::default()
+        }
+    }
+
+    #[test]
+    fn the_min_retry_interval_annotation_sets_the_wait_before_a_new_attempt() {
+        let of = |pairs: &[(&str, &str)]| {
+            let annotations: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            unpack_settings("og", Some(&annotations))
+        };
+        assert_eq!(of(&[]), Ok(UnpackSettings::default()));
+        let set = of(&[
+            (BUNDLE_UNPACK_MIN_RETRY_INTERVAL, "30s"),
+            (BUNDLE_UNPACK_TIMEOUT, "2m"),
+        ])
+        .unwrap();
+        assert_eq!(set.retry_after, Duration::from_secs(30));
+        assert_eq!(set.timeout, Some(Duration::from_secs(120)));
+        let err = of(&[(BUNDLE_UNPACK_MIN_RETRY_INTERVAL, "-1m")]).unwrap_err();
+        assert!(
+            err.contains("og") && err.contains(BUNDLE_UNPACK_MIN_RETRY_INTERVAL) && err.contains("30s"),
+            "{err}"
+        );
+        assert!(of(&[(BUNDLE_UNPACK_MIN_RETRY_INTERVAL, "soon")]).is_err());
+        // A failure 31 s old starts a new attempt under a 30 s interval, not under the default.
+        let failed = Observation {
+            elapsed: Some(Duration::from_secs(31)),
+            last_error: Some("not a bundle image"),
+            last_error_fatal: true,
+            ..Observation::default()
+        };
+        assert_eq!(lookup_state(IMAGE, &failed, &set), LookupState::Retry);
+        assert!(matches!(
+            lookup_state(IMAGE, &failed, &UnpackSettings::default()),
+            LookupState::Failed { .. }
+        ));
+    }
+
     fn timeout_of(value: &str) -> Result<Option<Duration>, String> {
         let annotations = BTreeMap::from([(BUNDLE_UNPACK_TIMEOUT.to_owned(), value.to_owned())]);
         unpack_timeout("og", Some(&annotations))
@@ -327,7 +418,7 @@ mod tests {
                 elapsed: Some(Duration::from_secs(5)),
                 ..Observation::default()
             },
-            Some(DEFAULT_TIMEOUT),
+            &UnpackSettings::default(),
         );
         assert_eq!(
             state,
@@ -340,7 +431,7 @@ mod tests {
                 last_error: Some("image x not found"),
                 ..Observation::default()
             },
-            Some(DEFAULT_TIMEOUT),
+            &UnpackSettings::default(),
         );
         assert_eq!(
             state,
@@ -355,7 +446,7 @@ mod tests {
                 elapsed: Some(Duration::from_secs(86_400)),
                 ..Observation::default()
             },
-            None,
+            &settings(None),
         );
         assert!(matches!(state, LookupState::Pending(_)));
     }
@@ -368,7 +459,7 @@ mod tests {
             ..Observation::default()
         };
         assert_eq!(
-            lookup_state(IMAGE, &observed, Some(DEFAULT_TIMEOUT)),
+            lookup_state(IMAGE, &observed, &UnpackSettings::default()),
             LookupState::Unpacked
         );
     }
@@ -382,14 +473,14 @@ mod tests {
         };
         let timeout = Some(Duration::from_secs(120));
         assert!(matches!(
-            lookup_state(IMAGE, &at(120), timeout),
+            lookup_state(IMAGE, &at(120), &settings(timeout)),
             LookupState::Pending(_)
         ));
         let LookupState::Failed {
             reason,
             message,
             retry_in,
-        } = lookup_state(IMAGE, &at(121), timeout)
+        } = lookup_state(IMAGE, &at(121), &settings(timeout))
         else {
             panic!("not failed");
         };
@@ -403,7 +494,10 @@ mod tests {
                  annotation operatorframework.io/bundle-unpack-timeout)"
             )
         );
-        assert_eq!(lookup_state(IMAGE, &at(420), timeout), LookupState::Retry);
+        assert_eq!(
+            lookup_state(IMAGE, &at(420), &settings(timeout)),
+            LookupState::Retry
+        );
     }
 
     #[test]
@@ -414,7 +508,7 @@ mod tests {
             last_error_fatal: true,
             ..Observation::default()
         };
-        let state = lookup_state(IMAGE, &observed, Some(DEFAULT_TIMEOUT));
+        let state = lookup_state(IMAGE, &observed, &UnpackSettings::default());
         assert!(
             matches!(&state, LookupState::Failed { reason, .. } if *reason == REASON_INVALID_BUNDLE),
             "{state:?}"

@@ -190,9 +190,6 @@ impl UpgradeHold {
     }
 }
 
-/// Reason of `ConfigIgnored=True` (olm-rs only).
-pub const CONFIG_FIELD_NOT_APPLIED: &str = "ConfigFieldNotApplied";
-
 /// The `ConfigIgnored` message for the unapplied `spec.config` `fields`: what has no effect,
 /// why, and the fix.
 pub fn unapplied_config_message(fields: &[&str]) -> String {
@@ -368,13 +365,9 @@ pub fn install_plan(
     let csv = selected.bundle.as_str();
     let catalog = &selected.catalog;
     let mut lookups = Vec::new();
-    if unpacked.is_none()
-        && install.bundle.properties.bundle_objects.is_empty()
-        && !install.bundle.image.is_empty()
-    {
+    if let (None, Some(image)) = (&unpacked, bundle_lookup::needs_lookup(install.bundle)) {
         return Err(format!(
-            "bundle {csv} in catalog {catalog} has no inlined manifests; its image {} must be pulled",
-            install.bundle.image
+            "bundle {csv} in catalog {catalog} has no inlined manifests; its image {image} must be pulled"
         ));
     }
     let mut plan = bundle_manifests(install.bundle)
@@ -571,7 +564,7 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
         fields => conds.set(condition(
             Cond::ConfigIgnored,
             true,
-            CONFIG_FIELD_NOT_APPLIED,
+            crate::api::reasons::subscription::CONFIG_FIELD_NOT_APPLIED,
             &unapplied_config_message(fields),
         )),
     }

@@ -672,7 +672,10 @@ fn a_config_selector_is_reported_as_not_applied_until_it_is_removed() {
     let st = status_of(&sub);
     let c = cond(&st, Cond::ConfigIgnored).expect("the condition");
     assert_eq!(c.status, ConditionStatus::True);
-    assert_eq!(c.reason.as_deref(), Some(CONFIG_FIELD_NOT_APPLIED));
+    assert_eq!(
+        c.reason.as_deref(),
+        Some(crate::api::reasons::subscription::CONFIG_FIELD_NOT_APPLIED)
+    );
     let message = c.message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with("spec.config.selector is not applied") && message.contains("remove it"),
