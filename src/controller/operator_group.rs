@@ -36,6 +36,7 @@ use crate::{
     },
     k8s::apply,
     plan::{
+        copied_csv::is_copy,
         operator_group::{NamespaceInfo, multiple_groups_condition, target_namespaces},
         user_roles,
     },
@@ -134,7 +135,7 @@ async fn ensure_user_roles(og: &OperatorGroup, ns: &str, ctx: &Context) -> Resul
         .csvs
         .state()
         .into_iter()
-        .filter(|c| c.namespace().as_deref() == Some(ns) && !user_roles::is_copied(c))
+        .filter(|c| c.namespace().as_deref() == Some(ns) && !is_copy(c))
         .collect();
     let provided = user_roles::namespace_provided_apis(members.iter().map(AsRef::as_ref));
     let name = og.name_any();
