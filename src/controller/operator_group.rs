@@ -22,7 +22,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::{ApiResource, DynamicObject, ListParams},
+    api::{ApiResource, DynamicObject, ListParams, PartialObjectMeta},
     core::GroupVersionKind,
     runtime::controller::Action,
 };
@@ -59,11 +59,8 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
                 || s.match_expressions.as_ref().is_some_and(|m| !m.is_empty())
         });
     let cluster_namespaces = if needs_namespaces {
-        let api: Api<Namespace> = Api::all(ctx.client());
-        api.list_metadata(&ListParams::default())
-            .await
-            .map_err(Error::observe("namespaces"))?
-            .items
+        list_namespaces(&ctx)
+            .await?
             .iter()
             .map(|n| NamespaceInfo {
                 name: n.name_any(),
@@ -124,6 +121,17 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
     ensure_user_roles(&og, &ns, &ctx).await?;
     // Selector targets change when namespaces are labelled: look again now and then.
     Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+/// The cluster's namespaces, metadata only (a selector's matches; an AllNamespaces group's
+/// copied CSVs).
+pub(super) async fn list_namespaces(ctx: &Context) -> Result<Vec<PartialObjectMeta<Namespace>>> {
+    let api: Api<Namespace> = Api::all(ctx.client());
+    Ok(api
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(Error::observe("namespaces"))?
+        .items)
 }
 
 /// The `olm.providedAPIs` annotation and the ClusterRoles for the people using the group's
