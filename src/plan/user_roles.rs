@@ -24,9 +24,13 @@
 //!    base-62 SHA-224 of `<namespace>/<group>/<role>` ([`operator_group_role_name`]), labelled
 //!    with the owner labels and `olm.managed`, aggregating (one selector per API, sorted) the
 //!    per-API roles of the APIs in `olm.providedAPIs` and the member CSVs. With no API the
-//!    role has no aggregation rule. They are deleted with the group (owner labels).
+//!    role has no aggregation rule. Upstream deletes them, by their owner labels, when the
+//!    group is deleted (`operatorGroupDeleted`).
 //!
 //! # Where we differ from upstream
+//!
+//! A deleted OperatorGroup's three roles stay: nothing deletes them yet (the controller only
+//! sees groups that exist).
 //!
 //! The per-API roles' owner reference names the CRD with kind `CustomResourceDefinition`
 //! (upstream writes the lowercase `customresourcedefinition`).
