@@ -922,10 +922,15 @@ async fn operator_object_lists_the_widget_components(env: &Env, csv: &str) {
     let deployment = find("Deployment");
     assert_eq!(deployment["namespace"], env.ns());
     assert_eq!(deployment["apiVersion"], "apps/v1");
-    assert_eq!(
-        find("ClusterServiceVersion")["apiVersion"],
-        "operators.coreos.com/v1alpha1"
-    );
+    let csv_ref = find("ClusterServiceVersion");
+    assert_eq!(csv_ref["apiVersion"], "operators.coreos.com/v1alpha1");
+    // A CSV's one condition is its current phase (upstream `csvConditionsJQ`).
+    let csv_conditions = csv_ref["conditions"].as_array().expect("CSV conditions");
+    assert_eq!(csv_conditions.len(), 1, "{csv_ref}");
+    assert_eq!(csv_conditions[0]["status"], "True", "{csv_ref}");
+    // Sorted by kind first, as upstream's AddComponents sorts them.
+    let kinds: Vec<&str> = refs.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert!(kinds.is_sorted(), "{kinds:?}");
     // The Subscription's conditions are copied without its lastHeartbeatTime.
     let sub = find("Subscription");
     assert!(

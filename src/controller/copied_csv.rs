@@ -19,7 +19,6 @@ use std::{
     sync::{LazyLock, Mutex},
 };
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Resource, ResourceExt,
     api::{DeleteParams, ListParams},
@@ -117,11 +116,8 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
         .as_deref()
         .is_some_and(|t| t.len() == 1 && t[0].is_empty());
     let cluster_namespaces: Vec<String> = if all_namespaces && !disabled && !plan::is_uncopiable(csv) {
-        let api: Api<Namespace> = Api::all(ctx.client());
-        api.list_metadata(&ListParams::default())
-            .await
-            .map_err(Error::observe("namespaces"))?
-            .items
+        super::operator_group::list_namespaces(ctx)
+            .await?
             .iter()
             .filter(|n| n.metadata.deletion_timestamp.is_none())
             .map(ResourceExt::name_any)

@@ -30,6 +30,7 @@ use kube::{
     core::{GroupVersionKind, ObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef, reflector::Store, watcher},
 };
+use serde_json::Value;
 
 use super::{Context, Error, Result, instrumented, stores::metadata_trigger};
 use crate::{
@@ -58,11 +59,16 @@ pub async fn reconcile(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {
 
 async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {
     let name = op.name_any();
+    let key = component_label_key(&name).ok_or_else(|| {
+        Error::InvalidObject(format!(
+            "Operator {name}: its name leaves no valid component label key; delete it"
+        ))
+    })?;
     let mut components = Vec::new();
     for kind in COMPONENT_KINDS {
-        components.extend(list_kind(&ctx, kind, &name).await?);
+        components.extend(list_kind(&ctx, kind, &key).await?);
     }
-    let status = desired_status(&name, &components);
+    let status = desired_status(&key, &components);
     if op.status.as_ref() != Some(&status) {
         let api: Api<Operator> = Api::all(ctx.client());
         apply::apply_status(&api, &name, &status, &ctx.manager)
@@ -72,34 +78,32 @@ async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action>
     Ok(Action::requeue(RESYNC))
 }
 
-/// The objects of one kind carrying the component label of the Operator `name`.
-async fn list_kind(ctx: &Context, kind: &ComponentKind, name: &str) -> Result<Vec<Component>> {
+/// The objects of one kind carrying the component label `key`.
+async fn list_kind(ctx: &Context, kind: &ComponentKind, key: &str) -> Result<Vec<Component>> {
     let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
     // Not served (OperatorCondition before its CRD is installed): nothing to list.
     let Ok((resource, _)) = ctx.shared.discover(&gvk).await else {
         return Ok(Vec::new());
     };
     let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);
-    let params = ListParams::default()
-        .labels(&component_label_key(name))
-        .match_any();
-    let what = || format!("{} labelled {}", kind.kind, component_label_key(name));
+    let params = ListParams::default().labels(key).match_any();
+    let what = || format!("{} labelled {key}", kind.kind);
     let api_version = kind.api_version();
-    let component = |meta: ObjectMeta, conditions| Component {
+    let component = |meta: ObjectMeta, status| Component {
         api_version: api_version.clone(),
         kind: kind.kind.to_owned(),
         namespace: meta.namespace,
         name: meta.name.unwrap_or_default(),
         labels: meta.labels.unwrap_or_default(),
-        conditions,
+        status,
     };
     let listed = if kind.has_conditions {
         api.list(&params).await.map(|list| {
             list.items
                 .into_iter()
-                .map(|o| {
-                    let conditions = o.data.get("status").and_then(|s| s.get("conditions")).cloned();
-                    component(o.metadata, conditions)
+                .map(|mut o| {
+                    let status = o.data.get_mut("status").map(Value::take);
+                    component(o.metadata, status)
                 })
                 .collect()
         })

@@ -22,7 +22,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::{ApiResource, DynamicObject, ListParams},
+    api::{ApiResource, DynamicObject, ListParams, PartialObjectMeta},
     core::GroupVersionKind,
     runtime::controller::Action,
 };
@@ -36,6 +36,7 @@ use crate::{
     },
     k8s::apply,
     plan::{
+        copied_csv::is_copy,
         operator_group::{NamespaceInfo, multiple_groups_condition, target_namespaces},
         user_roles,
     },
@@ -58,11 +59,8 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
                 || s.match_expressions.as_ref().is_some_and(|m| !m.is_empty())
         });
     let cluster_namespaces = if needs_namespaces {
-        let api: Api<Namespace> = Api::all(ctx.client());
-        api.list_metadata(&ListParams::default())
-            .await
-            .map_err(Error::observe("namespaces"))?
-            .items
+        list_namespaces(&ctx)
+            .await?
             .iter()
             .map(|n| NamespaceInfo {
                 name: n.name_any(),
@@ -125,6 +123,17 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 
+/// The cluster's namespaces, metadata only (a selector's matches; an AllNamespaces group's
+/// copied CSVs).
+pub(super) async fn list_namespaces(ctx: &Context) -> Result<Vec<PartialObjectMeta<Namespace>>> {
+    let api: Api<Namespace> = Api::all(ctx.client());
+    Ok(api
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(Error::observe("namespaces"))?
+        .items)
+}
+
 /// The `olm.providedAPIs` annotation and the ClusterRoles for the people using the group's
 /// operators (module doc).
 async fn ensure_user_roles(og: &OperatorGroup, ns: &str, ctx: &Context) -> Result<()> {
@@ -134,7 +143,7 @@ async fn ensure_user_roles(og: &OperatorGroup, ns: &str, ctx: &Context) -> Resul
         .csvs
         .state()
         .into_iter()
-        .filter(|c| c.namespace().as_deref() == Some(ns) && !user_roles::is_copied(c))
+        .filter(|c| c.namespace().as_deref() == Some(ns) && !is_copy(c))
         .collect();
     let provided = user_roles::namespace_provided_apis(members.iter().map(AsRef::as_ref));
     let name = og.name_any();

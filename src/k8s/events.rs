@@ -357,22 +357,18 @@ mod tests {
     #[test]
     fn a_repeat_counts_on_the_same_event_and_a_different_message_is_a_new_event() {
         let mut aggregator = Aggregator::new(10);
-        let first = aggregator.record(
-            &csv("a.v1"),
-            EventType::Normal,
-            "InstallWaiting",
-            "waiting".into(),
-            at(100),
-            None,
-        );
-        let again = aggregator.record(
-            &csv("a.v1"),
-            EventType::Normal,
-            "InstallWaiting",
-            "waiting".into(),
-            at(160),
-            None,
-        );
+        let mut record = |object: &str, type_, message: &str, second| {
+            aggregator.record(
+                &csv(object),
+                type_,
+                "InstallWaiting",
+                message.into(),
+                at(second),
+                None,
+            )
+        };
+        let first = record("a.v1", EventType::Normal, "waiting", 100);
+        let again = record("a.v1", EventType::Normal, "waiting", 160);
         assert!(again.repeat);
         assert_eq!(again.event.metadata.name, first.event.metadata.name);
         assert_eq!(again.event.count, Some(2));
@@ -383,42 +379,14 @@ mod tests {
             json!({"count": 2, "lastTimestamp": "1970-01-01T00:02:40Z", "message": "waiting"})
         );
 
-        let other = aggregator.record(
-            &csv("a.v1"),
-            EventType::Normal,
-            "InstallWaiting",
-            "still waiting".into(),
-            at(170),
-            None,
-        );
+        let other = record("a.v1", EventType::Normal, "still waiting", 170);
         assert!(!other.repeat);
         assert_ne!(other.event.metadata.name, first.event.metadata.name);
-        let warning = aggregator.record(
-            &csv("a.v1"),
-            EventType::Warning,
-            "InstallWaiting",
-            "waiting".into(),
-            at(180),
-            None,
-        );
+        let warning = record("a.v1", EventType::Warning, "waiting", 180);
         assert!(!warning.repeat, "the type is part of the key");
-        let elsewhere = aggregator.record(
-            &csv("b.v1"),
-            EventType::Normal,
-            "InstallWaiting",
-            "waiting".into(),
-            at(190),
-            None,
-        );
+        let elsewhere = record("b.v1", EventType::Normal, "waiting", 190);
         assert!(!elsewhere.repeat, "the object is part of the key");
-        let third = aggregator.record(
-            &csv("a.v1"),
-            EventType::Normal,
-            "InstallWaiting",
-            "waiting".into(),
-            at(200),
-            None,
-        );
+        let third = record("a.v1", EventType::Normal, "waiting", 200);
         assert_eq!(third.event.count, Some(3));
     }
 

@@ -6,10 +6,13 @@
 //! An Operator's status is exactly the set of objects carrying its component label
 //! `operators.coreos.com/<name>` (any value): `status.components.labelSelector` is that
 //! label with `Exists`, and `status.components.refs` lists every labelled object of the
-//! kinds in [`COMPONENT_KINDS`], in that order (then by namespace and name, as the API server
-//! lists them), each with its kind, namespace, name and apiVersion, plus the object's
-//! `status.conditions` cut to upstream's `Condition` fields (type, status, reason, message,
-//! lastUpdateTime, lastTransitionTime) when it has any.
+//! kinds in [`COMPONENT_KINDS`], sorted by kind, apiVersion, namespace and name (upstream
+//! `AddComponents` sorts them so a reconcile does not reorder the status), each with its kind,
+//! namespace, name and apiVersion, plus its conditions cut to upstream's `Condition` fields
+//! (type, status, reason, message, lastUpdateTime, lastTransitionTime): the object's
+//! `status.conditions`, except for a CSV, whose one condition is its current phase (type the
+//! phase, status `True`, and the status's reason, message and times; upstream's
+//! `csvConditionsJQ`), not its phase history.
 //!
 //! Lifecycle, as upstream: an Operator is created for every name a component label on a
 //! Subscription, InstallPlan, ClusterServiceVersion or Deployment carries ([`operator_names`])
@@ -27,9 +30,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use serde_json::Value;
 
 use crate::api::{
-    labels::COMPONENT_LABEL_PREFIX,
+    labels::{self, COMPONENT_LABEL_PREFIX},
     v1::{ComponentCondition, Components, OperatorStatus, RichReference},
 };
+
+/// The kind whose refs carry its current phase as their one condition.
+const CSV_KIND: &str = "ClusterServiceVersion";
 
 /// One kind an Operator's components may be: where to list it and whether its objects carry
 /// `status.conditions` worth copying (else listing metadata is enough).
@@ -41,7 +47,7 @@ pub struct ComponentKind {
     pub version: &'static str,
     /// Kind.
     pub kind: &'static str,
-    /// Whether refs copy the objects' `status.conditions`.
+    /// Whether refs carry conditions (the objects are listed in full, else metadata only).
     pub has_conditions: bool,
 }
 
@@ -59,8 +65,7 @@ const fn kind(
     }
 }
 
-/// The kinds listed for components, in upstream's `listComponents` order (refs follow it).
-/// Secrets are left out (module doc). Kinds the cluster does not serve (OperatorCondition
+/// The kinds listed for components, in upstream's `listComponents` order. Secrets are left out (module doc). Kinds the cluster does not serve (OperatorCondition
 /// before its CRD exists) are skipped by the shell.
 pub const COMPONENT_KINDS: &[ComponentKind] = &[
     kind("apps", "v1", "Deployment", true),
@@ -103,23 +108,25 @@ pub struct Component {
     pub name: String,
     /// Its labels.
     pub labels: BTreeMap<String, String>,
-    /// Its `status.conditions`, when listed in full.
-    pub conditions: Option<Value>,
+    /// Its `status`, when listed in full.
+    pub status: Option<Value>,
 }
 
-/// The component label key of the Operator `name`: `operators.coreos.com/<name>`, the name
-/// cut to 63 characters (upstream `ComponentLabelKey`).
-pub fn component_label_key(name: &str) -> String {
-    let cut: String = name.chars().take(63).collect();
-    format!("{COMPONENT_LABEL_PREFIX}{cut}")
+/// The component label key of the Operator `name` (upstream `ComponentLabelKey`): the key a
+/// Subscription for `<package>.<namespace>` carries, [`labels::component_label_key`] (cut to
+/// 63 characters, trailing `.`, `-`, `_` stripped), which depends only on the joined name.
+/// `None` for a name that leaves nothing valid.
+pub fn component_label_key(name: &str) -> Option<String> {
+    // An empty namespace part only adds a trailing `.`, which the cut strips.
+    labels::component_label_key(name, "")
 }
 
-/// The selector of the Operator `name`'s components (`<key> Exists`), as upstream writes it
-/// in `status.components.labelSelector`.
-pub fn component_selector(name: &str) -> LabelSelector {
+/// The selector of the components with the label `key` (`<key> Exists`), as upstream writes
+/// it in `status.components.labelSelector`.
+pub fn component_selector(key: &str) -> LabelSelector {
     LabelSelector {
         match_expressions: Some(vec![LabelSelectorRequirement {
-            key: component_label_key(name),
+            key: key.to_owned(),
             operator: "Exists".to_owned(),
             values: None,
         }]),
@@ -159,25 +166,46 @@ fn condition(entry: &Value) -> Option<ComponentCondition> {
     })
 }
 
-fn kind_rank(kind: &str) -> usize {
-    COMPONENT_KINDS
-        .iter()
-        .position(|k| k.kind == kind)
-        .unwrap_or(COMPONENT_KINDS.len())
+/// A CSV's one condition: its current phase as the type, `True`, and the status's reason,
+/// message and times (upstream `csvConditionsJQ`; a CSV without status gives an empty type).
+fn csv_condition(status: Option<&Value>) -> ComponentCondition {
+    let mut fields = serde_json::Map::new();
+    if let Some(status) = status.and_then(Value::as_object) {
+        for key in ["reason", "message", "lastUpdateTime", "lastTransitionTime"] {
+            if let Some(v) = status.get(key) {
+                fields.insert(key.to_owned(), v.clone());
+            }
+        }
+        if let Some(phase) = status.get("phase") {
+            fields.insert("type".to_owned(), phase.clone());
+        }
+    }
+    fields.insert("status".to_owned(), Value::from("True"));
+    condition(&Value::Object(fields)).unwrap_or_default()
 }
 
-/// The status of the Operator `name` whose components (listed by its selector) are
-/// `components`. Objects that do not carry the label are left out (a stale list).
-pub fn desired_status(name: &str, components: &[Component]) -> OperatorStatus {
-    let key = component_label_key(name);
-    let mut selected: Vec<&Component> = components
-        .iter()
-        .filter(|c| c.labels.contains_key(&key))
-        .collect();
+/// The conditions of one component's ref (module doc).
+fn conditions(c: &Component) -> Vec<ComponentCondition> {
+    if c.kind == CSV_KIND {
+        return vec![csv_condition(c.status.as_ref())];
+    }
+    c.status
+        .as_ref()
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(condition).collect())
+        .unwrap_or_default()
+}
+
+/// The status of the Operator whose component label is `key` (see [`component_label_key`]),
+/// its components (listed by that label) being `components`. Objects that do not carry the
+/// label are left out (a stale list).
+pub fn desired_status(key: &str, components: &[Component]) -> OperatorStatus {
+    let mut selected: Vec<&Component> = components.iter().filter(|c| c.labels.contains_key(key)).collect();
     selected.sort_by(|a, b| {
-        (kind_rank(&a.kind), &a.kind, &a.namespace, &a.name).cmp(&(
-            kind_rank(&b.kind),
+        (&a.kind, &a.api_version, &a.namespace, &a.name).cmp(&(
             &b.kind,
+            &b.api_version,
             &b.namespace,
             &b.name,
         ))
@@ -190,18 +218,13 @@ pub fn desired_status(name: &str, components: &[Component]) -> OperatorStatus {
             namespace: c.namespace.clone().filter(|ns| !ns.is_empty()),
             name: Some(c.name.clone()),
             api_version: Some(c.api_version.clone()),
-            conditions: c
-                .conditions
-                .as_ref()
-                .and_then(Value::as_array)
-                .map(|list| list.iter().filter_map(condition).collect())
-                .unwrap_or_default(),
+            conditions: conditions(c),
             ..RichReference::default()
         })
         .collect();
     OperatorStatus {
         components: Some(Components {
-            label_selector: component_selector(name),
+            label_selector: component_selector(key),
             refs,
         }),
     }

@@ -24,9 +24,13 @@
 //!    base-62 SHA-224 of `<namespace>/<group>/<role>` ([`operator_group_role_name`]), labelled
 //!    with the owner labels and `olm.managed`, aggregating (one selector per API, sorted) the
 //!    per-API roles of the APIs in `olm.providedAPIs` and the member CSVs. With no API the
-//!    role has no aggregation rule. They are deleted with the group (owner labels).
+//!    role has no aggregation rule. Upstream deletes them, by their owner labels, when the
+//!    group is deleted (`operatorGroupDeleted`).
 //!
 //! # Where we differ from upstream
+//!
+//! A deleted OperatorGroup's three roles stay: nothing deletes them yet (the controller only
+//! sees groups that exist).
 //!
 //! The per-API roles' owner reference names the CRD with kind `CustomResourceDefinition`
 //! (upstream writes the lowercase `customresourcedefinition`).
@@ -41,10 +45,13 @@ use kube::ResourceExt;
 use sha2::{Digest, Sha224};
 use thiserror::Error;
 
-use crate::api::{
-    labels::{COPIED_FROM, MANAGED, OWNER, OWNER_KIND, OWNER_NAMESPACE},
-    v1::OperatorGroup,
-    v1alpha1::ClusterServiceVersion,
+use crate::{
+    api::{
+        labels::{MANAGED, OWNER, OWNER_KIND, OWNER_NAMESPACE},
+        v1::OperatorGroup,
+        v1alpha1::ClusterServiceVersion,
+    },
+    plan::copied_csv::is_copy,
 };
 
 /// The OperatorGroup annotation listing the APIs its operators provide.
@@ -155,18 +162,14 @@ pub fn provided_apis(csv: &ClusterServiceVersion) -> Result<Vec<ProvidedApi>, Us
     Ok(out)
 }
 
-/// Whether a CSV is a copy of an operator installed in another namespace.
-pub fn is_copied(csv: &ClusterServiceVersion) -> bool {
-    csv.labels().contains_key(COPIED_FROM)
-}
-
-/// The API keys provided by the (non-copied) CSVs of a namespace; CSVs whose APIs cannot be
-/// listed are skipped (their own controller reports them).
+/// The API keys provided by the CSVs of a namespace, copies excluded (upstream `IsCopied`:
+/// [`is_copy`]); CSVs whose APIs cannot be listed are skipped (their own controller reports
+/// them).
 pub fn namespace_provided_apis<'a>(
     csvs: impl IntoIterator<Item = &'a ClusterServiceVersion>,
 ) -> BTreeSet<ApiKey> {
     csvs.into_iter()
-        .filter(|csv| !is_copied(csv))
+        .filter(|csv| !is_copy(csv))
         .filter_map(|csv| provided_apis(csv).ok())
         .flatten()
         .map(|p| p.key)

@@ -80,7 +80,8 @@ pub struct RichReference {
 }
 
 /// Condition represent the latest available observations of a component's state (upstream's
-/// `operators/v1.Condition`: a component's `status.conditions` entry cut to these fields).
+/// `operators/v1.Condition`: a component's `status.conditions` entry cut to these fields; a
+/// CSV's current phase).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = crate::api::GoRequired(&["type", "status"]))]
@@ -88,8 +89,7 @@ pub struct ComponentCondition {
     /// Type of condition.
     #[serde(default, rename = "type")]
     pub type_: String,
-    /// Status of the condition, one of True, False, Unknown (empty when the component's
-    /// conditions have none, like a CSV's phase history).
+    /// Status of the condition, one of True, False, Unknown.
     #[serde(default)]
     pub status: String,
     /// The reason for the condition's last transition.

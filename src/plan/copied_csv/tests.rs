@@ -46,6 +46,19 @@ fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// The decision for `csv` in a group targeting `targets`, copies existing in `existing`.
+fn decide_for(csv: &ClusterServiceVersion, targets: &[&str], existing: &[&str]) -> Decision {
+    let (targets, existing) = (ns(targets), set(existing));
+    decide(
+        csv,
+        &Observed {
+            group_targets: Some(&targets),
+            existing: &existing,
+            ..Observed::default()
+        },
+    )
+}
+
 fn namespaces_of(d: &Decision) -> Vec<String> {
     d.apply
         .iter()
@@ -91,16 +104,7 @@ fn copy_is_upstreams_prototype() {
 #[test]
 fn copies_go_to_every_other_target_and_leave_dropped_ones() {
     let csv = original("Succeeded", "InstallSucceeded");
-    let targets = ns(&["ops", "team-a", "team-b"]);
-    let existing = set(&["team-c"]);
-    let d = decide(
-        &csv,
-        &Observed {
-            group_targets: Some(&targets),
-            existing: &existing,
-            ..Observed::default()
-        },
-    );
+    let d = decide_for(&csv, &["ops", "team-a", "team-b"], &["team-c"]);
     assert_eq!(namespaces_of(&d), ns(&["team-a", "team-b"]));
     assert_eq!(d.delete, ns(&["team-c"]));
     assert!(!d.copying_disabled);
@@ -140,16 +144,7 @@ fn an_unchanged_copy_is_not_applied_again_but_a_new_status_is() {
 #[test]
 fn own_namespace_groups_have_no_copies() {
     let csv = original("Succeeded", "InstallSucceeded");
-    let targets = ns(&["ops"]);
-    let existing = set(&["team-a"]);
-    let d = decide(
-        &csv,
-        &Observed {
-            group_targets: Some(&targets),
-            existing: &existing,
-            ..Observed::default()
-        },
-    );
+    let d = decide_for(&csv, &["ops"], &["team-a"]);
     assert!(d.apply.is_empty());
     assert_eq!(d.delete, ns(&["team-a"]));
 }

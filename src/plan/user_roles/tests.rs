@@ -1,6 +1,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::api::labels::COPIED_FROM;
 
 fn csv(value: serde_json::Value) -> ClusterServiceVersion {
     serde_json::from_value(value).expect("a CSV")
@@ -104,7 +105,14 @@ fn the_annotation_is_sorted_and_skips_copied_csvs() {
         .expect("crds")
         .owned[0]
         .kind = "Other".into();
-    let csvs = [redis_csv(), copied];
+    // A copy without the label is still a copy (upstream `IsCopied`: reason `Copied`).
+    let mut unlabelled = copied.clone();
+    unlabelled.metadata.labels = None;
+    unlabelled.status = Some(crate::api::v1alpha1::ClusterServiceVersionStatus {
+        reason: Some(crate::api::v1alpha1::CsvReason::Copied),
+        ..Default::default()
+    });
+    let csvs = [redis_csv(), copied, unlabelled];
     let apis = namespace_provided_apis(csvs.iter());
     assert_eq!(
         provided_apis_annotation(&apis),
