@@ -105,7 +105,15 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             interval_problem: problem,
         } => {
             interval_problem = problem;
-            let served = serve_from_http(cache, ctx.shared.images.options(), &ns, &name, &url).await;
+            let served = serve_from_http(
+                cache,
+                ctx.shared.images.options(),
+                &ctx.shared.catalogd,
+                &ns,
+                &name,
+                &url,
+            )
+            .await;
             observed_state = Some(served.state);
             status.latest_image_registry_poll = served.read_at;
             address = Some(url);
@@ -436,6 +444,7 @@ async fn registry_heads(conn: &Connection) -> std::result::Result<Heads, ClientE
 async fn serve_from_http(
     cache: &CatalogCache,
     registry: &crate::oci::Options,
+    shared_client: &std::sync::OnceLock<reqwest::Client>,
     ns: &str,
     name: &str,
     url: &str,
@@ -474,9 +483,12 @@ async fn serve_from_http(
             read_at,
         }
     };
-    let client = match catalogd::client::client(&options) {
-        Ok(client) => client,
-        Err(err) => return failed(err, read_at),
+    let client = match shared_client.get() {
+        Some(client) => client.clone(),
+        None => match catalogd::client::client(&options) {
+            Ok(client) => shared_client.get_or_init(|| client).clone(),
+            Err(err) => return failed(err, read_at),
+        },
     };
     let since = http_if_modified_since(tag, url);
     let fetched = match catalogd::fetch(&client, url, &options, since).await {

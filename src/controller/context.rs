@@ -23,6 +23,9 @@ pub struct Shared {
     pub bundles: image_puller::ImagePuller<image_puller::BundlePull>,
     /// Reflector stores.
     pub stores: Stores,
+    /// The catalogd HTTP client of `sourceType: http` CatalogSources, built on first use and
+    /// then shared (its connections and certificate store are reused across reconciles).
+    pub catalogd: std::sync::OnceLock<reqwest::Client>,
     pub(super) backoff: operator_runtime::backoff::PerObject<String>,
     pub(super) discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
     pub(super) status_writes: Mutex<HashMap<String, StatusWrite>>,
@@ -127,7 +130,7 @@ impl Context {
     pub(crate) fn new(shared: &Arc<Shared>, name: &'static str) -> Arc<Self> {
         Arc::new(Self {
             shared: Arc::clone(shared),
-            events: Events::new(shared.client.clone(), name),
+            events: Events::new(shared.client.clone()),
             name,
             manager: crate::k8s::apply::field_manager(name),
         })

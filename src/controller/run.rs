@@ -201,6 +201,7 @@ pub(super) async fn run_controllers(
         bundles: images.sibling(),
         images,
         stores: stores.clone(),
+        catalogd: std::sync::OnceLock::new(),
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),
         status_writes: Mutex::default(),

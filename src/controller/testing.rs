@@ -425,6 +425,7 @@ impl Fixture {
                 deployments,
                 service_accounts,
             },
+            catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
             discovery: std::sync::Mutex::default(),
             status_writes: std::sync::Mutex::default(),

@@ -207,8 +207,8 @@ pub struct Events {
 }
 
 impl Events {
-    /// A publisher; `_controller` names the controller in logs only (the source is OLM's).
-    pub fn new(client: kube::Client, _controller: &str) -> Self {
+    /// A publisher (the source is OLM's, whichever controller sends).
+    pub fn new(client: kube::Client) -> Self {
         Self {
             client,
             instance: std::env::var("POD_NAME").ok(),
