@@ -306,7 +306,10 @@ pub(super) async fn run_controllers(
         operator_stream.predicate_filter(kube::runtime::predicates::generation, Default::default()),
         operators,
     )
-    .with_config(cfg())
+    // An install changes its labelled objects many times within a second, and each Operator
+    // reconcile lists every component kind: one reconcile per burst is enough for a status
+    // that only mirrors them.
+    .with_config(cfg().debounce(Duration::from_secs(2)))
     .reconcile_on(operator_triggers)
     .shutdown_on_signal();
     let operator_ctx = Context::new(&shared, "operator");
