@@ -49,7 +49,7 @@ use crate::{
     plan::catalog_source::{
         GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
         heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
-        plan_source, poll_due, source_status,
+        plan_source, poll_due, source_status, unapplied_spec_note, with_note,
     },
 };
 
@@ -195,7 +195,7 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         Err(_) => {}
     }
     status.reason = decided_reason.map(Into::into);
-    status.message = message;
+    status.message = with_note(message, unapplied_spec_note(&cs));
     let state = observed_state.unwrap_or(if ready {
         connection_state::READY
     } else {
@@ -329,7 +329,7 @@ async fn reconcile_image(
     );
     let ready = view.served.is_some();
     status.reason = decided.reason.map(Into::into);
-    status.message = decided.message;
+    status.message = with_note(decided.message, unapplied_spec_note(cs));
     status.config_map_reference = None;
     status.latest_image_registry_poll = view
         .last_attempt_time

@@ -541,6 +541,28 @@ pub fn source_status(
     }
 }
 
+/// What the spec sets that olm-rs accepts but cannot apply, for the status message:
+/// `spec.grpcPodConfig` configures the registry pod upstream runs for a `grpc` source; olm-rs
+/// runs none (it pulls the image or reads the address itself), so the field has no effect.
+#[must_use]
+pub fn unapplied_spec_note(cs: &CatalogSource) -> Option<String> {
+    cs.spec.grpc_pod_config.as_ref().map(|_| {
+        format!(
+            "spec.grpcPodConfig of CatalogSource {} has no effect: olm-rs runs no registry pod; remove the field",
+            cs.name_any()
+        )
+    })
+}
+
+/// `message` with `note` appended (either may be absent).
+#[must_use]
+pub fn with_note(message: Option<String>, note: Option<String>) -> Option<String> {
+    match (message, note) {
+        (Some(m), Some(n)) => Some(format!("{m}; {n}")),
+        (m, n) => m.or(n),
+    }
+}
+
 /// The status message of a catalog that is served: nothing when the whole catalog was usable,
 /// otherwise what was left out of it and how to see every problem.
 pub fn served_message(left_out: &[String]) -> Option<String> {

@@ -386,3 +386,22 @@ fn a_catalog_served_with_parts_left_out_says_so_and_a_whole_one_says_nothing() {
     );
     assert!(message.contains("catalog validate"), "{message}");
 }
+
+#[test]
+fn a_grpc_pod_config_is_reported_as_having_no_effect() {
+    let mut source = grpc(None, Some("quay.io/x/index:v1"), None);
+    assert_eq!(unapplied_spec_note(&source), None);
+    source.spec.grpc_pod_config =
+        serde_json::from_value(serde_json::json!({"nodeSelector": {"a": "b"}})).unwrap();
+    let note = unapplied_spec_note(&source).expect("a note");
+    assert!(
+        note.contains("spec.grpcPodConfig") && note.contains("remove"),
+        "{note}"
+    );
+    assert_eq!(
+        with_note(Some("m".into()), Some(note.clone())),
+        Some(format!("m; {note}"))
+    );
+    assert_eq!(with_note(None, Some(note.clone())), Some(note));
+    assert_eq!(with_note(Some("m".into()), None), Some("m".into()));
+}
