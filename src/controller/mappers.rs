@@ -9,7 +9,10 @@ use std::{collections::HashMap, sync::Arc};
 
 use kube::{Resource, ResourceExt, runtime::reflector::ObjectRef};
 
-use crate::api::v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription, SubscriptionConfig};
+use crate::api::{
+    v1::OperatorGroup,
+    v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription, SubscriptionConfig},
+};
 
 /// CatalogSources in the ConfigMap's namespace that name it in `spec.configMap`.
 pub fn catalog_sources_for_config_map(
@@ -23,6 +26,18 @@ pub fn catalog_sources_for_config_map(
         .filter(|cs| cs.namespace() == ns && cs.spec.config_map.as_deref() == Some(name.as_str()))
         .map(|cs| ObjectRef::from_obj(cs.as_ref()))
         .collect()
+}
+
+/// The OperatorGroup a ClusterRole belongs to (`olm.owner.kind=OperatorGroup` with its name and
+/// namespace labels), if any.
+pub fn operator_group_of(role: &k8s_openapi::api::rbac::v1::ClusterRole) -> Option<ObjectRef<OperatorGroup>> {
+    let labels = role.labels();
+    if labels.get(crate::api::labels::OWNER_KIND).map(String::as_str) != Some("OperatorGroup") {
+        return None;
+    }
+    let name = labels.get(crate::api::labels::OWNER)?;
+    let ns = labels.get(crate::api::labels::OWNER_NAMESPACE)?;
+    Some(ObjectRef::new(name).within(ns))
 }
 
 /// Every object of the store in `namespace`.
@@ -196,5 +211,23 @@ mod tests {
             Some("a.v1"),
             ""
         )));
+    }
+
+    #[test]
+    fn a_group_role_maps_to_its_operator_group_and_other_roles_to_none() {
+        let role = |labels: serde_json::Value| -> k8s_openapi::api::rbac::v1::ClusterRole {
+            serde_json::from_value(json!({"metadata": {"name": "r", "labels": labels}})).unwrap()
+        };
+        let group =
+            role(json!({"olm.owner": "og", "olm.owner.namespace": "ns", "olm.owner.kind": "OperatorGroup"}));
+        assert_eq!(operator_group_of(&group), Some(ObjectRef::new("og").within("ns")));
+        let csv_role = role(
+            json!({"olm.owner": "a.v1", "olm.owner.namespace": "ns", "olm.owner.kind": "ClusterServiceVersion"}),
+        );
+        assert_eq!(operator_group_of(&csv_role), None);
+        assert_eq!(
+            operator_group_of(&role(json!({"olm.owner.kind": "OperatorGroup"}))),
+            None
+        );
     }
 }

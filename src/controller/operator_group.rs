@@ -221,6 +221,14 @@ async fn ensure_user_roles(og: &OperatorGroup, ns: &str, ctx: &Context) -> Resul
 
 async fn apply_role(api: &Api<ClusterRole>, role: ClusterRole, ctx: &Context) -> Result<()> {
     let name = role.name_any();
+    let stored = ctx
+        .shared
+        .stores
+        .cluster_roles
+        .get(&kube::runtime::reflector::ObjectRef::new(&name));
+    if stored.is_some_and(|current| user_roles::role_is_current(&role, &current)) {
+        return Ok(());
+    }
     // k8s-openapi writes apiVersion and kind and leaves unset fields out.
     apply::apply(api, &name, &role, &ctx.manager)
         .await

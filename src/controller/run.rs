@@ -172,6 +172,12 @@ pub(super) async fn run_controllers(
     let (service_accounts, sa_stream) =
         reflected_metadata::<ServiceAccount>(client.clone(), wc(), sync.flag("serviceaccounts"));
 
+    let (cluster_roles, cluster_role_stream) = reflected(
+        Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone()),
+        wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
+        sync.flag("clusterroles"),
+    );
+
     let stores = Stores {
         catalog_sources: catalog_sources.clone(),
         subscriptions: subscriptions.clone(),
@@ -180,6 +186,7 @@ pub(super) async fn run_controllers(
         operator_groups: operator_groups.clone(),
         deployments: deployments.clone(),
         service_accounts,
+        cluster_roles,
     };
     let catalogs =
         cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?;
@@ -233,6 +240,8 @@ pub(super) async fn run_controllers(
             metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
+        // A group's own ClusterRole changed or went: put it back.
+        .watches_stream(cluster_role_stream, |role| mappers::operator_group_of(&role))
         .shutdown_on_signal();
 
     // Subscriptions: their InstallPlans, CSVs, catalogs and OperatorGroups.

@@ -30,6 +30,9 @@ pub struct Stores {
     pub deployments: Store<Deployment>,
     /// ServiceAccounts, metadata only (owners and uids for the CSV requirement check).
     pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
+    /// ClusterRoles labelled `olm.managed=true` (the user roles the OperatorGroup controller
+    /// keeps: applied only when they differ from what is stored).
+    pub cluster_roles: Store<k8s_openapi::api::rbac::v1::ClusterRole>,
 }
 
 /// Tracks which reflector stores have seen their initial list, and supervises every watch.

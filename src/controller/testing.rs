@@ -387,6 +387,7 @@ pub(crate) struct Writers {
     pub operator_groups: Writer<OperatorGroup>,
     pub deployments: Writer<Deployment>,
     pub service_accounts: Writer<PartialObjectMeta<ServiceAccount>>,
+    pub cluster_roles: Writer<k8s_openapi::api::rbac::v1::ClusterRole>,
 }
 
 /// What the controllers share, on a mock API server, with stores a test fills.
@@ -408,6 +409,7 @@ impl Fixture {
         let (operator_groups, operator_groups_w) = reflector::store();
         let (deployments, deployments_w) = reflector::store();
         let (service_accounts, service_accounts_w) = reflector::store();
+        let (cluster_roles, cluster_roles_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
             client,
@@ -424,6 +426,7 @@ impl Fixture {
                 operator_groups,
                 deployments,
                 service_accounts,
+                cluster_roles,
             },
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
@@ -442,6 +445,7 @@ impl Fixture {
                 operator_groups: operator_groups_w,
                 deployments: deployments_w,
                 service_accounts: service_accounts_w,
+                cluster_roles: cluster_roles_w,
             },
             _synced: synced_tx,
         };

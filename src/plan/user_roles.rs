@@ -276,6 +276,24 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 /// The three roles of an OperatorGroup aggregating the per-API roles of `apis` (rule 4).
+/// Whether the stored `current` role already holds everything `desired` sets: its labels, owner
+/// references, aggregation rule, and (for a role that aggregates nothing) its rules. An
+/// aggregated role's rules are filled by the API server's aggregation controller, so they are
+/// not compared.
+#[must_use]
+pub fn role_is_current(desired: &ClusterRole, current: &ClusterRole) -> bool {
+    let labels_held = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| current.labels().get(k) == Some(v));
+    let owners_held = desired
+        .owner_references()
+        .iter()
+        .all(|o| current.owner_references().contains(o));
+    let rules_held = desired.aggregation_rule.is_some() || desired.rules == current.rules;
+    labels_held && owners_held && desired.aggregation_rule == current.aggregation_rule && rules_held
+}
+
 pub fn operator_group_cluster_roles(og: &OperatorGroup, apis: &BTreeSet<ApiKey>) -> Vec<ClusterRole> {
     let ns = og.namespace().unwrap_or_default();
     let name = og.name_any();

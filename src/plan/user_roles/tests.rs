@@ -240,3 +240,38 @@ fn per_api_roles_have_upstreams_rules_labels_and_owner() {
         "APIService"
     );
 }
+
+#[test]
+fn a_stored_role_holding_what_is_desired_is_current_and_any_difference_is_not() {
+    let group = operator_group_cluster_roles(&og(serde_json::json!({}), false), &[redis_key()].into());
+    let desired = group[0].clone();
+    // The API server fills an aggregated role's rules and may add labels: still current.
+    let mut stored = desired.clone();
+    stored.rules = Some(vec![k8s_openapi::api::rbac::v1::PolicyRule {
+        verbs: vec!["*".into()],
+        ..Default::default()
+    }]);
+    stored.labels_mut().insert("extra".into(), "x".into());
+    assert!(role_is_current(&desired, &stored));
+    // A removed label or another aggregation is not.
+    let mut unlabelled = stored.clone();
+    unlabelled.labels_mut().remove("olm.owner");
+    assert!(!role_is_current(&desired, &unlabelled));
+    let other = operator_group_cluster_roles(&og(serde_json::json!({}), false), &BTreeSet::new());
+    assert!(!role_is_current(&desired, &other[0]));
+
+    // A role with rules of its own is current only with those rules and its owner.
+    let apis = provided_apis(&redis_csv()).expect("valid");
+    let owner = ApiOwner {
+        name: "redisclusters.cache.example.com".into(),
+        uid: "u1".into(),
+    };
+    let admin = provided_api_cluster_roles(&apis[0], &owner).remove(0);
+    assert!(role_is_current(&admin, &admin.clone()));
+    let mut edited = admin.clone();
+    edited.rules = Some(Vec::new());
+    assert!(!role_is_current(&admin, &edited));
+    let mut orphaned = admin.clone();
+    orphaned.metadata.owner_references = None;
+    assert!(!role_is_current(&admin, &orphaned));
+}
