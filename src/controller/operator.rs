@@ -6,9 +6,12 @@
 //!   Deployments; every `operators.coreos.com/<name>` label on them names an Operator
 //!   ([`crate::plan::operator::operator_names`]). One that does not exist yet is created
 //!   (an empty spec); one that does is reconciled.
-//! - [`reconcile`] lists the objects carrying the Operator's label, kind by kind
-//!   ([`crate::plan::operator::COMPONENT_KINDS`], metadata only where no conditions are copied,
-//!   from the API server's watch cache), and applies the status
+//! - [`reconcile`] gathers the objects carrying the Operator's label, kind by kind
+//!   ([`crate::plan::operator::COMPONENT_KINDS`]): Subscriptions, InstallPlans, CSVs,
+//!   ServiceAccounts and install Deployments from the controllers' reflector stores (no
+//!   request; a Deployment someone else labels is not an install Deployment and is not shown,
+//!   where upstream would list it), the other kinds listed (metadata only where no conditions
+//!   are copied, from the API server's watch cache), and applies the status
 //!   [`crate::plan::operator::desired_status`] computes when it changed. Kinds the cluster does
 //!   not serve are skipped. Changes to other component kinds (RBAC, CRDs) are picked up on the
 //!   next trigger or the periodic resync.
@@ -32,7 +35,10 @@ use kube::{
 };
 use serde_json::Value;
 
-use super::{Context, Error, Result, instrumented, stores::metadata_trigger};
+use super::{
+    Context, Error, Result, instrumented,
+    stores::{Stores, metadata_trigger},
+};
 use crate::{
     api::{
         labels::{COMPONENT_LABEL_PREFIX, OWNER_KIND},
@@ -66,7 +72,10 @@ async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action>
     })?;
     let mut components = Vec::new();
     for kind in COMPONENT_KINDS {
-        components.extend(list_kind(&ctx, kind, &key).await?);
+        match stored_kind(&ctx.shared.stores, kind, &key) {
+            Some(found) => components.extend(found),
+            None => components.extend(list_kind(&ctx, kind, &key).await?),
+        }
     }
     let status = desired_status(&key, &components);
     if op.status.as_ref() != Some(&status) {
@@ -78,7 +87,58 @@ async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action>
     Ok(Action::requeue(RESYNC))
 }
 
-/// The objects of one kind carrying the component label `key`.
+/// The objects of one kind carrying the component label `key`, read from the controllers'
+/// reflector stores when one holds every such object (Subscriptions, InstallPlans, CSVs,
+/// ServiceAccounts; install Deployments, the ones OLM labels); `None` for a kind to list.
+fn stored_kind(stores: &Stores, kind: &ComponentKind, key: &str) -> Option<Vec<Component>> {
+    let component = |meta: &ObjectMeta, status: Option<Value>| Component {
+        api_version: kind.api_version(),
+        kind: kind.kind.to_owned(),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone().unwrap_or_default(),
+        labels: meta.labels.clone().unwrap_or_default(),
+        status,
+    };
+    fn labelled<K: kube::Resource<DynamicType = ()> + Clone + 'static>(
+        store: &Store<K>,
+        key: &str,
+    ) -> Vec<Arc<K>> {
+        store
+            .state()
+            .into_iter()
+            .filter(|o| o.labels().contains_key(key))
+            .collect()
+    }
+    fn with_status<K: kube::Resource<DynamicType = ()> + Clone + serde::Serialize + 'static>(
+        store: &Store<K>,
+        key: &str,
+        component: impl Fn(&ObjectMeta, Option<Value>) -> Component,
+    ) -> Vec<Component> {
+        labelled(store, key)
+            .iter()
+            .map(|o| {
+                let status = serde_json::to_value(o.as_ref())
+                    .ok()
+                    .and_then(|mut v| v.get_mut("status").map(Value::take));
+                component(o.meta(), status)
+            })
+            .collect()
+    }
+    let found = match (kind.group, kind.kind) {
+        ("operators.coreos.com", "Subscription") => with_status(&stores.subscriptions, key, component),
+        ("operators.coreos.com", "InstallPlan") => with_status(&stores.install_plans, key, component),
+        ("operators.coreos.com", "ClusterServiceVersion") => with_status(&stores.csvs, key, component),
+        ("apps", "Deployment") => with_status(&stores.deployments, key, component),
+        ("", "ServiceAccount") => labelled(&stores.service_accounts, key)
+            .iter()
+            .map(|o| component(&o.metadata, None))
+            .collect(),
+        _ => return None,
+    };
+    Some(found)
+}
+
+/// The objects of one kind carrying the component label `key`, listed from the API server.
 async fn list_kind(ctx: &Context, kind: &ComponentKind, key: &str) -> Result<Vec<Component>> {
     let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
     // Not served (OperatorCondition before its CRD is installed): nothing to list.
