@@ -55,6 +55,9 @@ use crate::{
 /// changes are not watched).
 pub const RESYNC: Duration = Duration::from_secs(600);
 
+/// How long a component kind the cluster does not serve is skipped before it is looked up again.
+const UNSERVED_RETRY: Duration = Duration::from_secs(60);
+
 /// The field manager of the Operator objects and their status.
 const CONTROLLER: &str = "operator";
 
@@ -141,8 +144,9 @@ fn stored_kind(stores: &Stores, kind: &ComponentKind, key: &str) -> Option<Vec<C
 /// The objects of one kind carrying the component label `key`, listed from the API server.
 async fn list_kind(ctx: &Context, kind: &ComponentKind, key: &str) -> Result<Vec<Component>> {
     let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
-    // Not served (OperatorCondition before its CRD is installed): nothing to list.
-    let Ok((resource, _)) = ctx.shared.discover(&gvk).await else {
+    // Not served (OperatorCondition before its CRD is installed): nothing to list, and not
+    // looked up again for a minute.
+    let Some((resource, _)) = ctx.shared.discover_served(&gvk, UNSERVED_RETRY).await else {
         return Ok(Vec::new());
     };
     let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);
