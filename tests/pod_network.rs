@@ -1,0 +1,341 @@
+//! The pod network harness (`crates/test-support/src/pod_net.rs`): kwok pods get an IP but
+//! nothing runs, so a test that needs the API server to call a pod (a webhook, an APIService)
+//! makes a network namespace holding the pod's IP and serves from inside it.
+//!
+//! - `a_server_inside_a_pod_network_answers_the_host` needs root only: a namespace on a test IP,
+//!   a command run inside it, an HTTPS server on a socket bound inside it, reached from the host,
+//!   and nothing left once it drops.
+//! - `the_api_server_calls_a_webhook_served_from_a_pod_ip` needs root and the local cluster
+//!   (`tests/cluster/up`, whose API server runs with `--enable-aggregator-routing=true`): a
+//!   Deployment whose kwok pod gets an IP, a Service selecting it, a serving certificate for
+//!   `<svc>.<ns>.svc`, an AdmissionReview server on `<pod IP>:8443` inside the namespace, and a
+//!   ValidatingWebhookConfiguration naming the Service. A guarded ConfigMap is denied with the
+//!   server's message, then allowed once the server allows: API server → Service → endpoints →
+//!   pod IP → namespace, for real.
+//!
+//! Without root (or `ip`), both skip with the reason; under `CI=true` they fail instead.
+
+mod support;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use k8s_openapi::api::{
+    admissionregistration::v1::ValidatingWebhookConfiguration,
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Pod, Service},
+    discovery::v1::EndpointSlice,
+};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+use support::cluster::{TestCluster, WAIT, wait_for};
+use support::https::{self, HttpsServer, Reply};
+use support::pod_net::{self, PodNetwork};
+
+/// Whether this process may make pod networks; skips (or fails under `CI=true`) with the reason.
+fn pod_network_available() -> bool {
+    match pod_net::check_host() {
+        Ok(()) => support::tool_answers("openssl", &["version"], "openssl"),
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {e}");
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn a_server_inside_a_pod_network_answers_the_host() {
+    if !pod_network_available() {
+        return;
+    }
+    // 198.18.0.0/15 is reserved for benchmarks: no host routes it. One address per process.
+    let pid = std::process::id();
+    let ip = Ipv4Addr::new(198, 18, (pid % 250) as u8, (pid / 250 % 250 + 1) as u8);
+    let net = PodNetwork::create(IpAddr::V4(ip)).expect("making the pod network");
+    let name = net.name().to_owned();
+
+    // A command inside sees the pod IP on its eth0.
+    let out = net
+        .run(pod_net::IP, &["-4", "-o", "addr", "show", "eth0"])
+        .expect("running ip inside");
+    let addrs = String::from_utf8_lossy(&out.stdout);
+    assert!(addrs.contains(&format!("{ip}/32")), "inside: {addrs}");
+
+    // An HTTPS server on a socket bound inside, reached from the host through the route.
+    let cert = https::openssl_serving_cert(&["pod.test"]);
+    let listener = net.bind_tcp(0).expect("binding inside the pod network");
+    let server = HttpsServer::start(
+        listener,
+        &cert,
+        Arc::new(|req: &https::Request| Reply::json(&json!({ "path": req.path, "echo": req.json() }))),
+    )
+    .expect("starting the server");
+    let port = server.addr().port();
+    assert_eq!(server.addr().ip(), IpAddr::V4(ip));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, &cert.ca_pem).expect("writing the CA");
+    if support::tool_available("curl", "curl") {
+        let out = std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert"])
+            .arg(&ca)
+            .args(["--resolve", &format!("pod.test:{port}:{ip}")])
+            .args(["-H", "Content-Type: application/json", "-d", r#"{"n":1}"#])
+            .arg(format!("https://pod.test:{port}/validate"))
+            .output()
+            .expect("running curl");
+        let body = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "curl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&body).expect("JSON reply"),
+            json!({"path": "/validate", "echo": {"n": 1}})
+        );
+        assert_eq!(server.served().len(), 1);
+    }
+
+    // The same server cannot be reached on the host's own addresses: it is inside.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+
+    drop(server);
+    drop(net);
+    let list = std::process::Command::new(pod_net::IP)
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));
+    let routes = std::process::Command::new(pod_net::IP)
+        .args(["-4", "route", "show"])
+        .output()
+        .expect("ip route");
+    assert!(!String::from_utf8_lossy(&routes.stdout).contains(&ip.to_string()));
+}
+
+/// Deletes the (cluster-scoped) webhook configuration when the test ends, even on panic: a
+/// `failurePolicy: Fail` webhook left behind would break its namespace's deletion.
+struct DeleteOnDrop<'a>(&'a TestCluster, String);
+
+impl Drop for DeleteOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kubectl([
+            "delete",
+            "validatingwebhookconfiguration",
+            &self.1,
+            "--ignore-not-found",
+        ]);
+    }
+}
+
+#[tokio::test]
+async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
+    if !pod_network_available() {
+        return;
+    }
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let ns = cluster.namespace("pod-net").await;
+    let nsn = ns.name().to_owned();
+
+    // A Deployment whose kwok pod gets an IP, and a Service selecting it.
+    let deployments: Api<Deployment> = ns.api();
+    let deployment = serde_json::from_value(json!({
+        "metadata": {"name": "webhook"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "webhook"}},
+            "template": {
+                "metadata": {"labels": {"app": "webhook"}},
+                "spec": {"containers": [{
+                    "name": "webhook",
+                    "image": "example.invalid/webhook:1",
+                    "ports": [{"name": "https", "containerPort": 8443}],
+                }]},
+            },
+        },
+    }))
+    .expect("deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the deployment");
+    let services: Api<Service> = ns.api();
+    let service = serde_json::from_value(json!({
+        "metadata": {"name": "webhook-service"},
+        "spec": {
+            "selector": {"app": "webhook"},
+            "ports": [{"port": 443, "targetPort": 8443}],
+        },
+    }))
+    .expect("service");
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .expect("creating the service");
+
+    let pods: Api<Pod> = ns.api();
+    let pod_ip: IpAddr = wait_for("the webhook pod to run with an IP", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods
+                .list(&ListParams::default().labels("app=webhook"))
+                .await
+                .ok()?;
+            list.items.iter().find_map(|p| {
+                let status = p.status.as_ref()?;
+                (status.phase.as_deref() == Some("Running"))
+                    .then_some(status.pod_ip.as_deref()?.parse().ok()?)
+            })
+        }
+    })
+    .await;
+    // The endpointslice controller publishes the pod as a ready endpoint of the Service: that is
+    // what the API server's service resolver reads with aggregator routing.
+    let slices: Api<EndpointSlice> = ns.api();
+    wait_for("the Service's EndpointSlice to list the pod IP", WAIT, || {
+        let slices = slices.clone();
+        let ip = pod_ip.to_string();
+        async move {
+            let list = slices
+                .list(&ListParams::default().labels("kubernetes.io/service-name=webhook-service"))
+                .await
+                .ok()?;
+            list.items
+                .iter()
+                .filter_map(|s| s.endpoints.as_ref())
+                .flatten()
+                .any(|e| {
+                    e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+                })
+                .then_some(())
+        }
+    })
+    .await;
+
+    // The pod's network and the AdmissionReview server inside it, on the containerPort.
+    let net = PodNetwork::create(pod_ip).expect("making the pod network");
+    let cert = https::openssl_serving_cert(&[
+        &format!("webhook-service.{nsn}.svc"),
+        &format!("webhook-service.{nsn}.svc.cluster.local"),
+    ]);
+    let deny: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(Some(
+        "pod-net test webhook says no: ConfigMaps labelled olm-rs.test/guarded are refused".to_owned(),
+    )));
+    let handler = {
+        let deny = deny.clone();
+        Arc::new(move |req: &https::Request| {
+            if req.path_only() != "/validate" {
+                return Reply::error(404, "only /validate is served");
+            }
+            let review = req.json();
+            let denial = deny.lock().map(|d| d.clone()).unwrap_or_default();
+            Reply::json(&https::admission_review_reply(
+                &review,
+                denial.is_none(),
+                denial.as_deref().unwrap_or_default(),
+            ))
+        })
+    };
+    let server = HttpsServer::start(
+        net.bind_tcp(8443).expect("binding the containerPort inside"),
+        &cert,
+        handler,
+    )
+    .expect("starting the webhook server");
+
+    // The webhook, naming the Service (not a URL), scoped to this namespace and guarded objects.
+    let webhook_name = format!("pod-net-{nsn}");
+    let _cleanup = DeleteOnDrop(&cluster, webhook_name.clone());
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(cluster.client());
+    let vwc = serde_json::from_value(json!({
+        "metadata": {"name": webhook_name},
+        "webhooks": [{
+            "name": "guard.pod-net.olm-rs.test",
+            "clientConfig": {
+                "service": {"namespace": nsn, "name": "webhook-service", "path": "/validate", "port": 443},
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(&cert.ca_pem),
+            },
+            "rules": [{
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["configmaps"],
+                "scope": "Namespaced",
+            }],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": nsn}},
+            "objectSelector": {"matchLabels": {"olm-rs.test/guarded": "true"}},
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10,
+        }],
+    }))
+    .expect("webhook configuration");
+    vwcs.create(&PostParams::default(), &vwc)
+        .await
+        .expect("creating the webhook configuration");
+
+    let cms: Api<ConfigMap> = ns.api();
+    let guarded = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"olm-rs.test/guarded": "true"}},
+            "data": {"k": "v"},
+        }))
+        .expect("configmap")
+    };
+    // The API server picks the new configuration up within a moment: until then creates pass.
+    let attempt = std::sync::atomic::AtomicU32::new(0);
+    let denied = wait_for("the webhook to deny a guarded ConfigMap", WAIT, || {
+        let (cms, n) = (
+            cms.clone(),
+            attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        let cm = guarded(&format!("early-{n}"));
+        async move {
+            match cms.create(&PostParams::default(), &cm).await {
+                Ok(_) => {
+                    let _ = cms
+                        .delete(&cm.metadata.name.unwrap_or_default(), &DeleteParams::default())
+                        .await;
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            }
+        }
+    })
+    .await;
+    assert!(
+        denied.contains("admission webhook \"guard.pod-net.olm-rs.test\" denied the request")
+            && denied.contains("pod-net test webhook says no"),
+        "the denial should carry the server's message, got: {denied}"
+    );
+    eprintln!("denied through {pod_ip}:8443 in {}: {denied}", net.name());
+    let reviews = server.served();
+    let last = reviews.last().expect("the server saw the request").json();
+    assert_eq!(last["kind"], "AdmissionReview");
+    assert_eq!(last["request"]["namespace"], nsn);
+    assert_eq!(last["request"]["kind"]["kind"], "ConfigMap");
+
+    // The server allows from now on: the same request passes, through the same path.
+    *deny.lock().expect("deny flag") = None;
+    let before = server.served().len();
+    cms.create(&PostParams::default(), &guarded("allowed"))
+        .await
+        .expect("the webhook allows now");
+    assert!(server.served().len() > before, "the allowed create was reviewed");
+    // An unguarded ConfigMap is not sent to the webhook at all (objectSelector).
+    let served = server.served().len();
+    let plain: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "plain"}})).expect("configmap");
+    cms.create(&PostParams::default(), &plain)
+        .await
+        .expect("an unguarded ConfigMap");
+    assert_eq!(server.served().len(), served);
+
+    drop(server);
+    drop(net);
+}
