@@ -2,9 +2,10 @@
 //! nothing runs, so a test that needs the API server to call a pod (a webhook, an APIService)
 //! makes a network namespace holding the pod's IP and serves from inside it.
 //!
-//! - `a_server_inside_a_pod_network_answers_the_host` needs root only: a namespace on a test IP,
-//!   a command run inside it, an HTTPS server on a socket bound inside it, reached from the host,
-//!   and nothing left once it drops.
+//! - `a_server_inside_a_pod_network_answers_the_host` and the three tests after it need root only:
+//!   a namespace on a test IP, a command run inside it, an HTTPS server on a socket bound inside
+//!   it and a program run inside it, both reached from the host, nothing left once it drops (the
+//!   program killed), overlapping IPs refused, and a crashed run's leftovers removed.
 //! - `the_api_server_calls_a_webhook_served_from_a_pod_ip` needs root and the local cluster
 //!   (`tests/cluster/up`, whose API server runs with `--enable-aggregator-routing=true`): a
 //!   Deployment whose kwok pod gets an IP, a Service selecting it, a serving certificate for
@@ -50,9 +51,7 @@ fn a_server_inside_a_pod_network_answers_the_host() {
     if !pod_network_available() {
         return;
     }
-    // 198.18.0.0/15 is reserved for benchmarks: no host routes it. One address per process.
-    let pid = std::process::id();
-    let ip = Ipv4Addr::new(198, 18, (pid % 250) as u8, (pid / 250 % 250 + 1) as u8);
+    let ip = test_ip(1);
     let net = PodNetwork::create(IpAddr::V4(ip)).expect("making the pod network");
     let name = net.name().to_owned();
 
@@ -114,6 +113,128 @@ fn a_server_inside_a_pod_network_answers_the_host() {
         .output()
         .expect("ip route");
     assert!(!String::from_utf8_lossy(&routes.stdout).contains(&ip.to_string()));
+}
+
+/// A test address for this process: 198.18.0.0/15 is reserved for benchmarks, so no host routes
+/// it; the third octet comes from the pid so that two test processes do not collide.
+fn test_ip(n: u8) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, (std::process::id() % 250) as u8, n)
+}
+
+fn ip_out(args: &[&str]) -> String {
+    let out = std::process::Command::new(pod_net::IP)
+        .args(args)
+        .output()
+        .expect("running ip");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_program_run_inside_serves_the_host_and_dies_with_the_network() {
+    if !pod_network_available() {
+        return;
+    }
+    let ip = test_ip(2);
+    let net = PodNetwork::create(IpAddr::V4(ip)).expect("making the pod network");
+    let cert = https::openssl_serving_cert(&["pod.test"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (crt, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&crt, &cert.cert_pem).expect("writing the certificate");
+    std::fs::write(&key, &cert.key_pem).expect("writing the key");
+    // `openssl s_server -www` stands in for an operator binary listening on its containerPort.
+    let mut child = net
+        .command("openssl")
+        .args([
+            "s_server",
+            "-quiet",
+            "-www",
+            "-accept",
+            &format!("{ip}:4443"),
+            "-cert",
+        ])
+        .arg(&crt)
+        .arg("-key")
+        .arg(&key)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starting openssl s_server inside");
+    let reached = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::net::TcpStream::connect_timeout(
+            &std::net::SocketAddr::new(IpAddr::V4(ip), 4443),
+            std::time::Duration::from_secs(1),
+        )
+        .is_ok()
+    });
+    assert!(
+        reached,
+        "the server inside the pod network is reachable from the host"
+    );
+    assert!(
+        ip_out(&["netns", "pids", net.name()]).contains(&child.id().to_string()),
+        "the program runs inside the namespace"
+    );
+    // Dropping the network kills what still runs inside.
+    drop(net);
+    let status = child.wait().expect("waiting for the server");
+    assert!(!status.success(), "killed, not exited: {status}");
+}
+
+#[test]
+fn an_ip_the_host_reaches_is_refused_with_what_overlaps() {
+    if !pod_network_available() {
+        return;
+    }
+    // lo holds 127.0.0.1/8.
+    let err = PodNetwork::create("127.0.0.5".parse().expect("ip")).expect_err("overlaps lo");
+    assert!(err.to_string().contains("interface address 127.0.0.1/8"), "{err}");
+    // Another live pod network holds the IP (another cluster's test run, say).
+    let ip = test_ip(3);
+    let first = PodNetwork::create(IpAddr::V4(ip)).expect("the first pod network");
+    let err = PodNetwork::create(IpAddr::V4(ip)).expect_err("the IP is taken");
+    assert!(
+        err.to_string().contains("another pod network holds this IP"),
+        "{err}"
+    );
+    drop(first);
+    let err = PodNetwork::create("fd00::5".parse().expect("ip")).expect_err("IPv6");
+    assert!(err.to_string().contains("IPv4 pod IPs only"), "{err}");
+}
+
+#[test]
+fn the_leftovers_of_a_crashed_run_are_removed() {
+    if !pod_network_available() {
+        return;
+    }
+    // A process that is gone: its pid names the leftovers, as a crashed test binary's would.
+    let mut gone = std::process::Command::new("true").spawn().expect("running true");
+    let pid = gone.id();
+    gone.wait().expect("true exits");
+    let (ns, veth) = (
+        format!("{}{pid}-0", pod_net::NETNS_PREFIX),
+        format!("{}{pid}-0", pod_net::VETH_PREFIX),
+    );
+    let ip = test_ip(4).to_string();
+    let peer = format!("{veth}p");
+    for args in [
+        vec!["netns", "add", &ns],
+        vec!["link", "add", &veth, "type", "veth", "peer", "name", &peer],
+        vec!["link", "set", &peer, "netns", &ns],
+        vec!["link", "set", &veth, "up"],
+        vec!["route", "add", &ip, "dev", &veth],
+    ] {
+        let out = std::process::Command::new(pod_net::IP)
+            .args(&args)
+            .output()
+            .expect("running ip");
+        assert!(out.status.success(), "ip {args:?}: {out:?}");
+    }
+    pod_net::clean_leftovers().expect("cleaning leftovers");
+    assert!(!ip_out(&["netns", "list"]).contains(&ns));
+    assert!(!ip_out(&["-o", "link", "show"]).contains(&veth));
+    assert!(!ip_out(&["-4", "route", "show"]).contains(&ip));
 }
 
 /// Deletes the (cluster-scoped) webhook configuration when the test ends, even on panic: a
