@@ -73,30 +73,23 @@ fn a_server_inside_a_pod_network_answers_the_host() {
     .expect("starting the server");
     let port = server.addr().port();
     assert_eq!(server.addr().ip(), IpAddr::V4(ip));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let ca = dir.path().join("ca.crt");
-    std::fs::write(&ca, &cert.ca_pem).expect("writing the CA");
-    if support::tool_available("curl", "curl") {
-        let out = std::process::Command::new("curl")
-            .args(["-sS", "--max-time", "10", "--cacert"])
-            .arg(&ca)
-            .args(["--resolve", &format!("pod.test:{port}:{ip}")])
-            .args(["-H", "Content-Type: application/json", "-d", r#"{"n":1}"#])
-            .arg(format!("https://pod.test:{port}/validate"))
-            .output()
-            .expect("running curl");
-        let body = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "curl: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&body).expect("JSON reply"),
-            json!({"path": "/validate", "echo": {"n": 1}})
-        );
-        assert_eq!(server.served().len(), 1);
-    }
+    let (status, body) = https::request(
+        server.addr(),
+        "pod.test",
+        &cert.ca_pem,
+        "POST",
+        "/validate",
+        br#"{"n":1}"#,
+    )
+    .expect("calling the server inside from the host");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).expect("JSON reply"),
+        json!({"path": "/validate", "echo": {"n": 1}})
+    );
+    assert_eq!(server.served().len(), 1);
+    // The certificate is checked: another name is refused.
+    assert!(https::request(server.addr(), "other.test", &cert.ca_pem, "GET", "/", b"").is_err());
 
     // The same server cannot be reached on the host's own addresses: it is inside.
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());

@@ -280,6 +280,76 @@ fn serve(
     }
 }
 
+/// Sends one HTTPS request to `addr`, checking the server's certificate against `ca_pem` for
+/// `server_name` (what the API server does for `<service>.<namespace>.svc`); returns the status
+/// and the body. For tests that call a webhook or an operator endpoint directly.
+pub fn request(
+    addr: SocketAddr,
+    server_name: &str,
+    ca_pem: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Result<(u16, Vec<u8>), HttpsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        let ca = ca.map_err(|e| HttpsError::Pem {
+            what: "CA certificate",
+            detail: e.to_string(),
+        })?;
+        roots.add(ca)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name =
+        rustls::pki_types::ServerName::try_from(server_name.to_owned()).map_err(|e| HttpsError::Pem {
+            what: "server name",
+            detail: e.to_string(),
+        })?;
+    let conn = rustls::ClientConnection::new(Arc::new(config), name)?;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut tls = rustls::StreamOwned::new(conn, stream);
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {server_name}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes())?;
+    tls.write_all(body)?;
+    tls.flush()?;
+    let mut reader = BufReader::new(tls);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line)?;
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP status line: {status_line:?}")))?;
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 {
+            break;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok((status, body))
+}
+
 /// The `AdmissionReview` answering `review` (an `admission.k8s.io/v1` request as the API server
 /// sends it): allowed, or denied with `message` (the API server shows it to the client, prefixed
 /// with the webhook's name) and HTTP-like `code` 403.
