@@ -25,10 +25,9 @@ use base64::Engine as _;
 use k8s_openapi::api::{
     admissionregistration::v1::ValidatingWebhookConfiguration,
     apps::v1::Deployment,
-    core::v1::{ConfigMap, Pod, Service},
-    discovery::v1::EndpointSlice,
+    core::v1::{ConfigMap, Service},
 };
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use support::cluster::{TestCluster, WAIT, wait_for};
 use support::https::{self, HttpsServer, Reply};
@@ -292,44 +291,10 @@ async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
         .await
         .expect("creating the service");
 
-    let pods: Api<Pod> = ns.api();
-    let pod_ip: IpAddr = wait_for("the webhook pod to run with an IP", WAIT, || {
-        let pods = pods.clone();
-        async move {
-            let list = pods
-                .list(&ListParams::default().labels("app=webhook"))
-                .await
-                .ok()?;
-            list.items.iter().find_map(|p| {
-                let status = p.status.as_ref()?;
-                (status.phase.as_deref() == Some("Running"))
-                    .then_some(status.pod_ip.as_deref()?.parse().ok()?)
-            })
-        }
-    })
-    .await;
-    // The endpointslice controller publishes the pod as a ready endpoint of the Service: that is
+    let pod_ip = ns.running_pod_ip("app=webhook").await;
+    // The endpointslice controller publishes the kwok pod as a ready endpoint of the Service:
     // what the API server's service resolver reads with aggregator routing.
-    let slices: Api<EndpointSlice> = ns.api();
-    wait_for("the Service's EndpointSlice to list the pod IP", WAIT, || {
-        let slices = slices.clone();
-        let ip = pod_ip.to_string();
-        async move {
-            let list = slices
-                .list(&ListParams::default().labels("kubernetes.io/service-name=webhook-service"))
-                .await
-                .ok()?;
-            list.items
-                .iter()
-                .filter_map(|s| s.endpoints.as_ref())
-                .flatten()
-                .any(|e| {
-                    e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
-                })
-                .then_some(())
-        }
-    })
-    .await;
+    ns.wait_service_endpoint("webhook-service", pod_ip).await;
 
     // The pod's network and the AdmissionReview server inside it, on the containerPort.
     let net = PodNetwork::create(pod_ip).expect("making the pod network");

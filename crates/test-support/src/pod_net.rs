@@ -1,5 +1,5 @@
 //! A real network address for a kwok pod: a network namespace holding the pod's IP on a veth pair,
-//! with a host route to it, so that the local API server (which runs on the host) can call a
+//! with a host route to it (the host end holds [`HOST_GATEWAY`], the pod's default gateway), so that the local API server (which runs on the host) can call a
 //! webhook or an APIService served "by the pod" through the Service's endpoints.
 //!
 //! The rule this module enforces: the harness leaves nothing behind. Every namespace, veth and
@@ -35,6 +35,10 @@ pub const IP: &str = "/usr/sbin/ip";
 pub const NETNS_PREFIX: &str = "olmrspn-";
 /// Prefix of the host end of every veth pair this module makes: `opn<pid>-<n>` (15 bytes at most).
 pub const VETH_PREFIX: &str = "opn";
+
+/// The host's address on every pod network's veth (link-local, `/32`): what the pod sees as the
+/// API server's address, and its default gateway.
+pub const HOST_GATEWAY: &str = "169.254.77.1";
 
 /// Why a pod network could not be made or used.
 #[derive(Debug, thiserror::Error)]
@@ -139,7 +143,7 @@ fn run_ip(args: &[&str]) -> Result<String, PodNetError> {
 }
 
 /// A network namespace standing in for a pod: the pod's IP on its `eth0` (one end of a veth
-/// pair), a default route out of it, and a host route to the IP through the host end. Dropping it
+/// pair), a default route to [`HOST_GATEWAY`] on the other end, and a host route to the IP through the host end. Dropping it
 /// kills what still runs inside and removes the namespace, the pair and the route.
 pub struct PodNetwork {
     netns: String,
@@ -197,11 +201,15 @@ impl PodNetwork {
         run_ip(&["-n", ns, "addr", "add", &cidr, "dev", "eth0"])?;
         run_ip(&["-n", ns, "link", "set", "lo", "up"])?;
         run_ip(&["-n", ns, "link", "set", "eth0", "up"])?;
-        // On-link default route: the host answers ARP for its own addresses on the veth, so
-        // replies to the API server (source: a host address) go back through the pair.
-        run_ip(&["-n", ns, "route", "add", "default", "dev", "eth0"])?;
+        // The host end holds a link-local gateway address, the source of the host's packets to
+        // the pod (so the path does not depend on the host having some other IPv4 address), and
+        // the pod's default route points back at it.
+        let gateway = format!("{HOST_GATEWAY}/32");
+        run_ip(&["addr", "add", &gateway, "dev", &net.host_veth])?;
         run_ip(&["link", "set", &net.host_veth, "up"])?;
-        run_ip(&["route", "add", &cidr, "dev", &net.host_veth])?;
+        run_ip(&["-n", ns, "route", "add", HOST_GATEWAY, "dev", "eth0"])?;
+        run_ip(&["-n", ns, "route", "add", "default", "via", HOST_GATEWAY])?;
+        run_ip(&["route", "add", &cidr, "dev", &net.host_veth, "src", HOST_GATEWAY])?;
         Ok(net)
     }
 
