@@ -14,7 +14,11 @@
 //!   server's message, then allowed once the server allows: API server → Service → endpoints →
 //!   pod IP → namespace, for real.
 //!
-//! Without root (or `ip`), both skip with the reason; under `CI=true` they fail instead.
+//! - `the_api_server_converts_through_a_crd_webhook_served_from_a_pod_ip`: the same for a CRD's
+//!   conversion webhook: a `v1alpha1` Widget (`spec.size`) is stored as `v1` (`spec.replicas`)
+//!   and read back in both versions, converted by the server in the pod.
+//!
+//! Without root (or `ip`), all skip with the reason; under `CI=true` they fail instead.
 
 mod support;
 
@@ -27,7 +31,8 @@ use k8s_openapi::api::{
     apps::v1::Deployment,
     core::v1::{ConfigMap, Service},
 };
-use kube::api::{Api, DeleteParams, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::json;
 use support::cluster::{TestCluster, WAIT, wait_for};
 use support::https::{self, HttpsServer, Reply};
@@ -229,43 +234,37 @@ fn the_leftovers_of_a_crashed_run_are_removed() {
     assert!(!ip_out(&["-4", "route", "show"]).contains(&ip));
 }
 
-/// Deletes the (cluster-scoped) webhook configuration when the test ends, even on panic: a
-/// `failurePolicy: Fail` webhook left behind would break its namespace's deletion.
-struct DeleteOnDrop<'a>(&'a TestCluster, String);
+/// Deletes a cluster-scoped object (`kind`, `name`) when the test ends, even on panic: a
+/// `failurePolicy: Fail` webhook or a CRD converting through a gone server left behind would
+/// break its namespace's deletion.
+struct DeleteOnDrop<'a>(&'a TestCluster, &'static str, String);
 
 impl Drop for DeleteOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = self.0.kubectl([
-            "delete",
-            "validatingwebhookconfiguration",
-            &self.1,
-            "--ignore-not-found",
-        ]);
+        let _ = self
+            .0
+            .kubectl(["delete", self.1, &self.2, "--ignore-not-found", "--wait=false"]);
     }
 }
 
-#[tokio::test]
-async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
-    if !pod_network_available() {
-        return;
-    }
-    let Some(cluster) = TestCluster::connect().await else {
-        return;
-    };
-    let ns = cluster.namespace("pod-net").await;
-    let nsn = ns.name().to_owned();
-
-    // A Deployment whose kwok pod gets an IP, and a Service selecting it.
+/// A "pod" serving HTTPS for real: a Deployment `name` whose kwok pod gets an IP, a Service
+/// `name` (port 443 → 8443) selecting it, a serving certificate for `<name>.<ns>.svc`, and an
+/// [`HttpsServer`] answering with `handler` on `<pod IP>:8443` inside a [`PodNetwork`].
+async fn serve_pod(
+    ns: &support::cluster::TestNamespace,
+    name: &str,
+    handler: https::Handler,
+) -> (PodNetwork, HttpsServer, https::ServingCert) {
     let deployments: Api<Deployment> = ns.api();
     let deployment = serde_json::from_value(json!({
-        "metadata": {"name": "webhook"},
+        "metadata": {"name": name},
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": "webhook"}},
+            "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": "webhook"}},
+                "metadata": {"labels": {"app": name}},
                 "spec": {"containers": [{
-                    "name": "webhook",
+                    "name": "server",
                     "image": "example.invalid/webhook:1",
                     "ports": [{"name": "https", "containerPort": 8443}],
                 }]},
@@ -279,29 +278,42 @@ async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
         .expect("creating the deployment");
     let services: Api<Service> = ns.api();
     let service = serde_json::from_value(json!({
-        "metadata": {"name": "webhook-service"},
-        "spec": {
-            "selector": {"app": "webhook"},
-            "ports": [{"port": 443, "targetPort": 8443}],
-        },
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 443, "targetPort": 8443}]},
     }))
     .expect("service");
     services
         .create(&PostParams::default(), &service)
         .await
         .expect("creating the service");
-
-    let pod_ip = ns.running_pod_ip("app=webhook").await;
+    let pod_ip = ns.running_pod_ip(&format!("app={name}")).await;
     // The endpointslice controller publishes the kwok pod as a ready endpoint of the Service:
     // what the API server's service resolver reads with aggregator routing.
-    ns.wait_service_endpoint("webhook-service", pod_ip).await;
+    ns.wait_service_endpoint(name, pod_ip).await;
 
-    // The pod's network and the AdmissionReview server inside it, on the containerPort.
     let net = PodNetwork::create(pod_ip).expect("making the pod network");
+    let nsn = ns.name();
     let cert = https::openssl_serving_cert(&[
-        &format!("webhook-service.{nsn}.svc"),
-        &format!("webhook-service.{nsn}.svc.cluster.local"),
+        &format!("{name}.{nsn}.svc"),
+        &format!("{name}.{nsn}.svc.cluster.local"),
     ]);
+    let listener = net.bind_tcp(8443).expect("binding the containerPort inside");
+    let server = HttpsServer::start(listener, &cert, handler).expect("starting the server");
+    (net, server, cert)
+}
+
+#[tokio::test]
+async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
+    if !pod_network_available() {
+        return;
+    }
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let ns = cluster.namespace("pod-net").await;
+    let nsn = ns.name().to_owned();
+
+    // The AdmissionReview server, denying until told otherwise.
     let deny: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(Some(
         "pod-net test webhook says no: ConfigMaps labelled olm-rs.test/guarded are refused".to_owned(),
     )));
@@ -320,16 +332,12 @@ async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
             ))
         })
     };
-    let server = HttpsServer::start(
-        net.bind_tcp(8443).expect("binding the containerPort inside"),
-        &cert,
-        handler,
-    )
-    .expect("starting the webhook server");
+    let (net, server, cert) = serve_pod(&ns, "webhook-service", handler).await;
+    let pod_ip = net.ip();
 
     // The webhook, naming the Service (not a URL), scoped to this namespace and guarded objects.
     let webhook_name = format!("pod-net-{nsn}");
-    let _cleanup = DeleteOnDrop(&cluster, webhook_name.clone());
+    let _cleanup = DeleteOnDrop(&cluster, "validatingwebhookconfiguration", webhook_name.clone());
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(cluster.client());
     let vwc = serde_json::from_value(json!({
         "metadata": {"name": webhook_name},
@@ -417,4 +425,124 @@ async fn the_api_server_calls_a_webhook_served_from_a_pod_ip() {
 
     drop(server);
     drop(net);
+}
+
+/// Converts a Widget between `v1alpha1` (`spec.size`) and `v1` (`spec.replicas`).
+fn convert_widget(object: &serde_json::Value, desired: &str) -> Result<serde_json::Value, String> {
+    let mut out = object.clone();
+    let spec = out
+        .get_mut("spec")
+        .and_then(serde_json::Value::as_object_mut)
+        .ok_or("a Widget without spec")?;
+    let (from, to) = if desired.ends_with("/v1") {
+        ("size", "replicas")
+    } else {
+        ("replicas", "size")
+    };
+    if let Some(value) = spec.remove(from) {
+        spec.insert(to.to_owned(), value);
+    }
+    Ok(out)
+}
+
+#[tokio::test]
+async fn the_api_server_converts_through_a_crd_webhook_served_from_a_pod_ip() {
+    if !pod_network_available() {
+        return;
+    }
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let ns = cluster.namespace("pod-conv").await;
+    let nsn = ns.name().to_owned();
+    let handler = Arc::new(|req: &https::Request| {
+        if req.path_only() != "/convert" {
+            return Reply::error(404, "only /convert is served");
+        }
+        Reply::json(&https::conversion_review_reply(&req.json(), convert_widget))
+    });
+    let (_net, server, cert) = serve_pod(&ns, "convert-service", handler).await;
+
+    // A CRD serving v1alpha1 and v1 (storage), converted by the server in the pod.
+    let group = format!("{nsn}.olm-rs.test");
+    let crd_name = format!("widgets.{group}");
+    let _cleanup = DeleteOnDrop(&cluster, "customresourcedefinition", crd_name.clone());
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}});
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": crd_name},
+        "spec": {
+            "group": group,
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1alpha1", "served": true, "storage": false, "schema": schema},
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+            ],
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "clientConfig": {
+                    "service": {"namespace": nsn, "name": "convert-service", "path": "/convert", "port": 443},
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(&cert.ca_pem),
+                },
+                "conversionReviewVersions": ["v1"],
+            }},
+        },
+    }))
+    .expect("crd");
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("creating the CRD");
+    cluster.wait_crds_established(&[&crd_name]);
+
+    let resource = |version: &str| {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, version, "Widget"), "widgets")
+    };
+    let alpha: Api<DynamicObject> = Api::namespaced_with(cluster.client(), &nsn, &resource("v1alpha1"));
+    let v1: Api<DynamicObject> = Api::namespaced_with(cluster.client(), &nsn, &resource("v1"));
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1alpha1"), "kind": "Widget",
+        "metadata": {"name": "w1"}, "spec": {"size": 3},
+    }))
+    .expect("widget");
+    // Stored as v1: the API server converts the v1alpha1 object through the webhook (retried
+    // while the CRD's handler starts).
+    wait_for("a v1alpha1 Widget to be stored", WAIT, || {
+        let (alpha, widget) = (alpha.clone(), widget.clone());
+        async move {
+            alpha
+                .create(&PostParams::default(), &widget)
+                .await
+                .ok()
+                .map(|_| ())
+        }
+    })
+    .await;
+    let stored = v1.get("w1").await.expect("reading the Widget as v1");
+    assert_eq!(
+        stored.data["spec"],
+        json!({"replicas": 3}),
+        "read back as v1: {stored:?}"
+    );
+    let back = alpha.get("w1").await.expect("reading the Widget as v1alpha1");
+    assert_eq!(
+        back.data["spec"],
+        json!({"size": 3}),
+        "read back as v1alpha1: {back:?}"
+    );
+    let reviews: Vec<_> = server
+        .served()
+        .iter()
+        .filter(|r| r.path_only() == "/convert")
+        .map(|r| r.json()["request"]["desiredAPIVersion"].clone())
+        .collect();
+    assert!(reviews.contains(&json!(format!("{group}/v1"))), "{reviews:?}");
+    assert!(
+        reviews.contains(&json!(format!("{group}/v1alpha1"))),
+        "{reviews:?}"
+    );
+    // Delete the CRD while the server still answers (its objects are converted on the way out).
+    crds.delete(&crd_name, &DeleteParams::default())
+        .await
+        .expect("deleting the CRD");
 }

@@ -368,6 +368,44 @@ pub fn admission_review_reply(review: &Value, allowed: bool, message: &str) -> V
     })
 }
 
+/// The `ConversionReview` answering `review` (an `apiextensions.k8s.io/v1` request as the API
+/// server sends it for a CRD's conversion webhook): every object passed through `convert(object,
+/// desiredAPIVersion)`, which must return it in the desired version (its `apiVersion` is set
+/// here; `metadata` must stay as it was). The first error fails the whole review with its message.
+pub fn conversion_review_reply(
+    review: &Value,
+    convert: impl Fn(&Value, &str) -> Result<Value, String>,
+) -> Value {
+    let request = review.get("request").cloned().unwrap_or(Value::Null);
+    let desired = request
+        .get("desiredAPIVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let objects = request
+        .get("objects")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let converted: Result<Vec<Value>, String> = objects
+        .iter()
+        .map(|o| {
+            let mut out = convert(o, desired)?;
+            out["apiVersion"] = json!(desired);
+            Ok(out)
+        })
+        .collect();
+    let uid = request.get("uid").cloned().unwrap_or(Value::Null);
+    let response = match converted {
+        Ok(objects) => json!({"uid": uid, "convertedObjects": objects, "result": {"status": "Success"}}),
+        Err(message) => json!({"uid": uid, "result": {"status": "Failure", "message": message}}),
+    };
+    json!({
+        "apiVersion": review.get("apiVersion").cloned().unwrap_or_else(|| json!("apiextensions.k8s.io/v1")),
+        "kind": "ConversionReview",
+        "response": response,
+    })
+}
+
 /// A CA and a serving certificate for `dns_names` (the first is the subject's CN), made with the
 /// `openssl` CLI: ECDSA P-256, valid one day, `serverAuth`. For a webhook behind a Service the
 /// name the API server checks is `<service>.<namespace>.svc`.
@@ -454,6 +492,22 @@ pub fn openssl_serving_cert(dns_names: &[&str]) -> ServingCert {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conversion_sets_the_desired_version_or_fails_whole() {
+        let review = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "request": {"uid": "u1", "desiredAPIVersion": "g/v1",
+                "objects": [{"apiVersion": "g/v1alpha1", "spec": {"size": 1}}]}});
+        let ok = conversion_review_reply(&review, |o, _| Ok(o.clone()));
+        assert_eq!(ok["response"]["uid"], "u1");
+        assert_eq!(ok["response"]["result"]["status"], "Success");
+        assert_eq!(ok["response"]["convertedObjects"][0]["apiVersion"], "g/v1");
+        let failed = conversion_review_reply(&review, |_, _| Err("no".to_owned()));
+        assert_eq!(
+            failed["response"]["result"],
+            json!({"status": "Failure", "message": "no"})
+        );
+    }
 
     #[test]
     fn a_denial_carries_the_uid_and_the_message() {
