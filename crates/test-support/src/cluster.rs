@@ -32,8 +32,9 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -361,6 +362,53 @@ impl TestNamespace {
         <K as kube::Resource>::DynamicType: Default,
     {
         Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// Waits until a pod matching `selector` (`app=webhook`) runs, and returns its IP (kwok
+    /// assigns one from the cluster's pod CIDR): the address a
+    /// [`crate::pod_net::PodNetwork`] makes real.
+    pub async fn running_pod_ip(&self, selector: &str) -> std::net::IpAddr {
+        let pods: Api<Pod> = self.api();
+        let what = format!("a Running pod with an IP matching {selector} in {}", self.name);
+        wait_for(&what, WAIT, || {
+            let pods = pods.clone();
+            async move {
+                let list = pods.list(&ListParams::default().labels(selector)).await.ok()?;
+                list.items.iter().find_map(|p| {
+                    let status = p.status.as_ref()?;
+                    if status.phase.as_deref() != Some("Running") {
+                        return None;
+                    }
+                    status.pod_ip.as_deref()?.parse().ok()
+                })
+            }
+        })
+        .await
+    }
+
+    /// Waits until the endpointslice controller lists `ip` as a ready endpoint of `service`:
+    /// from then on the API server's service resolver (aggregator routing) sends the Service's
+    /// webhook and APIService calls there.
+    pub async fn wait_service_endpoint(&self, service: &str, ip: std::net::IpAddr) {
+        let slices: Api<EndpointSlice> = self.api();
+        let selector = format!("kubernetes.io/service-name={service}");
+        let what = format!("Service {}/{service} to list {ip} as a ready endpoint", self.name);
+        let ip = ip.to_string();
+        wait_for(&what, WAIT, || {
+            let (slices, selector, ip) = (slices.clone(), selector.clone(), ip.clone());
+            async move {
+                let list = slices.list(&ListParams::default().labels(&selector)).await.ok()?;
+                list.items
+                    .iter()
+                    .filter_map(|s| s.endpoints.as_ref())
+                    .flatten()
+                    .any(|e| {
+                        e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+                    })
+                    .then_some(())
+            }
+        })
+        .await;
     }
 
     /// Deletes the namespace now and waits until it is gone (the namespace controller empties

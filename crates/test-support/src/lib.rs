@@ -7,7 +7,9 @@
 //! missing piece fails the test instead of skipping it.
 
 pub mod cluster;
+pub mod https;
 pub mod image;
+pub mod pod_net;
 pub mod registry;
 
 /// Whether `program` (a Debian package's command, installed by `.ci/run`) answers `--version`.

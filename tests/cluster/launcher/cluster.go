@@ -171,6 +171,9 @@ func (c *cluster) start() error {
 		"--service-account-signing-key-file="+pki.saKey,
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--endpoint-reconciler-type=none",
+		// Webhooks and APIServices that name a Service are called on an endpoint's pod IP, not the
+		// ClusterIP (nothing routes ClusterIPs here: no kube-proxy). See README "Pod network".
+		"--enable-aggregator-routing=true",
 		"--allow-privileged=true",
 		"--profiling=false",
 		// No QPS limits: the tests hammer one apiserver from several controllers at once.
