@@ -58,6 +58,16 @@
 //! `RequirementsNotMet` naming the plan's failed step, and one whose plan is retrying a
 //! failed step waits in `Installing` instead of `Succeeded`.
 //!
+//! **Webhooks** ([`webhooks`]): a CSV with `spec.webhookdefinitions` gets, per webhook
+//! Deployment, a CA and serving certificate (issued by the shell when [`webhooks::certs_due`]
+//! says so), its Secret, Service and RBAC, the certificate mounted into the pod template, and
+//! per description a Validating/MutatingWebhookConfiguration or the owned CRDs' conversion; all
+//! applied with the Deployments in `InstallReady`. Invalid descriptions fail the CSV before the
+//! phase switch (`InvalidWebhookDescription`, `UnsupportedOperatorGroup`); the CSV is healthy
+//! only while every webhook object is in place with the CA in effect (else it is installed
+//! again); a `Succeeded` CSV whose certificates are due goes `Pending` `NeedsCertRotation`, and
+//! the install that follows records `certsLastUpdated`/`certsRotateAt`.
+//!
 //! **Upgrades** hand Deployments over by name: the new CSV's desired Deployments carry the
 //! new owner labels and spec, so applying them re-owns the same-named Deployments of the old
 //! CSV, as upstream's full `Update` does.
@@ -89,8 +99,7 @@
 //! - *Waiting states requeue with a deadline.* The decision carries `requeue_after` so the
 //!   5-minute install timeout fires on time even if no Deployment event arrives.
 //! - *Not modelled:* copied CSVs (we grant target-namespace RBAC directly instead, see
-//!   [`super::steps::target_namespace_rbac`]), APIServices and webhooks (no
-//!   certificates are generated), the RBAC-rule authorizer check of upstream's
+//!   [`super::steps::target_namespace_rbac`]), owned APIServices, the RBAC-rule authorizer check of upstream's
 //!   requirements (the InstallPlan created the rules; we check the ServiceAccounts),
 //!   `OperatorCondition` upgrade gates and provided-API annotations on OperatorGroups.
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
@@ -274,6 +283,9 @@ pub struct Observed {
     /// The InstallPlan that installs this CSV, when it failed or is retrying a failed step
     /// ([`own_plan_state`]); such a CSV is never `Succeeded`.
     pub own_plan: Option<OwnPlanState>,
+    /// The objects of the CSV's webhooks, and the certificates the shell issued
+    /// ([`webhooks`]).
+    pub webhooks: webhooks::ObservedWebhooks,
 }
 
 #[cfg(test)]
@@ -409,6 +421,11 @@ pub struct CsvDecision {
     pub desired_deployments: Vec<Deployment>,
     /// Deployments labelled as owned by this CSV that its spec no longer lists: delete them.
     pub stale_deployments: Vec<String>,
+    /// The webhook objects to apply with the Deployments ([`webhooks`]).
+    pub webhooks: Option<webhooks::WebhookObjects>,
+    /// New certificates are installed: record `certsLastUpdated` = now and this
+    /// `certsRotateAt`.
+    pub certs_rotate_at: Option<Time>,
     /// The CSV is `Deleting`: delete it.
     pub delete_self: bool,
     /// Reconcile again after this long even without events.
@@ -425,6 +442,8 @@ impl CsvDecision {
             annotations: None,
             desired_deployments: Vec::new(),
             stale_deployments: Vec::new(),
+            webhooks: None,
+            certs_rotate_at: None,
             delete_self: false,
             requeue_after: None,
         }
@@ -464,6 +483,11 @@ impl CsvDecision {
             && &status.requirement_status != requirements
         {
             status.requirement_status = requirements.clone();
+            changed = true;
+        }
+        if let Some(rotate_at) = &self.certs_rotate_at {
+            status.certs_last_updated = Some(now.clone());
+            status.certs_rotate_at = Some(rotate_at.clone());
             changed = true;
         }
         changed
@@ -522,14 +546,23 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
     if let Err(e) = check_install_modes(&name, &csv.spec.install_modes, &group.name, &namespace, targets) {
         return with_patch(CsvDecision::to(CsvPhase::Failed, e.reason(), e.to_string()));
     }
+    if let Err(e) = webhooks::validate(csv) {
+        return with_patch(CsvDecision::to(CsvPhase::Failed, e.reason(), e.to_string()));
+    }
 
+    let webhooks = webhooks::plan(csv, targets, &observed.webhooks, now);
+    let desired = desired_deployments(csv, &annotations, observed.overrides.as_ref()).map(|mut d| {
+        webhooks.mount_certs(&mut d);
+        d
+    });
     let ctx = Context {
         csv,
         name: &name,
         namespace: &namespace,
         observed,
         fail_forward: group.fail_forward,
-        desired: desired_deployments(csv, &annotations, observed.overrides.as_ref()),
+        desired,
+        webhooks,
     };
     with_patch(ctx.transition(&phase, reason.as_ref(), &status, now))
 }
@@ -542,6 +575,8 @@ struct Context<'a> {
     fail_forward: bool,
     /// The Deployments to apply, or why the Subscription's config cannot be applied.
     desired: Result<Vec<Deployment>, ConfigError>,
+    /// The webhook objects and certificates ([`webhooks::plan`]).
+    webhooks: webhooks::WebhookPlan,
 }
 
 /// The health of the install strategy's Deployments.
@@ -644,6 +679,10 @@ impl Context<'_> {
             Err(e) => return invalid_config(e),
         }
         d.stale_deployments = self.stale_deployments();
+        if !self.csv.spec.webhook_definitions.is_empty() {
+            d.webhooks = Some(self.webhooks.objects.clone());
+            d.certs_rotate_at = self.webhooks.rotating.clone();
+        }
         d
     }
 
@@ -670,6 +709,9 @@ impl Context<'_> {
             Ok(desired) => desired,
             Err(e) => return Health::Invalid(e.clone()),
         };
+        if let Some(m) = self.webhooks.not_installed(&self.observed.webhooks) {
+            return Health::Drifted(m);
+        }
         let mut waiting = None;
         for deployment in desired {
             let name = deployment.name_any();
@@ -743,6 +785,13 @@ impl Context<'_> {
     fn succeeded(&self) -> CsvDecision {
         if let Some(next) = &self.observed.replacement {
             return being_replaced(&next.name);
+        }
+        if self.webhooks.rotating.is_some() {
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::NeedsCertRotation,
+                "CSV owns resources that require a cert refresh",
+            );
         }
         let (met, statuses) = requirement_status(self.csv, self.observed);
         if !met {
@@ -903,6 +952,7 @@ pub mod config;
 mod deployments;
 mod failures;
 mod requirements;
+pub mod webhooks;
 mod writes;
 
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
