@@ -18,7 +18,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::{DeleteParams, ListParams},
+    api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams},
 };
 use serde_json::json;
 
@@ -29,8 +29,8 @@ use crate::{
     plan::csv::{
         Observed,
         webhooks::{
-            self as plan, CertSecret, ConfigKind, IssuedCerts, ObservedConfig, ObservedConversion,
-            WebhookObjects,
+            self as plan, CertSecret, ConfigKind, IssuedCerts, ObservedApiService, ObservedConfig,
+            ObservedConversion, WebhookObjects,
         },
     },
 };
@@ -72,10 +72,74 @@ pub fn observed_conversion(crd: &CustomResourceDefinition) -> ObservedConversion
     }
 }
 
-/// Fills `observed.webhooks` (client): the cert Secrets and the CSV's configurations; the
-/// conversion CRDs are read with the owned CRDs (`observe` in the parent).
+/// The `apiregistration.k8s.io/v1` APIService API (k8s-openapi has no type for it).
+fn api_services(ctx: &Context) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+    ));
+    Api::all_with(ctx.client(), &resource)
+}
+
+/// An APIService as the plan reads it.
+fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
+    let labels = object.labels();
+    let owner = match (
+        labels.get(labels::OWNER_KIND),
+        labels.get(labels::OWNER_NAMESPACE),
+        labels.get(labels::OWNER),
+    ) {
+        (Some(kind), Some(ns), Some(name)) => Some((kind.clone(), ns.clone(), name.clone())),
+        _ => None,
+    };
+    let spec = &object.data["spec"];
+    let ca_bundle = spec["caBundle"]
+        .as_str()
+        .and_then(|b| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b).ok());
+    let service = spec["service"]["name"].as_str().map(|name| {
+        (
+            spec["service"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            name.to_owned(),
+        )
+    });
+    let available = object.data["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Available" && c["status"] == "True")
+    });
+    ObservedApiService {
+        owner,
+        ca_bundle,
+        service,
+        available,
+    }
+}
+
+/// Fills `observed.webhooks` (client): the cert Secrets, the CSV's webhook configurations and
+/// its owned APIServices; the conversion CRDs are read with the owned CRDs (`observe` in the
+/// parent).
 pub async fn observe(csv: &ClusterServiceVersion, ctx: &Context, observed: &mut Observed) -> Result<()> {
-    if csv.spec.webhook_definitions.is_empty() {
+    let owned = plan::owned_api_services(csv);
+    if !owned.is_empty() {
+        let api = api_services(ctx);
+        for desc in owned {
+            let name = plan::api_service_name(desc);
+            if let Some(found) = api
+                .get_opt(&name)
+                .await
+                .map_err(Error::observe(format!("APIService {name}")))?
+            {
+                observed
+                    .webhooks
+                    .api_services
+                    .insert(name, observed_api_service(&found));
+            }
+        }
+    }
+    if csv.spec.webhook_definitions.is_empty() && owned.is_empty() {
         return Ok(());
     }
     let ns = csv.namespace().unwrap_or_default();
@@ -225,6 +289,17 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
             )))?;
         remember(observed, ConfigKind::Mutating, &applied);
     }
+    let apis = api_services(ctx);
+    for a in &objects.api_services {
+        let name = a["metadata"]["name"].as_str().unwrap_or_default();
+        let applied = apply::apply_dynamic(&apis, name, a, &ctx.manager)
+            .await
+            .map_err(Error::apply(format!("APIService {name}")))?;
+        observed
+            .webhooks
+            .api_services
+            .insert(name.to_owned(), observed_api_service(&applied));
+    }
     let crds: Api<CustomResourceDefinition> = Api::all(client);
     for (crd, conversion) in &objects.conversions {
         let body = json!({
@@ -288,6 +363,13 @@ pub async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context, replaced: bool)
         .delete_collection(&DeleteParams::default(), &lp)
         .await
         .map_err(cleanup_err("MutatingWebhookConfigurations"))?;
+    // Owned APIServices labelled as this CSV's (an upgrade relabelled them for its successor).
+    if !plan::owned_api_services(csv).is_empty() {
+        api_services(ctx)
+            .delete_collection(&DeleteParams::default(), &lp)
+            .await
+            .map_err(cleanup_err("APIServices"))?;
+    }
     if replaced {
         return Ok(());
     }

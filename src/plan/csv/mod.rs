@@ -58,10 +58,12 @@
 //! `RequirementsNotMet` naming the plan's failed step, and one whose plan is retrying a
 //! failed step waits in `Installing` instead of `Succeeded`.
 //!
-//! **Webhooks** ([`webhooks`]): a CSV with `spec.webhookdefinitions` gets, per webhook
+//! **Webhooks and owned APIServices** ([`webhooks`]): a CSV with `spec.webhookdefinitions`
+//! or `spec.apiservicedefinitions.owned` gets, per webhook or APIService
 //! Deployment, a CA and serving certificate (issued by the shell when [`webhooks::certs_due`]
 //! says so), its Secret, Service and RBAC, the certificate mounted into the pod template, and
-//! per description a Validating/MutatingWebhookConfiguration or the owned CRDs' conversion; all
+//! per description a Validating/MutatingWebhookConfiguration, the owned CRDs' conversion or an
+//! APIService with the CA bundle (waited on until `Available`); all
 //! applied with the Deployments in `InstallReady`. Invalid descriptions fail the CSV before the
 //! phase switch (`InvalidWebhookDescription`, `UnsupportedOperatorGroup`); the CSV is healthy
 //! only while every webhook object is in place with the CA in effect (else it is installed
@@ -99,7 +101,7 @@
 //! - *Waiting states requeue with a deadline.* The decision carries `requeue_after` so the
 //!   5-minute install timeout fires on time even if no Deployment event arrives.
 //! - *Not modelled:* copied CSVs (we grant target-namespace RBAC directly instead, see
-//!   [`super::steps::target_namespace_rbac`]), owned APIServices, the RBAC-rule authorizer check of upstream's
+//!   [`super::steps::target_namespace_rbac`]), the RBAC-rule authorizer check of upstream's
 //!   requirements (the InstallPlan created the rules; we check the ServiceAccounts),
 //!   `OperatorCondition` upgrade gates and provided-API annotations on OperatorGroups.
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
@@ -639,6 +641,10 @@ impl Context<'_> {
             )
             .requirements(statuses);
         }
+        if let Some(conflict) = webhooks::api_service_conflict(self.csv, &self.observed.webhooks) {
+            return CsvDecision::to(CsvPhase::Failed, CsvReason::OwnerConflict, conflict)
+                .requirements(statuses);
+        }
         if let Some(held) = self.observed.own_plan.as_ref().and_then(plan_failed) {
             return held.requirements(statuses);
         }
@@ -679,7 +685,8 @@ impl Context<'_> {
             Err(e) => return invalid_config(e),
         }
         d.stale_deployments = self.stale_deployments();
-        if !self.csv.spec.webhook_definitions.is_empty() {
+        if !self.csv.spec.webhook_definitions.is_empty() || !webhooks::owned_api_services(self.csv).is_empty()
+        {
             d.webhooks = Some(self.webhooks.objects.clone());
             d.certs_rotate_at = self.webhooks.rotating.clone();
         }
@@ -738,6 +745,9 @@ impl Context<'_> {
                 waiting.get_or_insert(message);
             }
         }
+        if waiting.is_none() {
+            waiting = self.webhooks.unavailable(&self.observed.webhooks);
+        }
         match waiting {
             Some(message) => Health::Waiting(message),
             None => Health::Healthy,
@@ -785,6 +795,9 @@ impl Context<'_> {
     fn succeeded(&self) -> CsvDecision {
         if let Some(next) = &self.observed.replacement {
             return being_replaced(&next.name);
+        }
+        if let Some((_, issue)) = self.webhooks.api_service_issue(self.csv, &self.observed.webhooks) {
+            return CsvDecision::to(CsvPhase::Failed, CsvReason::ApiServiceResourceIssue, issue);
         }
         if self.webhooks.rotating.is_some() {
             return CsvDecision::to(
@@ -863,6 +876,21 @@ impl Context<'_> {
             )
             .requirements(statuses)
             .requeue(REQUIREMENTS_REQUEUE);
+        }
+        if reason == Some(&CsvReason::ApiServiceResourceIssue)
+            && let Some((adoptable, issue)) =
+                self.webhooks.api_service_issue(self.csv, &self.observed.webhooks)
+        {
+            // An APIService another CSV owns stays Failed; anything else is reinstalled.
+            if !adoptable {
+                return CsvDecision::keep(self.csv).requirements(statuses);
+            }
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::ApiServiceResourcesNeedReinstall,
+                issue,
+            )
+            .requirements(statuses);
         }
         match self.health() {
             Health::Healthy => {

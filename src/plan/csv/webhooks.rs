@@ -27,6 +27,17 @@
 //! each `conversionCRDs` CRD set to `Webhook` with that client config (path default `/`,
 //! `conversionReviewVersions` = the description's `admissionReviewVersions`).
 //!
+//! **Owned APIServices** (`spec.apiservicedefinitions.owned`, upstream `install/apiservice.go`)
+//! use the same machinery: their `deploymentName` is a cert deployment (Service port =
+//! `containerPort`, default 443), and each gets an APIService `<version>.<group>` labelled
+//! `olm.managed` and `olm.owner*`, `groupPriorityMinimum: 2000`, `versionPriority: 15`,
+//! pointing at the Service with the CA bundle. The CSV waits in `Installing` until every one is
+//! `Available` ([`WebhookPlan::unavailable`]); an APIService another CSV owns (not this one or
+//! the one it replaces) fails it `OwnerConflict`; a `Succeeded` CSV whose APIService, Secret or
+//! CA no longer match fails `APIServiceResourceIssue` and is reinstalled
+//! (`APIServiceResourcesNeedReinstall`) unless the APIService is not adoptable
+//! ([`WebhookPlan::api_service_issue`]).
+//!
 //! **Certificates** ([`rotation_due`], upstream `shouldRotateCerts`): a cert deployment's
 //! Secret is reused unless it is missing, lacks a key, does not parse, is not signed by its
 //! CA, does not name every host (`<svc>.<ns>`, `<svc>.<ns>.svc`, `<svc>.<ns>.svc.cluster.local`),
@@ -59,6 +70,9 @@
 //!   compares the kind names only.
 //! - *The hash label* `olm.webhook-description-hash` hashes the whole desired configuration
 //!   (description, selector, CA), so any drift is re-applied.
+//! - *APIServices*: the discovery check of upstream's `areAPIServicesAvailable` (the group
+//!   version lists the kind) is not made; `Available=True` is. The Subscription's
+//!   `spec.config.annotations` are not copied onto a new APIService.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,7 +104,7 @@ use sha2::{Digest, Sha256};
 use super::*;
 use crate::api::{
     labels::{CA_HASH, WEBHOOK_DESCRIPTION_GENERATE_NAME},
-    v1alpha1::{InstallModeType, WebhookAdmissionType, WebhookDescription},
+    v1alpha1::{ApiServiceDescription, InstallModeType, WebhookAdmissionType, WebhookDescription},
 };
 
 /// How long before expiry a certificate is replaced (upstream `DefaultCertMinFresh`).
@@ -140,10 +154,64 @@ pub fn hosts(deployment: &str, namespace: &str) -> Vec<String> {
 /// The deployments the CSV's webhook descriptions name, in order.
 pub fn cert_deployments(csv: &ClusterServiceVersion) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for desc in &csv.spec.webhook_definitions {
-        let name = desc.deployment_name.clone().unwrap_or_default();
+    let names = csv
+        .spec
+        .webhook_definitions
+        .iter()
+        .map(|d| d.deployment_name.clone().unwrap_or_default())
+        .chain(
+            owned_api_services(csv)
+                .iter()
+                .map(|d| d.deployment_name.clone().unwrap_or_default()),
+        );
+    for name in names {
         if !out.contains(&name) {
             out.push(name);
+        }
+    }
+    out
+}
+
+/// The CSV's owned APIServices (`spec.apiservicedefinitions.owned`).
+pub fn owned_api_services(csv: &ClusterServiceVersion) -> &[ApiServiceDescription] {
+    csv.spec
+        .api_service_definitions
+        .as_ref()
+        .map(|d| d.owned.as_slice())
+        .unwrap_or_default()
+}
+
+/// The name of an owned APIService: `<version>.<group>`.
+pub fn api_service_name(desc: &ApiServiceDescription) -> String {
+    format!("{}.{}", desc.version, desc.group)
+}
+
+/// The Service ports of a cert deployment: one per distinct `containerPort` of its webhook
+/// descriptions (to `targetPort`) and owned APIServices (to the same port).
+fn service_ports(csv: &ClusterServiceVersion, deployment: &str) -> Vec<ServicePort> {
+    let port = |container: Option<i32>, target: Option<IntOrString>| {
+        let port = container.filter(|p| *p > 0).unwrap_or(DEFAULT_PORT);
+        ServicePort {
+            name: Some(port.to_string()),
+            port,
+            target_port: Some(target.unwrap_or(IntOrString::Int(port))),
+            ..Default::default()
+        }
+    };
+    let webhooks = csv
+        .spec
+        .webhook_definitions
+        .iter()
+        .filter(|d| d.deployment_name.as_deref() == Some(deployment))
+        .map(|d| port(d.container_port, d.target_port.clone()));
+    let api_services = owned_api_services(csv)
+        .iter()
+        .filter(|d| d.deployment_name.as_deref() == Some(deployment))
+        .map(|d| port(d.container_port, None));
+    let mut out: Vec<ServicePort> = Vec::new();
+    for p in webhooks.chain(api_services) {
+        if !out.contains(&p) {
+            out.push(p);
         }
     }
     out
@@ -230,6 +298,21 @@ pub struct ObservedWebhooks {
     pub configs: Vec<ObservedConfig>,
     /// The CRDs of conversion webhooks by name (a missing entry: no such CRD).
     pub conversions: BTreeMap<String, ObservedConversion>,
+    /// The owned APIServices by name (a missing entry: no such APIService).
+    pub api_services: BTreeMap<String, ObservedApiService>,
+}
+
+/// An owned APIService, as observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedApiService {
+    /// Its `olm.owner.kind`, `olm.owner.namespace` and `olm.owner` labels.
+    pub owner: Option<(String, String, String)>,
+    /// `spec.caBundle`.
+    pub ca_bundle: Option<Vec<u8>>,
+    /// `spec.service` as `(namespace, name)`.
+    pub service: Option<(String, String)>,
+    /// Condition `Available=True`.
+    pub available: bool,
 }
 
 /// Why a CSV's webhook descriptions cannot be installed.
@@ -528,6 +611,8 @@ pub struct WebhookObjects {
     pub conversions: BTreeMap<String, crdv1::CustomResourceConversion>,
     /// Webhook configurations owned by this CSV that no description asks for any more.
     pub stale: Vec<(ConfigKind, String)>,
+    /// Owned APIServices (`apiregistration.k8s.io/v1`, as JSON: k8s-openapi has no type).
+    pub api_services: Vec<serde_json::Value>,
 }
 
 /// The webhook part of one decision: the objects, the certificates in effect, and whether
@@ -542,6 +627,8 @@ pub struct WebhookPlan {
     pub missing: Vec<String>,
     /// Some certificate is due: the rotate-at time of the fresh ones.
     pub rotating: Option<Time>,
+    /// Owned APIServices as they must be: name, CA bundle, `(namespace, service)`.
+    api_expect: Vec<(String, Vec<u8>, (String, String))>,
 }
 
 /// Builds the webhook plan of `csv` with the group's resolved `targets` (see the module doc).
@@ -553,7 +640,7 @@ pub fn plan(
     now: &Time,
 ) -> WebhookPlan {
     let mut out = WebhookPlan::default();
-    if csv.spec.webhook_definitions.is_empty() {
+    if csv.spec.webhook_definitions.is_empty() && owned_api_services(csv).is_empty() {
         return out;
     }
     let name = csv.name_any();
@@ -602,12 +689,6 @@ pub fn plan(
         let Some(entry) = strategy.iter().find(|d| &d.name == deployment) else {
             continue;
         };
-        let descs: Vec<&WebhookDescription> = csv
-            .spec
-            .webhook_definitions
-            .iter()
-            .filter(|d| d.deployment_name.as_deref() == Some(deployment.as_str()))
-            .collect();
         let service_account = entry
             .spec
             .template
@@ -626,9 +707,39 @@ pub fn plan(
                 owner: owner.as_ref(),
                 owner_labels: &owner_labels,
             },
-            &descs,
+            service_ports(csv, deployment),
             cert,
         );
+    }
+    for desc in owned_api_services(csv) {
+        let deployment = desc.deployment_name.clone().unwrap_or_default();
+        let Some(cert) = in_effect.get(&deployment) else {
+            continue;
+        };
+        let mut labels = owner_labels.clone();
+        labels.insert(MANAGED.to_owned(), "true".to_owned());
+        out.api_expect.push((
+            api_service_name(desc),
+            cert.ca_pem.clone(),
+            (namespace.clone(), service_name(&deployment)),
+        ));
+        out.objects.api_services.push(serde_json::json!({
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": api_service_name(desc), "labels": labels},
+            "spec": {
+                "group": desc.group,
+                "version": desc.version,
+                "groupPriorityMinimum": 2000,
+                "versionPriority": 15,
+                "service": {
+                    "namespace": namespace,
+                    "name": service_name(&deployment),
+                    "port": desc.container_port.filter(|p| *p > 0).unwrap_or(DEFAULT_PORT),
+                },
+                "caBundle": ByteString(cert.ca_pem.clone()),
+            },
+        }));
     }
 
     let selector = namespace_selector(targets);
@@ -779,12 +890,7 @@ struct CertTarget<'a> {
     owner_labels: &'a BTreeMap<String, String>,
 }
 
-fn cert_objects(
-    out: &mut WebhookObjects,
-    t: &CertTarget<'_>,
-    descs: &[&WebhookDescription],
-    cert: &InEffect,
-) {
+fn cert_objects(out: &mut WebhookObjects, t: &CertTarget<'_>, ports: Vec<ServicePort>, cert: &InEffect) {
     let service = service_name(t.deployment);
     let secret = secret_name(t.deployment);
     let managed = BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())]);
@@ -801,19 +907,6 @@ fn cert_objects(
         },
         ..Default::default()
     };
-    let mut ports: Vec<ServicePort> = Vec::new();
-    for desc in descs {
-        let port = desc.container_port.unwrap_or(DEFAULT_PORT);
-        let p = ServicePort {
-            name: Some(port.to_string()),
-            port,
-            target_port: Some(desc.target_port.clone().unwrap_or(IntOrString::Int(port))),
-            ..Default::default()
-        };
-        if !ports.contains(&p) {
-            ports.push(p);
-        }
-    }
     out.services.push(Service {
         metadata: meta(&service, t.namespace, &managed, true),
         spec: Some(ServiceSpec {
@@ -967,6 +1060,12 @@ impl WebhookPlan {
                 return Some(format!("the conversion webhook of CRD {crd} is not installed"));
             }
         }
+        for (name, ca, service) in &self.api_expect {
+            let seen = observed.api_services.get(name);
+            if seen.is_none_or(|s| s.ca_bundle.as_ref() != Some(ca) || s.service.as_ref() != Some(service)) {
+                return Some(format!("APIService {name} is not installed"));
+            }
+        }
         for secret in &self.objects.secrets {
             let deployment = secret
                 .metadata
@@ -985,6 +1084,88 @@ impl WebhookPlan {
         }
         None
     }
+}
+
+impl WebhookPlan {
+    /// The first owned APIService that is not `Available` (upstream
+    /// `areAPIServicesAvailable`), as a waiting message.
+    pub fn unavailable(&self, observed: &ObservedWebhooks) -> Option<String> {
+        self.api_expect
+            .iter()
+            .find(|(name, ..)| !observed.api_services.get(name).is_some_and(|s| s.available))
+            .map(|(name, ..)| format!("APIService {name} is not available"))
+    }
+
+    /// What is wrong with the generated resources of the owned APIServices of a CSV that
+    /// was installed (upstream `checkAPIServiceResources`): `(adoptable, message)`, where an
+    /// APIService another CSV owns is not adoptable.
+    pub fn api_service_issue(
+        &self,
+        csv: &ClusterServiceVersion,
+        observed: &ObservedWebhooks,
+    ) -> Option<(bool, String)> {
+        if let Some(conflict) = api_service_conflict(csv, observed) {
+            return Some((false, conflict));
+        }
+        for desc in owned_api_services(csv) {
+            let name = api_service_name(desc);
+            let deployment = desc.deployment_name.clone().unwrap_or_default();
+            let Some(seen) = observed.api_services.get(&name) else {
+                return Some((true, format!("could not retrieve generated APIService {name}")));
+            };
+            let service = (csv.namespace().unwrap_or_default(), service_name(&deployment));
+            if seen.service.as_ref() != Some(&service) {
+                return Some((true, "found APIService and service reference mismatch".to_owned()));
+            }
+            let secret_ca = observed.secrets.get(&deployment).and_then(|s| s.ca_pem.as_ref());
+            if secret_ca.is_none() {
+                return Some((
+                    true,
+                    format!("could not retrieve generated Secret {}", secret_name(&deployment)),
+                ));
+            }
+            if seen.ca_bundle.as_ref() != secret_ca {
+                return Some((
+                    true,
+                    format!(
+                        "secret {} CA cert hash does not match expected",
+                        secret_name(&deployment)
+                    ),
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// An owned APIService that exists and belongs to a CSV other than this one or the one it
+/// replaces (upstream `IsAPIServiceAdoptable`; one without owner labels is not adoptable
+/// either), as a message.
+pub fn api_service_conflict(csv: &ClusterServiceVersion, observed: &ObservedWebhooks) -> Option<String> {
+    let namespace = csv.namespace().unwrap_or_default();
+    let me = csv.name_any();
+    let replaces = csv.spec.replaces.clone().unwrap_or_default();
+    for desc in owned_api_services(csv) {
+        let name = api_service_name(desc);
+        let Some(seen) = observed.api_services.get(&name) else {
+            continue;
+        };
+        let adoptable = seen.owner.as_ref().is_some_and(|(kind, ns, owner)| {
+            kind == CSV_KIND
+                && ns == &namespace
+                && (owner == &me || (!replaces.is_empty() && owner == &replaces))
+        });
+        if !adoptable {
+            let by = seen
+                .owner
+                .as_ref()
+                .map_or_else(|| "nobody OLM knows".to_owned(), |(_, ns, n)| format!("{ns}/{n}"));
+            return Some(format!(
+                "pre-existing APIService {name} is not adoptable: it belongs to {by}; delete it or uninstall its operator"
+            ));
+        }
+    }
+    None
 }
 
 fn mount(pod: &mut PodSpec, secret: &str, volume: &str, path: &str, file: &str) {

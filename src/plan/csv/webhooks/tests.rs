@@ -675,3 +675,163 @@ fn invalid_descriptions_fail_the_csv_before_anything_is_installed() {
         (CsvPhase::Failed, CsvReason::UnsupportedOperatorGroup)
     );
 }
+
+// --- Owned APIServices ------------------------------------------------------------------------
+
+/// A CSV of `csv(true)` whose `wh.manager` also serves the APIService `v1alpha1.metrics.example.com`.
+fn with_api_service(mut c: ClusterServiceVersion) -> ClusterServiceVersion {
+    c.spec.api_service_definitions = serde_json::from_value(json!({"owned": [{
+        "name": "metrics", "group": "metrics.example.com", "version": "v1alpha1", "kind": "Metric",
+        "deploymentName": "wh.manager", "containerPort": 6443
+    }]}))
+    .unwrap();
+    c
+}
+
+fn seen_api_service(owner: &str, ca: &[u8], available: bool) -> ObservedApiService {
+    ObservedApiService {
+        owner: Some((CSV_KIND.to_owned(), NS.to_owned(), owner.to_owned())),
+        ca_bundle: Some(ca.to_vec()),
+        service: Some((NS.to_owned(), "wh-manager-service".to_owned())),
+        available,
+    }
+}
+
+#[test]
+fn an_owned_api_service_gets_the_ca_bundle_and_a_port_on_the_service() {
+    let now = t(1_800_000_000);
+    let c = with_api_service(csv(true));
+    let certs = issued(&now);
+    let observed = ObservedWebhooks {
+        issued: BTreeMap::from([("wh.manager".to_owned(), certs.clone())]),
+        ..Default::default()
+    };
+    let p = plan(&c, &[String::new()], &observed, &now);
+    let a = &p.objects.api_services[0];
+    assert_eq!(a["metadata"]["name"], "v1alpha1.metrics.example.com");
+    assert_eq!(a["metadata"]["labels"]["olm.owner"], "op.v1");
+    assert_eq!(a["metadata"]["labels"]["olm.managed"], "true");
+    assert_eq!(a["spec"]["groupPriorityMinimum"], 2000);
+    assert_eq!(a["spec"]["versionPriority"], 15);
+    assert_eq!(
+        a["spec"]["service"],
+        json!({"namespace": NS, "name": "wh-manager-service", "port": 6443})
+    );
+    assert_eq!(
+        a["spec"]["caBundle"],
+        json!(base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            &certs.ca_pem
+        ))
+    );
+    let ports: Vec<i32> = p.objects.services[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .ports
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|p| p.port)
+        .collect();
+    assert_eq!(ports, [9443, 443, 6443]);
+}
+
+#[test]
+fn an_api_service_only_csv_is_a_cert_deployment_too() {
+    let mut c = with_api_service(csv(true));
+    c.spec.webhook_definitions.clear();
+    assert_eq!(cert_deployments(&c), ["wh.manager"]);
+    let now = t(1_800_000_000);
+    assert_eq!(certs_due(&c, &ObservedWebhooks::default(), &now).len(), 1);
+}
+
+#[test]
+fn the_csv_waits_for_its_api_service_to_be_available() {
+    let now = t(1_800_000_000);
+    let mut c = with_api_service(in_phase(CsvPhase::Installing, CsvReason::InstallSucceeded));
+    c.spec.webhook_definitions.clear();
+    let certs = issued(&now);
+    let w = ObservedWebhooks {
+        secrets: BTreeMap::from([("wh.manager".to_owned(), secret_of(&certs))]),
+        ..Default::default()
+    };
+    let p = plan(&c, &[String::new()], &w, &now);
+    assert_eq!(
+        p.not_installed(&w).as_deref(),
+        Some("APIService v1alpha1.metrics.example.com is not installed")
+    );
+    let mut w2 = installed(w, &p.objects);
+    w2.api_services.insert(
+        "v1alpha1.metrics.example.com".to_owned(),
+        seen_api_service("op.v1", certs.ca_pem.as_bytes(), false),
+    );
+    let d = decide(&c, &observed_with(&c, w2.clone(), &now), &now);
+    assert_eq!(d.phase, CsvPhase::Installing);
+    assert!(
+        d.message
+            .contains("APIService v1alpha1.metrics.example.com is not available"),
+        "{}",
+        d.message
+    );
+
+    w2.api_services
+        .get_mut("v1alpha1.metrics.example.com")
+        .unwrap()
+        .available = true;
+    let d = decide(&c, &observed_with(&c, w2, &now), &now);
+    assert_eq!(d.phase, CsvPhase::Succeeded, "{}", d.message);
+}
+
+#[test]
+fn an_api_service_of_another_csv_is_an_owner_conflict() {
+    let now = t(1_800_000_000);
+    let mut c = with_api_service(in_phase(CsvPhase::Pending, CsvReason::RequirementsUnknown));
+    c.spec.webhook_definitions.clear();
+    let mut w = ObservedWebhooks::default();
+    w.api_services.insert(
+        "v1alpha1.metrics.example.com".to_owned(),
+        seen_api_service("someone-else.v3", b"ca", true),
+    );
+    let d = decide(&c, &observed_with(&c, w.clone(), &now), &now);
+    assert_eq!((d.phase, d.reason), (CsvPhase::Failed, CsvReason::OwnerConflict));
+    assert!(d.message.contains("someone-else.v3"), "{}", d.message);
+
+    // The CSV it replaces may hand it over.
+    c.spec.replaces = Some("someone-else.v3".to_owned());
+    assert_eq!(api_service_conflict(&c, &w), None);
+}
+
+#[test]
+fn a_succeeded_csv_whose_api_service_went_missing_reports_a_resource_issue_and_reinstalls() {
+    let now = t(1_800_000_000);
+    let mut c = with_api_service(in_phase(CsvPhase::Succeeded, CsvReason::InstallSucceeded));
+    c.spec.webhook_definitions.clear();
+    let certs = issued(&now);
+    let w = ObservedWebhooks {
+        secrets: BTreeMap::from([("wh.manager".to_owned(), secret_of(&certs))]),
+        ..Default::default()
+    };
+    let d = decide(&c, &observed_with(&c, w.clone(), &now), &now);
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Failed, CsvReason::ApiServiceResourceIssue)
+    );
+    assert!(
+        d.message.contains("could not retrieve generated APIService"),
+        "{}",
+        d.message
+    );
+
+    let mut failed = c.clone();
+    failed.status = Some(ClusterServiceVersionStatus {
+        phase: Some(CsvPhase::Failed),
+        reason: Some(CsvReason::ApiServiceResourceIssue),
+        ..Default::default()
+    });
+    let d = decide(&failed, &observed_with(&failed, w, &now), &now);
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Pending, CsvReason::ApiServiceResourcesNeedReinstall)
+    );
+}
