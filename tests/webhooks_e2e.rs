@@ -102,8 +102,14 @@ fn fixture(path: &str) -> Value {
 
 /// A catalog of `hooked-operator` with one channel of `versions`, each replacing the one before.
 fn catalog(versions: &[&str]) -> Vec<Value> {
+    catalog_with(versions, |_| {})
+}
+
+/// [`catalog`] with every CSV changed by `edit`.
+fn catalog_with(versions: &[&str], edit: impl Fn(&mut Value)) -> Vec<Value> {
     let crd = fixture("hooked/crd.yaml");
-    let template = fixture("hooked/csv.yaml");
+    let mut template = fixture("hooked/csv.yaml");
+    edit(&mut template);
     let object = |v: &Value| {
         json!({"type": "olm.bundle.object", "value": {
             "data": base64::engine::general_purpose::STANDARD.encode(v.to_string())}})
@@ -167,7 +173,11 @@ impl Env {
 
     /// Serves `versions` from a ConfigMap catalog, with an AllNamespaces OperatorGroup.
     async fn serve(&self, versions: &[&str]) {
-        let text: Vec<String> = catalog(versions).iter().map(Value::to_string).collect();
+        self.serve_blobs(&catalog(versions)).await;
+    }
+
+    async fn serve_blobs(&self, blobs: &[Value]) {
+        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
         let cm = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "hooked-catalog", "namespace": self.ns()},
@@ -184,7 +194,11 @@ impl Env {
     }
 
     async fn start(&self, versions: &[&str]) {
-        self.serve(versions).await;
+        self.start_blobs(&catalog(versions)).await;
+    }
+
+    async fn start_blobs(&self, blobs: &[Value]) {
+        self.serve_blobs(blobs).await;
         self.create::<CatalogSource>(json!({
             "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
             "metadata": {"name": "hooked", "namespace": self.ns()},
@@ -546,4 +560,103 @@ async fn an_upgrade_hands_the_webhooks_to_the_new_csv() {
         Some("Webhook")
     );
     assert_webhook_objects(&env, &new).await;
+}
+
+/// Deletes an APIService when the test ends, passed or not: an APIService whose backend does
+/// not answer breaks discovery for the whole cluster (and with it namespace deletion).
+struct ApiServiceGuard<'a> {
+    cluster: &'a TestCluster,
+    name: &'static str,
+}
+
+impl Drop for ApiServiceGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.cluster.kubectl([
+            "delete",
+            "apiservice",
+            self.name,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
+const API_SERVICE: &str = "v1alpha1.metrics.e2e.olm-rs.io";
+
+#[tokio::test]
+async fn an_owned_api_service_gets_the_ca_bundle_is_waited_on_and_goes_with_the_csv() {
+    let Some(env) = env("apiservice").await else {
+        return;
+    };
+    let _guard = ApiServiceGuard {
+        cluster: &env.cluster,
+        name: API_SERVICE,
+    };
+    let csv = csv_name("0.1.0");
+    env.start_blobs(&catalog_with(&["0.1.0"], |c| {
+        if let Some(spec) = c["spec"].as_object_mut() {
+            spec.remove("webhookdefinitions");
+        }
+        c["spec"]["apiservicedefinitions"] = json!({"owned": [{
+            "name": "metrics", "group": "metrics.e2e.olm-rs.io", "version": "v1alpha1",
+            "kind": "Metric", "displayName": "Metric", "description": "A metric.",
+            "deploymentName": DEPLOYMENT, "containerPort": 6443,
+        }]});
+    }))
+    .await;
+    let resource = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+    ));
+    let apis: Api<DynamicObject> = Api::all_with(env.client(), &resource);
+    let api_service = wait_for("the owned APIService", WAIT, || {
+        let apis = apis.clone();
+        async move { apis.get_opt(API_SERVICE).await.ok().flatten() }
+    })
+    .await;
+    let labels = api_service.labels();
+    assert_eq!(labels.get("olm.owner"), Some(&csv));
+    assert_eq!(
+        labels.get("olm.owner.namespace").map(String::as_str),
+        Some(env.ns())
+    );
+    let spec = &api_service.data["spec"];
+    assert_eq!(
+        spec["service"],
+        json!({"namespace": env.ns(), "name": SERVICE, "port": 6443})
+    );
+    assert_eq!(
+        (spec["group"].clone(), spec["version"].clone()),
+        (json!("metrics.e2e.olm-rs.io"), json!("v1alpha1"))
+    );
+    let ca = ca_of(&env.secret().await);
+    assert_eq!(
+        spec["caBundle"],
+        json!(base64::engine::general_purpose::STANDARD.encode(&ca))
+    );
+    // Nothing serves it on kwok: the CSV waits for it, never Succeeded.
+    let waiting = env
+        .wait::<ClusterServiceVersion, _>("waiting for the APIService", &csv, |c| {
+            c.pointer("/status/message")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.contains(&format!("APIService {API_SERVICE} is not available")))
+                .then(|| c.clone())
+        })
+        .await;
+    assert_eq!(waiting["status"]["phase"], "Installing");
+
+    env.dynamic::<Subscription>()
+        .delete(PACKAGE, &DeleteParams::default())
+        .await
+        .expect("deleting the Subscription");
+    let csvs = env.dynamic::<ClusterServiceVersion>();
+    csvs.delete(&csv, &DeleteParams::default())
+        .await
+        .expect("deleting the CSV");
+    wait_for("the APIService to go with its CSV", WAIT, || {
+        let apis = apis.clone();
+        async move { matches!(apis.get_opt(API_SERVICE).await, Ok(None)).then_some(()) }
+    })
+    .await;
 }
