@@ -265,10 +265,7 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
     let client = ctx.client();
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     for c in &objects.validating {
-        let mut body = serde_json::to_value(c).unwrap_or_default();
-        body["apiVersion"] = json!("admissionregistration.k8s.io/v1");
-        body["kind"] = json!("ValidatingWebhookConfiguration");
-        let applied = apply::apply(&validating, &c.name_any(), &body, &ctx.manager)
+        let applied = apply::apply(&validating, &c.name_any(), c, &ctx.manager)
             .await
             .map_err(Error::apply(format!(
                 "ValidatingWebhookConfiguration {}",
@@ -278,10 +275,7 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
     }
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     for c in &objects.mutating {
-        let mut body = serde_json::to_value(c).unwrap_or_default();
-        body["apiVersion"] = json!("admissionregistration.k8s.io/v1");
-        body["kind"] = json!("MutatingWebhookConfiguration");
-        let applied = apply::apply(&mutating, &c.name_any(), &body, &ctx.manager)
+        let applied = apply::apply(&mutating, &c.name_any(), c, &ctx.manager)
             .await
             .map_err(Error::apply(format!(
                 "MutatingWebhookConfiguration {}",
