@@ -23,6 +23,8 @@
 //! - [`k8s`]: server-side apply, Events, the leader Lease and the HTTP endpoints.
 //! - [`metrics`]: the Prometheus metrics of the controller.
 //! - [`telemetry`]: structured logging setup.
+//! - [`certs`]: the CA and serving certificates of webhook Deployments (the CSV pipeline's only
+//!   randomness).
 //! - [`grpc`]: the registry gRPC API (`opm serve`'s): a server over a loaded catalog and a client
 //!   reading one into the model.
 //! - [`catalogd`]: OLM v1's catalogd HTTP API (`/api/v1/all`, `/api/v1/metas`): a server over a
@@ -42,6 +44,7 @@ pub mod api;
 pub mod bundle;
 pub mod catalog;
 pub mod catalogd;
+pub(crate) mod certs;
 pub mod cli;
 pub mod codec;
 pub mod controller;

@@ -2,8 +2,10 @@
 //! required CRDs established) → the install strategy's Deployments (SSA under `olm-rs/csv`,
 //! owned by the CSV, OperatorGroup annotations on the pod template) → phase from Deployment
 //! availability; Replacing → Deleting once the replacement succeeded; the
-//! `operators.coreos.com/csv-cleanup` finalizer removes the cluster-scoped RBAC labelled
-//! with the CSV as owner.
+//! `operators.coreos.com/csv-cleanup` finalizer removes the cluster-scoped RBAC and webhook
+//! configurations labelled with the CSV as owner, and strips its conversion webhooks from
+//! CRDs unless a CSV replaces it. The webhook I/O (cert Secrets, configurations, conversion
+//! CRDs; certificates issued when due) is the child module `webhooks`.
 //!
 //! The phase decision is [`crate::plan::csv::decide`], and whether its status write waits is
 //! [`crate::plan::csv::write_waits`]; this module observes (reflector stores of
@@ -53,6 +55,8 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{Context, Error, EventNote, Result, instrumented, object_key};
+
+mod webhooks;
 use crate::{
     api::{
         labels,
@@ -118,6 +122,13 @@ fn finalizer_gone(err: kube::runtime::finalizer::Error<Error>) -> Result<Action>
 async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
+    // Webhook configurations and conversion webhooks (upstream keeps a replaced CSV's
+    // conversion: its successor already points the CRD at its own Service).
+    let siblings = in_namespace(&ctx.shared.stores.csvs, &ns);
+    let replaced = siblings
+        .iter()
+        .any(|c| c.spec.replaces.as_deref() == Some(name.as_str()) && c.name_any() != name);
+    webhooks::cleanup(&csv, &ctx, replaced).await?;
     let selector = format!("{}={name},{}={ns}", labels::OWNER, labels::OWNER_NAMESPACE);
     let lp = ListParams::default().labels(&selector);
     let crbs: Api<ClusterRoleBinding> = Api::all(ctx.client());
@@ -250,25 +261,41 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
                 .map_err(Error::observe(format!("CRD {}", desc.name)))?
             {
                 None => CrdState::Absent,
-                Some(crd) => CrdState::Present {
-                    established: crd
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True")),
-                    served_versions: crd
+                Some(crd) => {
+                    if csv
                         .spec
-                        .versions
+                        .webhook_definitions
                         .iter()
-                        .filter(|v| v.served)
-                        .map(|v| v.name.clone())
-                        .collect(),
-                    uid: crd.metadata.uid.clone(),
-                },
+                        .any(|d| d.conversion_crds.contains(&desc.name))
+                    {
+                        observed
+                            .webhooks
+                            .conversions
+                            .insert(desc.name.clone(), webhooks::observed_conversion(&crd));
+                    }
+                    CrdState::Present {
+                        established: crd
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.conditions.as_ref())
+                            .is_some_and(|cs| {
+                                cs.iter().any(|c| c.type_ == "Established" && c.status == "True")
+                            }),
+                        served_versions: crd
+                            .spec
+                            .versions
+                            .iter()
+                            .filter(|v| v.served)
+                            .map(|v| v.name.clone())
+                            .collect(),
+                        uid: crd.metadata.uid.clone(),
+                    }
+                }
             };
             observed.crds.insert(desc.name.clone(), state);
         }
     }
+    webhooks::observe(csv, ctx, &mut observed).await?;
     // ServiceAccounts and Deployments come from the reflector stores (metadata-only for
     // ServiceAccounts); the CSV controller is triggered by both, so a stale read is corrected
     // by the event that follows.
@@ -371,8 +398,10 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     let name = csv.name_any();
     let capi: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
     // (client: one read per CRD; the rest from the stores)
-    let observed = observe(&csv, &ctx).await?;
+    let mut observed = observe(&csv, &ctx).await?;
     let now = Time(Timestamp::now());
+    // (no client) Fresh certificates for the webhook Deployments whose certificates are due.
+    webhooks::issue_due(&csv, &mut observed, &now)?;
     let old = csv.status.clone().unwrap_or_default();
     // (client: annotations, RBAC and Deployments of every decision taken)
     let Chained {
@@ -564,7 +593,13 @@ async fn act(
             .and_then(|g| g.namespaces.clone())
             .unwrap_or_default();
         apply_target_rbac(current, ctx, &targets).await?;
+        if let Some(objects) = &decision.webhooks {
+            webhooks::apply_cert_objects(ctx, ns, objects, observed).await?;
+        }
         apply_deployments(ctx, ns, &decision.desired_deployments, observed).await?;
+        if let Some(objects) = &decision.webhooks {
+            webhooks::apply_webhooks(ctx, objects, observed).await?;
+        }
     }
     delete_stale_deployments(ctx, ns, &decision.stale_deployments).await
 }

@@ -61,6 +61,9 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// Issuing a webhook Deployment's certificates failed.
+    #[error("failed to issue certificates: {0}")]
+    Certificates(#[from] crate::certs::CertError),
 }
 
 impl Error {
@@ -74,6 +77,7 @@ impl Error {
             Self::UpdateStatus { .. } => "update_status",
             Self::Finalizer(_) => "finalizer",
             Self::Cleanup { .. } => "cleanup",
+            Self::Certificates(_) => "certificates",
         }
     }
 

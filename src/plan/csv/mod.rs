@@ -58,6 +58,18 @@
 //! `RequirementsNotMet` naming the plan's failed step, and one whose plan is retrying a
 //! failed step waits in `Installing` instead of `Succeeded`.
 //!
+//! **Webhooks and owned APIServices** ([`webhooks`]): a CSV with `spec.webhookdefinitions`
+//! or `spec.apiservicedefinitions.owned` gets, per webhook or APIService
+//! Deployment, a CA and serving certificate (issued by the shell when [`webhooks::certs_due`]
+//! says so), its Secret, Service and RBAC, the certificate mounted into the pod template, and
+//! per description a Validating/MutatingWebhookConfiguration, the owned CRDs' conversion or an
+//! APIService with the CA bundle (waited on until `Available`); all
+//! applied with the Deployments in `InstallReady`. Invalid descriptions fail the CSV before the
+//! phase switch (`InvalidWebhookDescription`, `UnsupportedOperatorGroup`); the CSV is healthy
+//! only while every webhook object is in place with the CA in effect (else it is installed
+//! again); a `Succeeded` CSV whose certificates are due goes `Pending` `NeedsCertRotation`, and
+//! the install that follows records `certsLastUpdated`/`certsRotateAt`.
+//!
 //! **Upgrades** hand Deployments over by name: the new CSV's desired Deployments carry the
 //! new owner labels and spec, so applying them re-owns the same-named Deployments of the old
 //! CSV, as upstream's full `Update` does.
@@ -89,8 +101,7 @@
 //! - *Waiting states requeue with a deadline.* The decision carries `requeue_after` so the
 //!   5-minute install timeout fires on time even if no Deployment event arrives.
 //! - *Not modelled:* copied CSVs (we grant target-namespace RBAC directly instead, see
-//!   [`super::steps::target_namespace_rbac`]), APIServices and webhooks (no
-//!   certificates are generated), the RBAC-rule authorizer check of upstream's
+//!   [`super::steps::target_namespace_rbac`]), the RBAC-rule authorizer check of upstream's
 //!   requirements (the InstallPlan created the rules; we check the ServiceAccounts),
 //!   `OperatorCondition` upgrade gates and provided-API annotations on OperatorGroups.
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
@@ -274,6 +285,9 @@ pub struct Observed {
     /// The InstallPlan that installs this CSV, when it failed or is retrying a failed step
     /// ([`own_plan_state`]); such a CSV is never `Succeeded`.
     pub own_plan: Option<OwnPlanState>,
+    /// The objects of the CSV's webhooks, and the certificates the shell issued
+    /// ([`webhooks`]).
+    pub webhooks: webhooks::ObservedWebhooks,
 }
 
 #[cfg(test)]
@@ -409,6 +423,11 @@ pub struct CsvDecision {
     pub desired_deployments: Vec<Deployment>,
     /// Deployments labelled as owned by this CSV that its spec no longer lists: delete them.
     pub stale_deployments: Vec<String>,
+    /// The webhook objects to apply with the Deployments ([`webhooks`]).
+    pub webhooks: Option<webhooks::WebhookObjects>,
+    /// New certificates are installed: record `certsLastUpdated` = now and this
+    /// `certsRotateAt`.
+    pub certs_rotate_at: Option<Time>,
     /// The CSV is `Deleting`: delete it.
     pub delete_self: bool,
     /// Reconcile again after this long even without events.
@@ -425,6 +444,8 @@ impl CsvDecision {
             annotations: None,
             desired_deployments: Vec::new(),
             stale_deployments: Vec::new(),
+            webhooks: None,
+            certs_rotate_at: None,
             delete_self: false,
             requeue_after: None,
         }
@@ -464,6 +485,11 @@ impl CsvDecision {
             && &status.requirement_status != requirements
         {
             status.requirement_status = requirements.clone();
+            changed = true;
+        }
+        if let Some(rotate_at) = &self.certs_rotate_at {
+            status.certs_last_updated = Some(now.clone());
+            status.certs_rotate_at = Some(rotate_at.clone());
             changed = true;
         }
         changed
@@ -522,14 +548,23 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
     if let Err(e) = check_install_modes(&name, &csv.spec.install_modes, &group.name, &namespace, targets) {
         return with_patch(CsvDecision::to(CsvPhase::Failed, e.reason(), e.to_string()));
     }
+    if let Err(e) = webhooks::validate(csv) {
+        return with_patch(CsvDecision::to(CsvPhase::Failed, e.reason(), e.to_string()));
+    }
 
+    let webhooks = webhooks::plan(csv, targets, &observed.webhooks, now);
+    let desired = desired_deployments(csv, &annotations, observed.overrides.as_ref()).map(|mut d| {
+        webhooks.mount_certs(&mut d);
+        d
+    });
     let ctx = Context {
         csv,
         name: &name,
         namespace: &namespace,
         observed,
         fail_forward: group.fail_forward,
-        desired: desired_deployments(csv, &annotations, observed.overrides.as_ref()),
+        desired,
+        webhooks,
     };
     with_patch(ctx.transition(&phase, reason.as_ref(), &status, now))
 }
@@ -542,6 +577,8 @@ struct Context<'a> {
     fail_forward: bool,
     /// The Deployments to apply, or why the Subscription's config cannot be applied.
     desired: Result<Vec<Deployment>, ConfigError>,
+    /// The webhook objects and certificates ([`webhooks::plan`]).
+    webhooks: webhooks::WebhookPlan,
 }
 
 /// The health of the install strategy's Deployments.
@@ -604,6 +641,10 @@ impl Context<'_> {
             )
             .requirements(statuses);
         }
+        if let Some(conflict) = webhooks::api_service_conflict(self.csv, &self.observed.webhooks) {
+            return CsvDecision::to(CsvPhase::Failed, CsvReason::OwnerConflict, conflict)
+                .requirements(statuses);
+        }
         if let Some(held) = self.observed.own_plan.as_ref().and_then(plan_failed) {
             return held.requirements(statuses);
         }
@@ -644,6 +685,11 @@ impl Context<'_> {
             Err(e) => return invalid_config(e),
         }
         d.stale_deployments = self.stale_deployments();
+        if !self.csv.spec.webhook_definitions.is_empty() || !webhooks::owned_api_services(self.csv).is_empty()
+        {
+            d.webhooks = Some(self.webhooks.objects.clone());
+            d.certs_rotate_at = self.webhooks.rotating.clone();
+        }
         d
     }
 
@@ -670,6 +716,9 @@ impl Context<'_> {
             Ok(desired) => desired,
             Err(e) => return Health::Invalid(e.clone()),
         };
+        if let Some(m) = self.webhooks.not_installed(&self.observed.webhooks) {
+            return Health::Drifted(m);
+        }
         let mut waiting = None;
         for deployment in desired {
             let name = deployment.name_any();
@@ -695,6 +744,9 @@ impl Context<'_> {
             if let Some(message) = rollout_wait(&name, seen) {
                 waiting.get_or_insert(message);
             }
+        }
+        if waiting.is_none() {
+            waiting = self.webhooks.unavailable(&self.observed.webhooks);
         }
         match waiting {
             Some(message) => Health::Waiting(message),
@@ -743,6 +795,16 @@ impl Context<'_> {
     fn succeeded(&self) -> CsvDecision {
         if let Some(next) = &self.observed.replacement {
             return being_replaced(&next.name);
+        }
+        if let Some((_, issue)) = self.webhooks.api_service_issue(self.csv, &self.observed.webhooks) {
+            return CsvDecision::to(CsvPhase::Failed, CsvReason::ApiServiceResourceIssue, issue);
+        }
+        if self.webhooks.rotating.is_some() {
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::NeedsCertRotation,
+                "CSV owns resources that require a cert refresh",
+            );
         }
         let (met, statuses) = requirement_status(self.csv, self.observed);
         if !met {
@@ -814,6 +876,21 @@ impl Context<'_> {
             )
             .requirements(statuses)
             .requeue(REQUIREMENTS_REQUEUE);
+        }
+        if reason == Some(&CsvReason::ApiServiceResourceIssue)
+            && let Some((adoptable, issue)) =
+                self.webhooks.api_service_issue(self.csv, &self.observed.webhooks)
+        {
+            // An APIService another CSV owns stays Failed; anything else is reinstalled.
+            if !adoptable {
+                return CsvDecision::keep(self.csv).requirements(statuses);
+            }
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::ApiServiceResourcesNeedReinstall,
+                issue,
+            )
+            .requirements(statuses);
         }
         match self.health() {
             Health::Healthy => {
@@ -903,6 +980,7 @@ pub mod config;
 mod deployments;
 mod failures;
 mod requirements;
+pub mod webhooks;
 mod writes;
 
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
