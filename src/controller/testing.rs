@@ -410,6 +410,7 @@ impl Fixture {
         let (deployments, deployments_w) = reflector::store();
         let (service_accounts, service_accounts_w) = reflector::store();
         let (cluster_roles, cluster_roles_w) = reflector::store();
+        let (operator_conditions, _operator_conditions_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
             client,
@@ -427,6 +428,9 @@ impl Fixture {
                 deployments,
                 service_accounts,
                 cluster_roles,
+                operator_conditions,
+                // The generator stays off: no scenario expects its writes.
+                operator_conditions_synced: Arc::default(),
             },
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
