@@ -203,6 +203,8 @@ fn the_operator_condition_crd_serves_v1_and_stores_v2_like_upstream() {
             required(&s, &[]).is_empty(),
             "{v}: upstream does not require spec"
         );
+        // A missing spec is defaulted, so every stored object decodes into the Rust type.
+        assert_eq!(at(&s, &["spec"])["default"], serde_json::json!({}), "{v}");
         // An admin's override needs no lastTransitionTime; a status condition does.
         assert_eq!(
             required(&s, &["spec", "overrides", "items"]),

@@ -7,6 +7,9 @@
 //! `spec.conditions` (the operator-lib v2 API), OLM copies them into `status.conditions` with
 //! the object's generation, and an admin writes `spec.overrides`, which win. `v1` (see
 //! [`crate::api::v1::OperatorCondition`]) is the same object without `spec.conditions`.
+//!
+//! Upstream does not require `spec`; the CRD defaults a missing one to `{}` (as the
+//! OperatorGroup's), so an OperatorCondition created without it still decodes here.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
@@ -37,6 +40,7 @@ pub const UPGRADEABLE: &str = "Upgradeable";
     doc = "OperatorCondition is a Custom Resource of type `OperatorCondition` which is used to convey information to OLM about the state of an operator."
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("default" = {}))]
 pub struct OperatorConditionSpec {
     /// The operator's ServiceAccounts (granted get/update/patch on this object).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

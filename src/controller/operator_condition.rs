@@ -150,6 +150,73 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::controller::testing::{Fixture, Scenario, bodies, object};
+
+    fn condition(generation: i64, status: Option<serde_json::Value>) -> OperatorCondition {
+        object(json!({
+            "apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+            "metadata": {"name": "op.v1", "namespace": "ops", "uid": "oc-uid", "generation": generation,
+                         "resourceVersion": "5"},
+            "spec": {"serviceAccounts": ["op-sa"], "deployments": ["op"],
+                     "conditions": [{"type": "Upgradeable", "status": "False", "reason": "Busy",
+                                     "message": "migrating", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+            "status": status
+        }))
+    }
+
+    const ROLE: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/ops/roles/op.v1";
+    const BINDING: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/ops/rolebindings/op.v1";
+    const STATUS: &str = "/apis/operators.coreos.com/v2/namespaces/ops/operatorconditions/op.v1/status";
+
+    #[tokio::test]
+    async fn an_operator_condition_gets_its_role_its_binding_and_its_status_under_its_own_manager() {
+        let (fixture, mut server) = Fixture::new();
+        let ctx = fixture.context(CONTROLLER);
+        let held = serde_json::to_value(condition(3, None)).expect("serialises");
+        let (result, received) = server
+            .run(
+                Scenario::Applied {
+                    requests: vec![
+                        (ROLE.into(), serde_json::Value::Null),
+                        (BINDING.into(), serde_json::Value::Null),
+                        (STATUS.into(), held),
+                    ],
+                    manager: MANAGER,
+                },
+                reconcile(Arc::new(condition(3, None)), Arc::clone(&ctx)),
+            )
+            .await;
+        result.expect("reconciled");
+        let role = bodies(&received, &http::Method::PATCH, ROLE)[0];
+        assert_eq!(role["rules"][0]["resourceNames"], json!(["op.v1"]));
+        assert_eq!(role["metadata"]["ownerReferences"][0]["uid"], "oc-uid");
+        let binding = bodies(&received, &http::Method::PATCH, BINDING)[0];
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "op-sa"}])
+        );
+        let status = bodies(&received, &http::Method::PATCH, STATUS)[0];
+        assert_eq!(status["status"]["conditions"][0]["observedGeneration"], 3);
+        assert_eq!(status["status"]["conditions"][0]["status"], "False");
+
+        // Once the status holds the conditions at this generation: the RBAC only (a no-op
+        // apply on the server), no status write.
+        let synced = json!({"conditions": [{"type": "Upgradeable", "status": "False", "reason": "Busy",
+            "message": "migrating", "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 3}]});
+        let (result, _) = server
+            .run(
+                Scenario::Applied {
+                    requests: vec![
+                        (ROLE.into(), serde_json::Value::Null),
+                        (BINDING.into(), serde_json::Value::Null),
+                    ],
+                    manager: MANAGER,
+                },
+                reconcile(Arc::new(condition(3, Some(synced))), ctx),
+            )
+            .await;
+        result.expect("reconciled");
+    }
 
     #[test]
     fn an_operator_condition_change_wakes_its_csv_and_the_csvs_replacing_it() {

@@ -160,6 +160,14 @@ pub(crate) enum Scenario {
         /// The Subscription, as the server holds it.
         subscription: Value,
     },
+    /// Server-side applies (forced, under `manager`) in order, each to an object's path (or
+    /// its `/status`) with the object the server holds there (`Null`: what was sent).
+    Applied {
+        /// `(/apis/<group>/<version>/namespaces/<ns>/<plural>/<name>[/status], held object)`.
+        requests: Vec<(String, Value)>,
+        /// The field manager.
+        manager: &'static str,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -262,6 +270,12 @@ impl Scenario {
                     ),
                 ])
             }
+            Self::Applied { requests, manager } => requests
+                .into_iter()
+                .map(|(path, holds)| {
+                    Expected::new(Method::PATCH, format!("{path}{}", applied(manager)), holds)
+                })
+                .collect(),
             Self::NothingWritten => VecDeque::new(),
         }
     }

@@ -27,6 +27,7 @@ use crate::api::v2::OverrideCondition;
     doc = "OperatorCondition is a Custom Resource of type `OperatorCondition` which is used to convey information to OLM about the state of an operator."
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("default" = {}))]
 pub struct OperatorConditionSpec {
     /// The operator's ServiceAccounts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
