@@ -174,6 +174,62 @@ fn the_operator_crd_is_cluster_scoped_v1_without_short_names_or_required_spec_li
 }
 
 #[test]
+fn the_operator_condition_crd_serves_v1_and_stores_v2_like_upstream() {
+    let c = crd("operatorconditions");
+    assert_eq!(
+        c.metadata.name.as_deref(),
+        Some("operatorconditions.operators.coreos.com")
+    );
+    assert_eq!(c.spec.scope, "Namespaced");
+    assert_eq!(c.spec.names.kind, "OperatorCondition");
+    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OperatorConditionList"));
+    assert_eq!(c.spec.names.singular.as_deref(), Some("operatorcondition"));
+    assert_eq!(
+        c.spec.names.short_names.clone().unwrap_or_default(),
+        ["condition"]
+    );
+    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
+    let mut versions: Vec<(&str, bool, bool)> = c
+        .spec
+        .versions
+        .iter()
+        .map(|v| (v.name.as_str(), v.served, v.storage))
+        .collect();
+    versions.sort();
+    assert_eq!(versions, [("v1", true, false), ("v2", true, true)]);
+    for v in ["v1", "v2"] {
+        let s = schema(&c, v);
+        assert!(
+            required(&s, &[]).is_empty(),
+            "{v}: upstream does not require spec"
+        );
+        // A missing spec is defaulted, so every stored object decodes into the Rust type.
+        assert_eq!(at(&s, &["spec"])["default"], serde_json::json!({}), "{v}");
+        // An admin's override needs no lastTransitionTime; a status condition does.
+        assert_eq!(
+            required(&s, &["spec", "overrides", "items"]),
+            set(&["message", "reason", "status", "type"]),
+            "{v}"
+        );
+        assert_eq!(
+            required(&s, &["status", "conditions", "items"]),
+            set(&["lastTransitionTime", "message", "reason", "status", "type"]),
+            "{v}"
+        );
+        for field in ["deployments", "serviceAccounts"] {
+            assert_eq!(at(&s, &["spec", field, "items"])["type"], "string", "{v} {field}");
+        }
+    }
+    // Only v2 has the operator's own spec.conditions.
+    let v2 = schema(&c, "v2");
+    assert_eq!(
+        required(&v2, &["spec", "conditions", "items"]),
+        set(&["lastTransitionTime", "message", "reason", "status", "type"])
+    );
+    assert!(schema(&c, "v1")["properties"]["spec"]["properties"]["conditions"].is_null());
+}
+
+#[test]
 fn versions_and_storage_match_upstream() {
     for plural in [
         "subscriptions",

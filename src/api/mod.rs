@@ -39,12 +39,15 @@
 //!   `x-kubernetes-preserve-unknown-fields` in the schema.
 //!
 //! `operators.coreos.com/v1` Operator, the cluster-scoped read-only view of one installed
-//! operator that OLM itself writes ([`v1::Operator`]), is served the same way.
+//! operator that OLM itself writes ([`v1::Operator`]), is served the same way, and so is
+//! OperatorCondition (`v2` stored, `v1` still served; [`v2::OperatorCondition`]), through which
+//! an operator says "do not upgrade me now".
 //!
 //! The CRDs are generated from these types by [`crds`], post-processed to the few upstream
-//! details kube's derive cannot express (the multi-version OperatorGroup, descriptions),
-//! and checked in under `manifests/crds/` by `olm-controller crds --dir manifests/crds`;
-//! `tests/crds.rs` fails when the checked-in files drift.
+//! details kube's derive cannot express (the multi-version OperatorGroup and OperatorCondition,
+//! descriptions), and checked in under `manifests/crds/` by
+//! `olm-controller crds --dir manifests/crds`; `tests/crds.rs` fails when the checked-in files
+//! drift.
 //!
 //! Well-known condition types and reasons live in [`reasons`]; label and annotation keys
 //! OLM reads and writes live in [`labels`].
@@ -58,6 +61,7 @@ pub mod reasons;
 pub mod v1;
 pub mod v1alpha1;
 pub mod v1alpha2;
+pub mod v2;
 
 /// The API group of every OLM custom resource.
 pub const GROUP: &str = "operators.coreos.com";
@@ -96,8 +100,8 @@ pub enum ApiError {
 }
 
 /// The OLM CRDs, in a stable order (alphabetical by plural, like upstream's file names):
-/// catalogsources, clusterserviceversions, installplans, operatorgroups, operators,
-/// subscriptions.
+/// catalogsources, clusterserviceversions, installplans, operatorconditions, operatorgroups,
+/// operators, subscriptions.
 ///
 /// # Errors
 /// [`ApiError::MergeVersions`] if the OperatorGroup versions cannot be merged (a bug in
@@ -109,10 +113,18 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         "v1",
     )
     .map_err(|source| ApiError::MergeVersions { crd: og_name, source })?;
+    // OperatorCondition: v1 served, v2 stored, as upstream.
+    let oc_name = v2::OperatorCondition::crd_name().to_owned();
+    let operator_condition = merge_crds(
+        vec![v1::OperatorCondition::crd(), v2::OperatorCondition::crd()],
+        "v2",
+    )
+    .map_err(|source| ApiError::MergeVersions { crd: oc_name, source })?;
     let mut crds = vec![
         v1alpha1::CatalogSource::crd(),
         v1alpha1::ClusterServiceVersion::crd(),
         v1alpha1::InstallPlan::crd(),
+        operator_condition,
         operator_group,
         v1::Operator::crd(),
         v1alpha1::Subscription::crd(),
@@ -121,8 +133,12 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         // Upstream CRDs name their list kind explicitly; kube leaves it to the server default.
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     }
-    // Upstream's Operator does not require its (empty) spec; kube's derive always does.
-    for crd in crds.iter_mut().filter(|c| c.spec.names.kind == "Operator") {
+    // Upstream's Operator and OperatorCondition do not require their spec; kube's derive
+    // always does.
+    for crd in crds
+        .iter_mut()
+        .filter(|c| matches!(c.spec.names.kind.as_str(), "Operator" | "OperatorCondition"))
+    {
         for version in &mut crd.spec.versions {
             if let Some(schema) = version
                 .schema
@@ -529,6 +545,7 @@ mod tests {
                 "catalogsources.operators.coreos.com",
                 "clusterserviceversions.operators.coreos.com",
                 "installplans.operators.coreos.com",
+                "operatorconditions.operators.coreos.com",
                 "operatorgroups.operators.coreos.com",
                 "operators.operators.coreos.com",
                 "subscriptions.operators.coreos.com",
@@ -539,7 +556,7 @@ mod tests {
     #[test]
     fn the_yaml_stream_holds_one_document_per_crd() {
         let stream = crds_yaml_stream().unwrap();
-        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 6);
+        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 7);
         assert!(stream.contains("kind: CustomResourceDefinition"));
     }
 

@@ -165,7 +165,9 @@ impl OperatorGroupStatus {
 }
 
 mod operator;
+mod operator_condition;
 pub use operator::{ComponentCondition, Components, Operator, OperatorSpec, OperatorStatus, RichReference};
+pub use operator_condition::{OperatorCondition, OperatorConditionSpec, OperatorConditionStatus};
 
 #[cfg(test)]
 mod tests {

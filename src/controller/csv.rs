@@ -21,7 +21,10 @@
 //! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
 //! requirement is re-checked when it appears, not by polling; and by its Subscription when
 //! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
-//! into the Deployments (a spec-hash drift) without a new InstallPlan.
+//! into the Deployments (a spec-hash drift) without a new InstallPlan. After each sync the
+//! CSV's copies ([`super::copied_csv`]) and its OperatorCondition
+//! ([`super::operator_condition::sync_for_csv`]) are kept; a change of the OperatorCondition of
+//! the CSV it replaces re-checks its upgrade gate.
 //!
 //! Two writes are saved on every install: a new CSV whose only missing requirements are
 //! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
@@ -92,6 +95,7 @@ async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> 
             FinalizerEvent::Apply(csv) => {
                 let action = sync(Arc::clone(&csv), Arc::clone(&c)).await?;
                 super::copied_csv::sync_copies(&csv, &c).await?;
+                super::operator_condition::sync_for_csv(&csv, &c).await?;
                 Ok(action)
             }
             FinalizerEvent::Cleanup(csv) => {
@@ -243,6 +247,10 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         .collect();
     observed.replacement = replacement_of(&name, &siblings).map(other);
     observed.replacee = replacee_of(csv, &siblings).map(other);
+    observed.replacee_not_upgradeable = observed
+        .replacee
+        .as_ref()
+        .and_then(|prev| super::operator_condition::upgrade_blocker(ctx, &ns, &prev.name));
     observed.crd_owner_conflicts = crd_owner_conflicts(csv, &siblings);
     let subscriptions = in_namespace(&stores.subscriptions, &ns);
     observed.overrides = plan_csv::owning_subscription(&name, subscriptions.iter().map(AsRef::as_ref))

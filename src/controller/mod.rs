@@ -1,6 +1,6 @@
 //! controller: the OLM controllers on kube-runtime, and `run()` which wires them together.
 //!
-//! Five controllers, one per kind, each a pipeline `observe → decide → act → report`:
+//! One controller per kind, each a pipeline `observe → decide → act → report`:
 //! - [`catalog_source`]: loads ConfigMap, built-in and image catalogs (pulled in the background
 //!   by [`image_puller`]) into the shared [`cache`];
 //! - [`operator_group`]: target namespaces and the one-group-per-namespace rule;
@@ -8,7 +8,9 @@
 //! - [`install_plan`]: the approval gate and step execution;
 //! - [`csv`]: the ClusterServiceVersion state machine and its Deployments;
 //! - [`operator`]: the `operators.coreos.com/v1` Operator `<package>.<namespace>` listing the
-//!   objects carrying its component label.
+//!   objects carrying its component label;
+//! - [`operator_condition`]: each CSV's OperatorCondition (created by the CSV controller), its
+//!   Role and RoleBinding, and its status.
 //!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (skipping a write
@@ -77,6 +79,7 @@ pub mod image_puller;
 pub mod install_plan;
 pub mod mappers;
 pub mod operator;
+pub mod operator_condition;
 pub mod operator_group;
 pub mod subscription;
 

@@ -1,5 +1,5 @@
 //! run: `olm-controller run`: the probe and metrics server, leader election, the reflectors
-//! and the five controllers wired together, until a signal or the loss of the lease.
+//! and the controllers wired together, until a signal or the loss of the lease.
 
 #[allow(clippy::wildcard_imports, reason = "the controller module's shared imports")]
 use super::*;
@@ -178,6 +178,35 @@ pub(super) async fn run_controllers(
         sync.flag("clusterroles"),
     );
 
+    // OperatorConditions: a store like the others when the CRD is served at startup; else an
+    // optional watch, like Operators below (an old install may lack the CRD), that fills the
+    // store if the CRD appears. The CSV controller hears of their changes through the
+    // reflector's own stream.
+    let oc_api = Api::<crate::api::v2::OperatorCondition>::all(client.clone());
+    let oc_gvk = GroupVersionKind::gvk(crate::api::GROUP, "v2", crate::plan::operator_condition::KIND);
+    let (oc_events, oc_synced) = if kube::discovery::pinned_kind(&client, &oc_gvk).await.is_ok() {
+        let flag = sync.flag("operatorconditions");
+        let events = sync
+            .health()
+            .supervised("operatorconditions", move || watcher(oc_api.clone(), wc()));
+        (events.boxed(), flag.synced())
+    } else {
+        tracing::info!("the OperatorCondition CRD is not installed: no OperatorConditions until it is");
+        let events = sync
+            .health()
+            .supervised_optional("operatorconditions", move || watcher(oc_api.clone(), wc()));
+        (events.boxed(), Arc::default())
+    };
+    let (operator_conditions, oc_stream) = super::stores::reflect_events(oc_events, Arc::clone(&oc_synced));
+    let (oc_changes_tx, oc_changes) =
+        futures::channel::mpsc::unbounded::<crate::api::v2::OperatorCondition>();
+    let oc_stream = oc_stream.inspect(move |event| {
+        if let Ok(oc) = event {
+            // The CSV controller stopped: nothing left to tell.
+            let _ = oc_changes_tx.unbounded_send(oc.clone());
+        }
+    });
+
     let stores = Stores {
         catalog_sources: catalog_sources.clone(),
         subscriptions: subscriptions.clone(),
@@ -187,6 +216,8 @@ pub(super) async fn run_controllers(
         deployments: deployments.clone(),
         service_accounts,
         cluster_roles,
+        operator_conditions: operator_conditions.clone(),
+        operator_conditions_synced: oc_synced,
     };
     let catalogs =
         cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?;
@@ -298,6 +329,25 @@ pub(super) async fn run_controllers(
         .watches_stream(sub_changes.map(Ok::<_, watcher::Error>), |sub| {
             mappers::csvs_for_subscription(&sub)
         })
+        // Its OperatorCondition (the generator) and the one of the CSV it replaces (the gate).
+        .watches_stream(oc_changes.map(Ok::<_, watcher::Error>), {
+            let csvs = stores.csvs.clone();
+            move |oc| operator_condition::csvs_for(&csvs.state(), &oc)
+        })
+        .shutdown_on_signal();
+
+    // OperatorConditions: their Roles and RoleBindings, and their status.
+    let managed = || wc().labels(&format!("{}=true", crate::api::labels::MANAGED));
+    let oc_ctl = Controller::for_stream(oc_stream, operator_conditions)
+        .with_config(cfg())
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::Role>(&sync, client.clone(), managed()),
+            |role| operator_condition::owner_of(&role),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::RoleBinding>(&sync, client.clone(), managed()),
+            |binding| operator_condition::owner_of(&binding),
+        )
         .shutdown_on_signal();
 
     // Operators (issue 15): not a readiness gate (an old install may lack the CRD).
@@ -329,6 +379,7 @@ pub(super) async fn run_controllers(
     let sub_ctx = Context::new(&shared, "subscription");
     let ip_ctx = Context::new(&shared, "installplan");
     let csv_ctx = Context::new(&shared, "csv");
+    let oc_ctx = Context::new(&shared, operator_condition::CONTROLLER);
 
     ready.set(ReadyState::Syncing);
     // Re-lists silent watches, names stale ones in /readyz, exports their ages.
@@ -379,6 +430,9 @@ pub(super) async fn run_controllers(
         operator_ctl
             .run(operator::reconcile, error_policy, operator_ctx)
             .for_each(|r| log_result("operator", r)),
+        oc_ctl
+            .run(operator_condition::reconcile, error_policy, oc_ctx)
+            .for_each(|r| log_result(operator_condition::CONTROLLER, r)),
     );
     readiness.abort();
     supervisor.abort();

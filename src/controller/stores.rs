@@ -33,6 +33,12 @@ pub struct Stores {
     /// ClusterRoles labelled `olm.managed=true` (the user roles the OperatorGroup controller
     /// keeps: applied only when they differ from what is stored).
     pub cluster_roles: Store<k8s_openapi::api::rbac::v1::ClusterRole>,
+    /// OperatorConditions (see [`super::operator_condition`]).
+    pub operator_conditions: Store<crate::api::v2::OperatorCondition>,
+    /// Whether the OperatorCondition store has its first list: at startup when the CRD is
+    /// served (it is then a readiness gate like the others), or whenever the CRD appears later
+    /// (until then the watch is optional and the store empty).
+    pub operator_conditions_synced: Arc<AtomicBool>,
 }
 
 /// Tracks which reflector stores have seen their initial list, and supervises every watch.
@@ -47,6 +53,13 @@ pub struct StoreFlag {
     name: &'static str,
     synced: Arc<AtomicBool>,
     health: Arc<operator_runtime::watch::WatchHealth>,
+}
+
+impl StoreFlag {
+    /// The flag [`reflected`] sets once the store's first list is in.
+    pub fn synced(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.synced)
+    }
 }
 
 impl SyncTracker {

@@ -160,6 +160,14 @@ pub(crate) enum Scenario {
         /// The Subscription, as the server holds it.
         subscription: Value,
     },
+    /// Server-side applies (forced, under `manager`) in order, each to an object's path (or
+    /// its `/status`) with the object the server holds there (`Null`: what was sent).
+    Applied {
+        /// `(/apis/<group>/<version>/namespaces/<ns>/<plural>/<name>[/status], held object)`.
+        requests: Vec<(String, Value)>,
+        /// The field manager.
+        manager: &'static str,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -262,6 +270,12 @@ impl Scenario {
                     ),
                 ])
             }
+            Self::Applied { requests, manager } => requests
+                .into_iter()
+                .map(|(path, holds)| {
+                    Expected::new(Method::PATCH, format!("{path}{}", applied(manager)), holds)
+                })
+                .collect(),
             Self::NothingWritten => VecDeque::new(),
         }
     }
@@ -410,6 +424,7 @@ impl Fixture {
         let (deployments, deployments_w) = reflector::store();
         let (service_accounts, service_accounts_w) = reflector::store();
         let (cluster_roles, cluster_roles_w) = reflector::store();
+        let (operator_conditions, _operator_conditions_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
             client,
@@ -427,6 +442,9 @@ impl Fixture {
                 deployments,
                 service_accounts,
                 cluster_roles,
+                operator_conditions,
+                // The generator stays off: no scenario expects its writes.
+                operator_conditions_synced: Arc::default(),
             },
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),

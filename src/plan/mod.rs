@@ -26,6 +26,8 @@
 //!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
 //! - [`csv`]: the CSV state machine: observed cluster state in, next phase, requirement
 //!   status and desired Deployments out.
+//! - [`operator_condition`]: each CSV's OperatorCondition, its Role and RoleBinding, and
+//!   whether its `Upgradeable` condition holds an upgrade away from the CSV.
 //!
 //! Nothing here reads a clock, a file or the network: time is a parameter (`now`), and the
 //! cluster is whatever the shell put into the input values. That makes every rule testable
@@ -51,6 +53,7 @@ pub mod csv;
 pub mod decode;
 pub mod install_plan;
 pub mod operator;
+pub mod operator_condition;
 pub mod operator_group;
 pub mod steps;
 pub mod subscription;

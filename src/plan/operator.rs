@@ -65,8 +65,10 @@ const fn kind(
     }
 }
 
-/// The kinds listed for components, in upstream's `listComponents` order. Secrets are left out (module doc). Kinds the cluster does not serve (OperatorCondition
-/// before its CRD exists) are skipped by the shell.
+/// The kinds listed for components, in upstream's `listComponents` order. Secrets are left out
+/// (module doc). Kinds the cluster does not serve (OperatorCondition before its CRD exists) are
+/// skipped by the shell. OperatorConditions are listed as `v2`, their storage version, as
+/// upstream.
 pub const COMPONENT_KINDS: &[ComponentKind] = &[
     kind("apps", "v1", "Deployment", true),
     kind("", "v1", "Namespace", false),
@@ -81,7 +83,7 @@ pub const COMPONENT_KINDS: &[ComponentKind] = &[
     kind("operators.coreos.com", "v1alpha1", "Subscription", true),
     kind("operators.coreos.com", "v1alpha1", "InstallPlan", true),
     kind("operators.coreos.com", "v1alpha1", "ClusterServiceVersion", true),
-    kind("operators.coreos.com", "v1", "OperatorCondition", true),
+    kind("operators.coreos.com", "v2", "OperatorCondition", true),
 ];
 
 impl ComponentKind {

@@ -259,7 +259,7 @@ impl TestCluster {
     }
 
     /// Applies OLM's CRDs (`manifests/crds`, server-side, as `field_manager`) and waits until all
-    /// five are Established.
+    /// seven are Established.
     pub fn install_olm_crds(&self, field_manager: &str) {
         let dir = repo_root().join("manifests/crds");
         self.kubectl_ok([
@@ -277,6 +277,7 @@ impl TestCluster {
             "catalogsources.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
             "operators.operators.coreos.com",
+            "operatorconditions.operators.coreos.com",
         ]);
     }
 

@@ -10,8 +10,8 @@ use super::*;
 
 /// The Deployments the CSV's install strategy asks for, with OLM's labels, pod-template
 /// annotations (`annotations` overlaid: pass the CSV's annotations including the
-/// OperatorGroup member annotations), `OPERATOR_CONDITION_NAME`, `revisionHistoryLimit: 1`
-/// `overrides` merged in, and the `olm.deployment-spec-hash` label of the result (see the
+/// OperatorGroup member annotations), `revisionHistoryLimit: 1`, `overrides` merged in, then
+/// `OPERATOR_CONDITION_NAME`, and the `olm.deployment-spec-hash` label of the result (see the
 /// module doc).
 ///
 /// # Errors
@@ -53,17 +53,6 @@ pub fn desired_deployments(
                     template_annotations.insert(k.clone(), v.clone());
                 }
             }
-            if let Some(pod) = spec.template.spec.as_mut() {
-                for container in &mut pod.containers {
-                    let env = container.env.get_or_insert_with(Vec::new);
-                    env.retain(|e| e.name != OPERATOR_CONDITION_ENV);
-                    env.push(EnvVar {
-                        name: OPERATOR_CONDITION_ENV.to_owned(),
-                        value: Some(name.clone()),
-                        value_from: None,
-                    });
-                }
-            }
             let mut labels = entry.label.clone().unwrap_or_default();
             labels.insert(MANAGED.to_owned(), "true".to_owned());
             labels.extend(component_labels.clone());
@@ -81,6 +70,22 @@ pub fn desired_deployments(
             };
             if let Some(overrides) = overrides {
                 super::config::apply_overrides(&mut deployment, overrides)?;
+            }
+            // After the Subscription's config, as upstream (`InjectEnvIntoDeployment`): in place
+            // when the container already has the variable, else appended.
+            if let Some(pod) = deployment.spec.template.spec.as_mut() {
+                for container in &mut pod.containers {
+                    let wanted = EnvVar {
+                        name: OPERATOR_CONDITION_ENV.to_owned(),
+                        value: Some(name.clone()),
+                        value_from: None,
+                    };
+                    let env = container.env.get_or_insert_with(Vec::new);
+                    match env.iter_mut().find(|e| e.name == OPERATOR_CONDITION_ENV) {
+                        Some(existing) => *existing = wanted,
+                        None => env.push(wanted),
+                    }
+                }
             }
             let hash = encode_hash(hash_json(&deployment.spec), 13);
             deployment

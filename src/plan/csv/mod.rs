@@ -22,9 +22,12 @@
 //! **The phases:**
 //!
 //! - `""` → `Pending` `RequirementsUnknown` "requirements not yet checked".
-//! - `Pending`: requirements are checked and reported in `requirementStatus`: the server
-//!   version is at least `spec.minKubeVersion`; every owned and required CRD exists, serves
-//!   the version the CSV names and is `Established`; every ServiceAccount named by
+//! - `Pending`: first, when it replaces a CSV whose OperatorCondition is not upgradeable
+//!   ([`super::operator_condition`]: an `Upgradeable` override not `True`, else an
+//!   `Upgradeable=False` or outdated status condition), stay `Pending`
+//!   `OperatorConditionNotUpgradeable` with its message. Then requirements are checked and
+//!   reported in `requirementStatus`: the server version is at least `spec.minKubeVersion`;
+//!   every owned and required CRD exists, serves the version the CSV names and is `Established`; every ServiceAccount named by
 //!   `permissions`/`clusterPermissions` exists and is not owned by an unrelated CSV. Unmet →
 //!   stay `Pending` `RequirementsNotMet`. Another CSV outside this one's replacement chain
 //!   owns one of its CRDs → `Failed` `OwnerConflict`. Replacing a CSV that is not yet
@@ -87,9 +90,10 @@
 //! `olm.owner*` labels, owned by the CSV (non-blocking, non-controller owner reference when
 //! the CSV's uid is known); the pod template's annotations are its own overlaid with the
 //! CSV's annotations (so `olm.targetNamespaces` reaches the operator through the downward
-//! API); every container gets `OPERATOR_CONDITION_NAME=<csv>`; `revisionHistoryLimit: 1`;
-//! the owning Subscription's `spec.config` merged in (see [`config`]: an invalid config fails
-//! the CSV `InstallComponentFailed`, and it stays `Failed` until the config is fixed);
+//! API); `revisionHistoryLimit: 1`; the owning Subscription's `spec.config` merged in (see
+//! [`config`]: an invalid config fails the CSV `InstallComponentFailed`, and it stays `Failed`
+//! until the config is fixed); then every container gets `OPERATOR_CONDITION_NAME=<csv>`
+//! (replacing a variable of that name in place, even one the config set, else appended);
 //! and `olm.deployment-spec-hash` = a hash of the resulting spec, so a config change is a
 //! spec drift the CSV re-applies without a new InstallPlan. Deployments labelled as
 //! owned by this CSV but no longer in its spec are listed for deletion.
@@ -100,10 +104,12 @@
 //!   message change (upstream: every sync), so a steady CSV costs no API writes.
 //! - *Waiting states requeue with a deadline.* The decision carries `requeue_after` so the
 //!   5-minute install timeout fires on time even if no Deployment event arrives.
-//! - *Not modelled:* copied CSVs (we grant target-namespace RBAC directly instead, see
-//!   [`super::steps::target_namespace_rbac`]), the RBAC-rule authorizer check of upstream's
-//!   requirements (the InstallPlan created the rules; we check the ServiceAccounts),
-//!   `OperatorCondition` upgrade gates and provided-API annotations on OperatorGroups.
+//! - *Not modelled:* the RBAC-rule authorizer check of upstream's requirements (the
+//!   InstallPlan created the rules; we check the ServiceAccounts).
+//! - *The `OperatorConditionNotUpgradeable` message says why and the way out*: upstream's
+//!   "operator is not upgradeable: the operator is not upgradeable: <message>" becomes
+//!   "operator is not upgradeable: OperatorCondition <replaced CSV>: <message> (...)", the
+//!   same prefix, naming the object and how to let the upgrade proceed.
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
 //!   is large, changes with every `kubectl apply` and would restart the operator for nothing.
 
@@ -120,6 +126,7 @@ use kube::ResourceExt;
 
 use super::{
     encode_hash, hash_json,
+    operator_condition::{UpgradeBlock, not_upgradeable_message},
     operator_group::{check_install_modes, member_annotations},
     steps::{CSV_KIND, owner_labels},
 };
@@ -140,6 +147,9 @@ pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 pub const REQUIREMENTS_REQUEUE: Duration = Duration::from_secs(10);
 /// Requeue period while waiting on another CSV or on Deployments.
 pub const WAIT_REQUEUE: Duration = Duration::from_secs(5);
+/// Requeue period while the replaced CSV's OperatorCondition holds the upgrade (a change of
+/// that OperatorCondition wakes the CSV at once; this only bounds a missed event).
+pub const NOT_UPGRADEABLE_REQUEUE: Duration = Duration::from_secs(60);
 /// The annotation never copied to pod templates.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// The env var naming the operator's OperatorCondition (= the CSV name).
@@ -288,6 +298,9 @@ pub struct Observed {
     /// The objects of the CSV's webhooks, and the certificates the shell issued
     /// ([`webhooks`]).
     pub webhooks: webhooks::ObservedWebhooks,
+    /// Why the OperatorCondition of the CSV this one replaces holds the upgrade, when it does
+    /// ([`super::operator_condition::upgrade_blocker`]).
+    pub replacee_not_upgradeable: Option<UpgradeBlock>,
 }
 
 #[cfg(test)]
@@ -619,6 +632,16 @@ impl Context<'_> {
     }
 
     fn pending(&self) -> CsvDecision {
+        // First, as upstream: the CSV it replaces must be upgradeable (its OperatorCondition).
+        if let (Some(prev), Some(block)) = (&self.observed.replacee, &self.observed.replacee_not_upgradeable)
+        {
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::OperatorConditionNotUpgradeable,
+                not_upgradeable_message(&prev.name, block),
+            )
+            .requeue(NOT_UPGRADEABLE_REQUEUE);
+        }
         let (met, statuses) = requirement_status(self.csv, self.observed);
         if !met {
             return CsvDecision::to(

@@ -369,6 +369,41 @@ fn a_pending_upgrade_waits_until_the_old_csv_is_replacing() {
 }
 
 #[test]
+fn an_upgrade_away_from_a_csv_whose_operator_condition_is_not_upgradeable_waits_pending_with_its_message() {
+    let csv = Csv::test()
+        .replaces(OLD)
+        .phase(CsvPhase::Pending)
+        .reason(CsvReason::RequirementsUnknown)
+        .build();
+    let mut observed = ready().with_replacee(OLD, CsvPhase::Replacing);
+    observed.replacee_not_upgradeable = Some(crate::plan::operator_condition::UpgradeBlock::NotUpgradeable {
+        message: "a migration is running".into(),
+    });
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::Pending, CsvReason::OperatorConditionNotUpgradeable)
+    );
+    assert!(
+        d.message.starts_with(&format!(
+            "operator is not upgradeable: OperatorCondition {OLD}: a migration is running"
+        )),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.requeue_after, Some(NOT_UPGRADEABLE_REQUEUE));
+    // Checked before the requirements, as upstream: nothing else is reported meanwhile.
+    assert_eq!(d.requirement_status, None);
+    // Upgradeable again: the upgrade proceeds.
+    observed.replacee_not_upgradeable = None;
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+}
+
+#[test]
 fn an_install_ready_csv_creates_its_deployments_and_goes_installing() {
     let csv = Csv::test().phase(CsvPhase::InstallReady).build();
     let d = decide(&csv, &ready(), &t(0));
@@ -1446,4 +1481,31 @@ fn the_same_refusal_again_is_a_repeat_and_changes_nothing() {
         Some("og"),
     );
     assert!(!repeats_failure(&old, &other));
+}
+
+#[test]
+fn operator_condition_name_is_injected_after_the_subscription_config_as_upstream() {
+    let csv = Csv::test().build();
+    // The config's own OPERATOR_CONDITION_NAME loses to the CSV's name, in place; the bundle's
+    // "stale" value was replaced in place too (it is the first variable).
+    let config = overrides(json!({"env": [
+        {"name": "HTTP_PROXY", "value": "http://proxy:3128"},
+        {"name": OPERATOR_CONDITION_ENV, "value": "from-config"}
+    ]}));
+    let deployments = desired_deployments(&csv, &annotations_for(&csv), Some(&config)).unwrap();
+    let env = deployments[0].spec.template.spec.as_ref().unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap();
+    let names: Vec<(&str, Option<&str>)> = env
+        .iter()
+        .map(|e| (e.name.as_str(), e.value.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (OPERATOR_CONDITION_ENV, Some(ME)),
+            ("HTTP_PROXY", Some("http://proxy:3128"))
+        ]
+    );
 }
