@@ -324,6 +324,19 @@ impl Ns {
             .is_some_and(|c| str_at(&c, "/status/phase") == "Succeeded")
     }
 
+    async fn deployment_available(&self, name: &str) -> bool {
+        let api: Api<Deployment> = self.ns.api();
+        api.get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|d| d.status?.conditions)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True"))
+            })
+    }
+
     async fn has_plan(&self) -> bool {
         !self.names::<InstallPlan>().await.is_empty()
     }
@@ -658,6 +671,22 @@ async fn an_apiserver_restart_mid_install_leaves_every_install_at_its_head() {
         .await;
     }
     let all: Vec<&Ns> = first.iter().chain(second.iter()).collect();
+    // The cluster's share: kube-controller-manager and kwok recover from the restart too, and a
+    // CSV cannot succeed before its Deployment is Available.
+    wait_for("every Deployment Available", WAIT, || async {
+        for ns in &all {
+            if !ns.deployment_available("widget-operator").await {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    figure(
+        "apiserver-restart-deployments-available",
+        ready.elapsed(),
+        RECOVERY_TARGET,
+    );
     wait_all_at_head(&all, &csv_name("1.0.0"), WAIT).await;
     let recovery = ready.elapsed();
     figure("apiserver-restart-recovery", recovery, RECOVERY_TARGET);
