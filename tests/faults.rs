@@ -791,7 +791,8 @@ async fn sigkills_at_random_points_during_20_installs_and_upgrades_leave_no_dupl
     }
     let kills_upgrade = kill_randomly(&mut controller, &mut rng, 4, &all, &csv_name("1.1.0")).await;
     wait_all_at_head(&all, &csv_name("1.1.0"), WAIT).await;
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "20 installs and upgrades with {} SIGKILLs ({kills_install} during the installs, {kills_upgrade} during the upgrades) in {:.1} s (seed {seed})",
         kills_install + kills_upgrade,
         started.elapsed().as_secs_f64()
