@@ -89,6 +89,9 @@ use crate::{
     resolve::{Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv},
 };
 
+/// How soon a Subscription that failed on a catalog still loading is looked at again.
+const CATALOG_LOADING_REQUEUE: Duration = Duration::from_secs(2);
+
 /// Reconciles one Subscription.
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action> {
     instrumented(Arc::clone(&sub), Arc::clone(&ctx), reconcile_inner(sub, ctx)).await
@@ -158,6 +161,9 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             (cs, model)
         })
         .collect();
+    let catalog_loading = loaded
+        .iter()
+        .any(|(cs, model)| model.is_none() && catalog_failure(cs).is_none());
     let health: Vec<CatalogHealthObservation> = loaded
         .iter()
         .map(|(cs, model)| CatalogHealthObservation {
@@ -288,6 +294,9 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
                 .unwrap_or_default();
             Action::requeue(status::held_requeue(held_since))
         }
+        // A catalog still loading (see `catalog_failure`) is looked at again soon: its load
+        // may wake nothing.
+        Outcome::Failed(..) if catalog_loading => Action::requeue(CATALOG_LOADING_REQUEUE),
         Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
         Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
@@ -383,14 +392,21 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
 
 /// Why a visible catalog has no model: its CatalogSource's status message, else "not loaded yet".
 fn catalog_problem(cs: &CatalogSource) -> String {
+    catalog_failure(cs).unwrap_or_else(|| "its content has not been loaded yet".to_owned())
+}
+
+/// The failure a CatalogSource reports (its status message while not READY), if any. A visible
+/// catalog without a model and without a failure is still loading: after a restart or a leader
+/// change, our cache is empty while the CatalogSource already says READY, so its load writes no
+/// new status and wakes no Subscription.
+fn catalog_failure(cs: &CatalogSource) -> Option<String> {
     let status = cs.status.as_ref();
     let ready = status
         .and_then(|s| s.connection_state.as_ref())
         .is_some_and(|c| c.last_observed_state == connection_state::READY);
-    match status.and_then(|s| s.message.clone()).filter(|m| !m.is_empty()) {
-        Some(message) if !ready => message,
-        _ => "its content has not been loaded yet".to_owned(),
-    }
+    status
+        .and_then(|s| s.message.clone())
+        .filter(|m| !m.is_empty() && !ready)
 }
 
 /// A bundle whose manifests live in its image: start or follow the pull
@@ -605,4 +621,38 @@ async fn create_plan(
 /// Whether `ip` is the plan for `csv`.
 fn plans_csv(ip: &InstallPlan, csv: &str) -> bool {
     ip.spec.cluster_service_version_names.iter().any(|n| n == csv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(status: serde_json::Value) -> CatalogSource {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"sourceType": "configmap", "configMap": "c"},
+            "status": status,
+        }))
+        .expect("a CatalogSource")
+    }
+
+    #[test]
+    fn a_catalog_without_a_reported_failure_counts_as_loading() {
+        // Fresh, or READY as another (or an earlier) controller left it: still loading here.
+        assert_eq!(catalog_failure(&catalog(serde_json::json!({}))), None);
+        let ready = catalog(serde_json::json!({
+            "message": "served without 1 entry",
+            "connectionState": {"lastObservedState": "READY"},
+        }));
+        assert_eq!(catalog_failure(&ready), None);
+        assert_eq!(catalog_problem(&ready), "its content has not been loaded yet");
+        // A failure it reports is a failure, not a load in progress.
+        let broken = catalog(serde_json::json!({
+            "message": "catalog.json: EOF",
+            "connectionState": {"lastObservedState": "TRANSIENT_FAILURE"},
+        }));
+        assert_eq!(catalog_failure(&broken).as_deref(), Some("catalog.json: EOF"));
+        assert_eq!(catalog_problem(&broken), "catalog.json: EOF");
+    }
 }

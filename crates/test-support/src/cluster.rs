@@ -313,6 +313,56 @@ impl TestCluster {
     }
 }
 
+/// Whether the configured cluster is the launcher's (its `state.json` is in [`cluster_dir`] and
+/// the kubeconfig in use is that cluster's), so that its components can be restarted.
+pub fn is_launcher_cluster() -> bool {
+    let dir = cluster_dir();
+    dir.join("state.json").is_file()
+        && std::fs::canonicalize(kubeconfig_path()).ok() == std::fs::canonicalize(dir.join("kubeconfig")).ok()
+}
+
+/// Restarts one component of the launcher's cluster (`etcd`, `kube-apiserver`,
+/// `kube-controller-manager`, `kube-scheduler` or `kwok`) with
+/// `olmrs-cluster restart COMPONENT --grace GRACE`: SIGTERM, `grace` to exit, SIGKILL, then the
+/// same command line again (same ports and data), and returns once its health endpoint answers
+/// (for the apiserver, `/readyz`). A zero `grace` is a crash.
+///
+/// # Errors
+/// When the cluster is not the launcher's, or the launcher fails (its message names the
+/// component's log).
+pub fn restart_component(component: &str, grace: Duration) -> Result<(), String> {
+    if !is_launcher_cluster() {
+        return Err(format!(
+            "the cluster in use ({}) was not started by tests/cluster/up in {}, so its components cannot be restarted",
+            kubeconfig_path().display(),
+            cluster_dir().display()
+        ));
+    }
+    let launcher = cluster_bin().join("olmrs-cluster");
+    let out = Command::new(&launcher)
+        .arg("restart")
+        .arg(component)
+        .arg("--dir")
+        .arg(cluster_dir())
+        .arg(format!("--grace={}ms", grace.as_millis()))
+        .output()
+        .map_err(|e| {
+            format!(
+                "running {}: {e} (build it with tests/cluster/build)",
+                launcher.display()
+            )
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "olmrs-cluster restart {component} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
 /// `<prefix>-<8 hex>`: a valid DNS-1123 label (lowercase alphanumerics and `-`, at most 63).
 fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -6,6 +6,7 @@
 //	olmrs-cluster up     [--dir D] [--bin B] [--nodes N]   start (or reuse) a cluster, print the kubeconfig path
 //	olmrs-cluster down   [--dir D]                         stop exactly the recorded processes, remove D
 //	olmrs-cluster status [--dir D]                         exit 0 and print the kubeconfig path if healthy
+//	olmrs-cluster restart COMPONENT [--dir D] [--grace T]  stop one component, start it again with the same flags, wait until healthy
 //
 // `up` exits once the cluster is ready and leaves it running; the processes are detached into
 // their own sessions and recorded in D/state.json (and D/pids), their logs in D/logs.
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,10 +32,14 @@ const (
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: olmrs-cluster up|down|status [--dir DIR] [--bin BINDIR] [--nodes N]
+       olmrs-cluster restart COMPONENT [--dir DIR] [--grace DURATION]
 
   up      start the control plane (or reuse the healthy one in DIR) and print the kubeconfig path
   down    stop the processes recorded in DIR and remove DIR
   status  print the kubeconfig path if the cluster in DIR is healthy, else exit 1
+  restart stop COMPONENT (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)
+          with SIGTERM, DURATION of grace (default 10s; 0s is a crash), then SIGKILL; start it
+          again with its recorded flags and ports and wait until it is healthy
 
 DIR defaults to $OLMRS_CLUSTER_DIR; BINDIR to the directory holding this program.`)
 }
@@ -44,11 +50,21 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	args := os.Args[2:]
+	component := ""
+	if cmd == "restart" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			usage()
+			os.Exit(2)
+		}
+		component, args = args[0], args[1:]
+	}
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	dir := fs.String("dir", os.Getenv("OLMRS_CLUSTER_DIR"), "data directory of the cluster")
 	bin := fs.String("bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
 	nodes := fs.Int("nodes", 2, "number of fake nodes to create")
-	_ = fs.Parse(os.Args[2:])
+	grace := fs.Duration("grace", 10*time.Second, "restart: how long a stopped component may take to exit before SIGKILL")
+	_ = fs.Parse(args)
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "olmrs-cluster: no data directory: pass --dir or set OLMRS_CLUSTER_DIR")
 		os.Exit(2)
@@ -78,6 +94,8 @@ func main() {
 		err = down(absDir)
 	case "status":
 		err = status(absDir)
+	case "restart":
+		err = restart(absDir, component, *grace)
 	default:
 		usage()
 		os.Exit(2)
