@@ -16,7 +16,7 @@ const REGENERATE: &str =
 #[test]
 fn the_latest_bundle_ships_the_crd_generated_from_the_rust_type() {
     let on_disk =
-        std::fs::read_to_string(bundles_dir().join("1.0.0/manifests/cache.example.com_redisclusters.yaml"))
+        std::fs::read_to_string(bundles_dir().join("1.2.0/manifests/cache.example.com_redisclusters.yaml"))
             .expect("read latest CRD");
     assert_eq!(on_disk, crd::crd_yaml(), "{REGENERATE}");
 }
