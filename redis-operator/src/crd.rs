@@ -1,8 +1,9 @@
 //! The `RedisCluster` custom resource (`cache.example.com/v1`): the API the operator serves.
 //!
 //! The schema is generated from these Rust types, so the CRD in the latest bundle
-//! (`bundles/redis-operator/1.0.0/manifests/cache.example.com_redisclusters.yaml`) is a rendering of
-//! this file and a test keeps the two equal. Rules the apiserver can enforce live in the schema
+//! (`bundles/redis-operator/1.2.0/manifests/cache.example.com_redisclusters.yaml`, `v1` and the
+//! deprecated [`v1alpha1`], see [`multi_version_crd`]) is a rendering of this file and a test keeps
+//! the two equal. Rules the apiserver can enforce live in the schema
 //! (`size` from 1 to [`MAX_SIZE`], `replicasPerPrimary` from 0 to [`MAX_REPLICAS_PER_PRIMARY`], the
 //! `mode` enum); rules that need the whole spec (cluster mode needs at least three primaries, the
 //! `redisConfig` deny-list) are checked by the operator, which reports them as a `Degraded` condition
@@ -150,6 +151,96 @@ pub struct RedisClusterStatus {
     pub observed_generation: Option<i64>,
 }
 
+/// The `cache.example.com/v1alpha1` shape of `RedisCluster`, served from release 1.1.0 for
+/// manifests written against the flat pre-1.0 API, next to `v1` (the storage version). The API
+/// server converts between the two through the operator's conversion webhook
+/// ([`crate::convert`]); the operator itself only ever reads `v1`.
+///
+/// It differs from `v1` in three ways: `replicas` is `v1`'s `size`; the storage settings are flat
+/// (`storageSize`, `storageClassName`, `deleteClaimOnDelete` instead of `storage.{size,
+/// storageClassName, deleteClaimOnDelete}`); and it has no cluster mode (`mode`,
+/// `replicasPerPrimary`), which conversion keeps in an annotation so nothing is lost.
+pub mod v1alpha1 {
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Desired state of a Redis deployment in the flat `v1alpha1` shape.
+    #[allow(
+        clippy::duplicated_attributes,
+        reason = "each kube printcolumn(...) list repeats the same keys by design"
+    )]
+    #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[kube(
+        group = "cache.example.com",
+        version = "v1alpha1",
+        kind = "RedisCluster",
+        plural = "redisclusters",
+        singular = "rediscluster",
+        shortname = "redis",
+        namespaced,
+        status = "super::RedisClusterStatus",
+        derive = "PartialEq",
+        deprecated = "cache.example.com/v1alpha1 RedisCluster is deprecated; use cache.example.com/v1 (spec.replicas is spec.size, spec.storageSize is spec.storage.size)",
+        doc = "RedisCluster (v1alpha1, deprecated) runs Redis as a StatefulSet: one primary with read replicas.",
+        scale(
+            spec_replicas_path = ".spec.replicas",
+            status_replicas_path = ".status.readyReplicas"
+        ),
+        printcolumn(
+            name = "Replicas",
+            type_ = "integer",
+            json_path = ".spec.replicas",
+            description = "Desired number of Redis pods"
+        ),
+        printcolumn(
+            name = "Ready",
+            type_ = "integer",
+            json_path = ".status.readyReplicas",
+            description = "Redis pods that are ready"
+        ),
+        printcolumn(
+            name = "Phase",
+            type_ = "string",
+            json_path = ".status.phase",
+            description = "Pending, Progressing, Ready or Degraded"
+        ),
+        printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    )]
+    #[serde(rename_all = "camelCase")]
+    pub struct RedisClusterSpec {
+        /// Number of Redis pods (`size` in v1).
+        #[schemars(range(min = 1, max = 100))]
+        pub replicas: i32,
+
+        /// Redis container image; empty means the operator's default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub image: Option<String>,
+
+        /// CPU and memory requests and limits of the Redis container.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub resources: Option<ResourceRequirements>,
+
+        /// Capacity of each pod's PersistentVolumeClaim (`storage.size` in v1); without it Redis
+        /// keeps data in an emptyDir.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub storage_size: Option<String>,
+
+        /// StorageClass of the claims (`storage.storageClassName` in v1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub storage_class_name: Option<String>,
+
+        /// Delete the claims with the RedisCluster (`storage.deleteClaimOnDelete` in v1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub delete_claim_on_delete: Option<bool>,
+
+        /// Extra redis.conf lines (one directive per line); directives the operator manages are refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub redis_config: Option<String>,
+    }
+}
+
 /// Status condition types and reasons, as PascalCase constants.
 pub mod conditions {
     /// All pods ready and, in cluster mode, the cluster reports `cluster_state:ok`.
@@ -190,13 +281,46 @@ pub fn selector_labels(name: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// The CRD serving `v1alpha1` and `v1` (storage `v1`), converted by the operator's webhook
+/// (`spec.conversion.strategy: Webhook`; OLM fills in the webhook's Service and CA bundle from
+/// the CSV's `ConversionWebhook` definition). `v1alpha1_served: false` is the later release that
+/// stops serving `v1alpha1` but keeps it in `spec.versions`, so objects once stored as
+/// `v1alpha1` stay readable until storage migration removed it from `status.storedVersions`.
+#[must_use]
+pub fn multi_version_crd(v1alpha1_served: bool) -> serde_json::Value {
+    use kube::CustomResourceExt;
+    let (Ok(mut alpha), Ok(v1)) = (
+        serde_json::to_value(v1alpha1::RedisCluster::crd()),
+        serde_json::to_value(RedisCluster::crd()),
+    ) else {
+        return serde_json::Value::Null;
+    };
+    let mut crd = v1;
+    let mut alpha_version = alpha["spec"]["versions"][0].take();
+    alpha_version["storage"] = serde_json::json!(false);
+    alpha_version["served"] = serde_json::json!(v1alpha1_served);
+    if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
+        versions.insert(0, alpha_version);
+    }
+    crd["spec"]["conversion"] = serde_json::json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"service": {
+                "name": "redis-operator-service",
+                "namespace": "system",
+                "path": "/convert",
+                "port": 443
+            }}
+        }
+    });
+    crd
+}
+
 /// The CRD as YAML, as `redis-operator crd` prints it and the latest bundle ships it.
 #[must_use]
 pub fn crd_yaml() -> String {
-    use kube::CustomResourceExt;
-    serde_json::to_value(RedisCluster::crd())
-        .map(|v| block_yaml::write(&v))
-        .unwrap_or_default()
+    block_yaml::write(&multi_version_crd(false))
 }
 
 #[cfg(test)]

@@ -117,6 +117,26 @@ fi
 exec redis-server /tmp/redis.conf
 "#;
 
+/// The rules a spec must meet before anything is built from it: `size` in range, cluster mode
+/// with whole groups of at least three primaries, and no refused `redisConfig` line. The
+/// validating webhook ([`crate::validate`]) refuses what fails here, with the same message.
+///
+/// # Errors
+/// The first rule the spec breaks.
+pub fn check_spec(spec: &RedisClusterSpec) -> Result<(), SpecError> {
+    if !(1..=MAX_SIZE).contains(&spec.size) {
+        return Err(SpecError::Size { size: spec.size });
+    }
+    if spec.mode == Mode::Cluster {
+        let rpp = spec.replicas_per_primary_or_default().max(0);
+        if spec.size % (rpp + 1) != 0 || spec.size < 3 * (rpp + 1) {
+            return Err(SpecError::ClusterSize { size: spec.size, rpp });
+        }
+    }
+    config::validate_redis_config(spec.redis_config.as_deref().unwrap_or_default())?;
+    Ok(())
+}
+
 /// Builds every object for `rc`.
 ///
 /// # Errors
@@ -133,15 +153,7 @@ pub fn build(rc: &RedisCluster) -> Result<Desired, SpecError> {
         .clone()
         .ok_or(SpecError::Metadata("metadata.namespace"))?;
     let spec = &rc.spec;
-    if !(1..=MAX_SIZE).contains(&spec.size) {
-        return Err(SpecError::Size { size: spec.size });
-    }
-    if spec.mode == Mode::Cluster {
-        let rpp = spec.replicas_per_primary_or_default().max(0);
-        if spec.size % (rpp + 1) != 0 || spec.size < 3 * (rpp + 1) {
-            return Err(SpecError::ClusterSize { size: spec.size, rpp });
-        }
-    }
+    check_spec(spec)?;
     let redis_conf = config::render_redis_conf(spec)?;
     let labels = selector_labels(&name);
     let meta = |n: String| ObjectMeta {

@@ -5,9 +5,12 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
 
-use operator_runtime::http::{Readiness, ReadyState};
+use operator_runtime::{
+    http::{Readiness, ReadyState},
+    https,
+};
 
-use redis_operator::{bundle::release, controller, crd, http, metrics::Metrics};
+use redis_operator::{bundle::release, controller, crd, http, metrics::Metrics, webhook};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +38,8 @@ enum Command {
         /// Name of this pod, reported on events.
         #[arg(long, env = "POD_NAME")]
         pod_name: Option<String>,
+        #[command(flatten)]
+        webhooks: WebhookArgs,
     },
     /// Print the RedisCluster CustomResourceDefinition as YAML.
     Crd,
@@ -48,6 +53,24 @@ enum Command {
     },
 }
 
+/// Where the conversion and validating webhooks listen and which certificate they serve.
+#[derive(clap::Args, Clone, Debug)]
+struct WebhookArgs {
+    /// Address of the TLS server for POST /convert and /validate (empty: no webhooks).
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    webhook_addr: String,
+    /// Serving certificate (PEM), as OLM mounts it for webhook deployments; used when it exists.
+    #[arg(long, default_value = https::OLM_APISERVER_CERT)]
+    tls_cert_file: PathBuf,
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, default_value = https::OLM_APISERVER_KEY)]
+    tls_key_file: PathBuf,
+    /// Directory holding tls.crt and tls.key (OLM mounts the same certificate here too); used
+    /// when --tls-cert-file does not exist. With neither, the webhooks are not served.
+    #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    webhook_cert_dir: PathBuf,
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
@@ -57,15 +80,62 @@ fn main() -> Result<()> {
             watch_namespace,
             http_addr,
             pod_name,
+            webhooks,
         } => {
-            tokio::runtime::Runtime::new()?.block_on(run(&watch_namespace, &http_addr, pod_name))?;
+            tokio::runtime::Runtime::new()?.block_on(run(
+                &watch_namespace,
+                &http_addr,
+                pod_name,
+                &webhooks,
+            ))?;
         }
     }
     Ok(())
 }
 
-async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -> Result<()> {
+/// Starts the webhook server when a certificate is mounted; `None` when webhooks are off.
+async fn start_webhooks(args: &WebhookArgs) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    if args.webhook_addr.is_empty() {
+        return Ok(None);
+    }
+    let candidates = [
+        (args.tls_cert_file.clone(), args.tls_key_file.clone()),
+        (
+            args.webhook_cert_dir.join("tls.crt"),
+            args.webhook_cert_dir.join("tls.key"),
+        ),
+    ];
+    let Some((cert, key)) = webhook::pick_cert(&candidates, std::path::Path::exists) else {
+        tracing::info!(
+            cert = %args.tls_cert_file.display(),
+            cert_dir = %args.webhook_cert_dir.display(),
+            "no webhook serving certificate mounted; /convert and /validate are not served"
+        );
+        return Ok(None);
+    };
+    let certs = Arc::new(https::CertFiles::load(&cert, &key)?);
+    let listener = tokio::net::TcpListener::bind(&args.webhook_addr)
+        .await
+        .with_context(|| format!("binding the webhook address {}", args.webhook_addr))?;
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| args.webhook_addr.clone(), |a| a.to_string());
+    tracing::info!(webhook_addr = %addr, cert = %cert.display(), "serving /convert and /validate over TLS");
+    Ok(Some(tokio::spawn(async move {
+        if let Err(error) = webhook::serve(listener, certs).await {
+            tracing::error!(%error, "the webhook server stopped");
+        }
+    })))
+}
+
+async fn run(
+    watch_namespace: &str,
+    http_addr: &str,
+    pod_name: Option<String>,
+    webhooks: &WebhookArgs,
+) -> Result<()> {
     operator_runtime::telemetry::init(operator_runtime::telemetry::LogFormat::Json);
+    let webhook_server = start_webhooks(webhooks).await?;
     let namespaces = controller::parse_namespaces(watch_namespace);
     let client = kube::Client::try_default()
         .await
@@ -85,6 +155,9 @@ async fn run(watch_namespace: &str, http_addr: &str, pod_name: Option<String>) -
     controller::run(client, namespaces, metrics, pod_name, ready.clone()).await;
     ready.set(ReadyState::Stopping);
     server.abort();
+    if let Some(webhook_server) = webhook_server {
+        webhook_server.abort();
+    }
     Ok(())
 }
 

@@ -51,6 +51,8 @@ fn the_redis_operator_image_is_the_one_the_newest_csv_names_and_its_binary_runs_
     assert_eq!(strings(&config["Cmd"]), ["run"]);
     assert_eq!(config["User"], "65532:65532");
     assert!(config["ExposedPorts"].get("8080/tcp").is_some(), "{config}");
+    // The TLS webhooks (/convert, /validate) of the CSVs with webhookdefinitions.
+    assert!(config["ExposedPorts"].get("9443/tcp").is_some(), "{config}");
 
     // Same binary, same answers, inside the image as its user (libraries, loader and paths present).
     let host = run(Command::new(binary).arg("--version"));

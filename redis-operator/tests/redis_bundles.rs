@@ -16,7 +16,7 @@ const REGENERATE: &str =
 #[test]
 fn the_latest_bundle_ships_the_crd_generated_from_the_rust_type() {
     let on_disk =
-        std::fs::read_to_string(bundles_dir().join("1.0.0/manifests/cache.example.com_redisclusters.yaml"))
+        std::fs::read_to_string(bundles_dir().join("1.2.0/manifests/cache.example.com_redisclusters.yaml"))
             .expect("read latest CRD");
     assert_eq!(on_disk, crd::crd_yaml(), "{REGENERATE}");
 }
@@ -51,4 +51,38 @@ fn there_is_one_bundle_directory_per_release_and_nothing_else() {
     let mut want: Vec<String> = release::RELEASES.iter().map(|r| r.version.to_owned()).collect();
     want.sort();
     assert_eq!(dirs, want);
+}
+
+#[test]
+fn the_webhook_csvs_decode_as_olm_reads_them_with_their_webhooks_and_only_all_namespaces() {
+    use olm_rs::api::v1alpha1::{ClusterServiceVersion, WebhookAdmissionType};
+    for version in ["1.1.0", "1.2.0"] {
+        let path = bundles_dir()
+            .join(version)
+            .join("manifests/redis-operator.clusterserviceversion.yaml");
+        let text = std::fs::read_to_string(&path).expect("read CSV");
+        let csv: ClusterServiceVersion =
+            olm_rs::api::from_yaml_str(&path.display().to_string(), &text).expect("a CSV OLM accepts");
+        let hooks = &csv.spec.webhook_definitions;
+        assert_eq!(hooks.len(), 2, "{version}");
+        assert_eq!(hooks[0].type_, WebhookAdmissionType::ConversionWebhook);
+        assert_eq!(hooks[0].conversion_crds, ["redisclusters.cache.example.com"]);
+        assert_eq!(hooks[0].webhook_path.as_deref(), Some("/convert"));
+        assert_eq!(hooks[1].type_, WebhookAdmissionType::ValidatingAdmissionWebhook);
+        assert_eq!(hooks[1].webhook_path.as_deref(), Some("/validate"));
+        assert!(
+            hooks
+                .iter()
+                .all(|h| h.deployment_name.as_deref() == Some("redis-operator"))
+        );
+        // Upstream installs a CSV with a conversion webhook only when AllNamespaces is its only mode.
+        let supported: Vec<String> = csv
+            .spec
+            .install_modes
+            .iter()
+            .filter(|m| m.supported)
+            .map(|m| m.type_.to_string())
+            .collect();
+        assert_eq!(supported, ["AllNamespaces"], "{version}");
+    }
 }

@@ -11,6 +11,10 @@
 //!   Subscriptions generated for dependencies, see [`crate::plan::steps::owned_by_csv`]);
 //!   cluster-scoped objects get the `olm.owner*` labels instead. The CSV is created with its
 //!   `operators.coreos.com/csv-cleanup` finalizer already in place.
+//! - A CRD step that replaces an existing CRD is checked first as upstream checks it
+//!   ([`crate::plan::crd_safety`]): dropping a version still in `status.storedVersions` ("risk
+//!   of data loss updating ...") or a schema that rejects existing objects fails the step (a
+//!   webhook-converted CRD only logs the latter).
 //! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
 //!   bundle objects) are independent of each other and are applied concurrently. The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
@@ -41,7 +45,8 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    core::{GroupVersionKind, PartialObjectMeta},
+    api::ListParams,
+    core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
 use serde_json::Value;
@@ -53,6 +58,7 @@ use crate::{
     },
     k8s::apply,
     plan::{
+        crd_safety,
         install_plan::{
             crd_established, gate, installed_condition, prepare_object, sequential_and_concurrent,
             unresolvable,
@@ -113,6 +119,9 @@ pub enum StepError {
         /// `<kind> <name>`.
         what: String,
     },
+    /// Updating an existing CRD would lose data or invalidate existing objects.
+    #[error(transparent)]
+    CrdSafety(#[from] crd_safety::CrdSafetyError),
     /// The server-side apply failed.
     #[error("error creating {what}: {}", crate::k8s::message::describe(.source))]
     Apply {
@@ -363,6 +372,54 @@ fn member_annotations_in(ctx: &Context, ns: &str) -> Option<BTreeMap<String, Str
     Some(member_annotations(&group.name_any(), ns, targets))
 }
 
+/// Before a CRD step replaces an existing CRD: refuses to drop a version still in its
+/// `status.storedVersions`, and checks the existing objects of every version whose schema changed
+/// against the new schema (a webhook-converted CRD only logs a warning then, as upstream), see
+/// [`crd_safety`]. A fresh CRD is not checked.
+async fn check_crd_update(ctx: &Context, name: &str, manifest: &Value) -> std::result::Result<(), StepError> {
+    let what = format!("CustomResourceDefinition {name}");
+    // Only apiextensions.k8s.io/v1 CRDs are checked (what the API server serves); anything else
+    // is left to the apply, which reports it.
+    let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(manifest.clone()) else {
+        return Ok(());
+    };
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
+    let existing = match crds.get_opt(name).await {
+        Ok(Some(crd)) => crd,
+        Ok(None) => return Ok(()),
+        Err(source) => return Err(StepError::ReadCrd { what, source }),
+    };
+    crd_safety::stored_versions_kept(&existing, &new)?;
+    for (version, schema) in crd_safety::versions_to_validate(&existing, &new) {
+        let gvk = GroupVersionKind::gvk(&new.spec.group, &version, &new.spec.names.kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &new.spec.names.plural);
+        let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);
+        let objects = match api.list(&ListParams::default()).await {
+            Ok(list) => list
+                .items
+                .iter()
+                .filter_map(|o| serde_json::to_value(o).ok())
+                .collect::<Vec<_>>(),
+            Err(source) => {
+                let what = format!("the {} objects of {what}", version);
+                if crd_safety::uses_webhook_conversion(&new) {
+                    tracing::warn!(error = %source, crd = name, version, "cannot list existing objects to validate them against the new CRD schema (conversion webhook)");
+                    continue;
+                }
+                return Err(StepError::ReadCrd { what, source });
+            }
+        };
+        if let Err(error) = crd_safety::existing_objects_valid(&new, &version, &schema, &objects) {
+            if crd_safety::uses_webhook_conversion(&new) {
+                tracing::warn!(%error, crd = name, "CRDValidation: existing objects fail the new schema; updating anyway (the CRD uses a conversion webhook)");
+                continue;
+            }
+            return Err(error.into());
+        }
+    }
+    Ok(())
+}
+
 /// Applies one step; returns its new status. `owners` maps CSV names to uids; `None` while
 /// the CSV itself is being applied (its uid is recorded in `created`).
 async fn apply_step(
@@ -379,6 +436,9 @@ async fn apply_step(
         Some(Err(source)) => return Err(StepError::InvalidManifest { what, source }),
         None => return Err(StepError::NoManifest { what }),
     };
+    if r.kind == "CustomResourceDefinition" {
+        check_crd_update(ctx, &r.name, &manifest).await?;
+    }
     let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
     let (resource, caps) = match ctx.shared.discover(&gvk).await {
         Ok(found) => found,

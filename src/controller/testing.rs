@@ -168,6 +168,15 @@ pub(crate) enum Scenario {
         /// The field manager.
         manager: &'static str,
     },
+    /// An InstallPlan's CRD step reads the existing CRD (a `GET`, answered with `existing`) and
+    /// is refused before any apply; then the plan's status is written (under
+    /// `olm-rs/installplan`, forced).
+    CrdUpdateRefused {
+        /// The CRD on the server.
+        existing: Value,
+        /// The InstallPlan, as the server holds it.
+        plan: Value,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -231,6 +240,25 @@ impl Scenario {
                         Method::PATCH,
                         format!("{sub}/status{}", applied("olm-rs/subscription")),
                         subscription,
+                    ),
+                ])
+            }
+            Self::CrdUpdateRefused { existing, plan } => {
+                let (crd, _) = name_and_namespace(&existing);
+                let (name, ns) = name_and_namespace(&plan);
+                VecDeque::from([
+                    Expected::new(
+                        Method::GET,
+                        format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"),
+                        existing,
+                    ),
+                    Expected::new(
+                        Method::PATCH,
+                        format!(
+                            "{OLM_V1ALPHA1}/namespaces/{ns}/installplans/{name}/status{}",
+                            applied("olm-rs/installplan")
+                        ),
+                        plan,
                     ),
                 ])
             }
@@ -497,4 +525,5 @@ pub(crate) fn object<K: serde::de::DeserializeOwned>(value: Value) -> K {
 }
 
 mod catalog_source;
+mod install_plan;
 mod tests;

@@ -24,6 +24,8 @@
 //!   permissions in every target namespace; owner references added at apply time.
 //! - [`user_roles`]: the ClusterRoles that let a namespace's people use its operators' APIs
 //!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
+//! - [`crd_safety`]: whether an InstallPlan may update an existing CRD (no stored version
+//!   dropped, existing objects valid under the new schema).
 //! - [`csv`]: the CSV state machine: observed cluster state in, next phase, requirement
 //!   status and desired Deployments out.
 //! - [`operator_condition`]: each CSV's OperatorCondition, its Role and RoleBinding, and
@@ -49,6 +51,7 @@ use serde::Serialize;
 pub mod bundle_lookup;
 pub mod catalog_source;
 pub mod copied_csv;
+pub mod crd_safety;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;

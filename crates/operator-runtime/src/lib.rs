@@ -8,6 +8,7 @@
 //! said ready before its controller had started).
 //!
 //! - [`http`]: `/metrics`, `/healthz`, `/readyz` on hyper; the routing is a pure function.
+//! - [`https`]: the webhook server over TLS, with the serving certificate re-read when rotated.
 //! - [`lease`]: leader election with a `coordination.k8s.io/v1` Lease, expiry timed on the
 //!   observer's clock as client-go does.
 //! - [`shutdown`]: the SIGTERM/SIGINT future.
@@ -23,6 +24,7 @@
 pub mod backoff;
 pub mod duration;
 pub mod http;
+pub mod https;
 pub mod lease;
 pub mod shutdown;
 pub mod telemetry;

@@ -13,4 +13,11 @@ pub enum Feature {
     RedisConfig,
     /// 1.0.0-rc.1: `spec.mode: cluster` and `spec.replicasPerPrimary` (sharded Redis Cluster).
     ClusterMode,
+    /// 1.1.0: the CRD also serves the flat `v1alpha1` (storage stays `v1`), converted by the
+    /// operator's conversion webhook; a validating webhook refuses bad specs at admission. Both are
+    /// declared in the CSV's `webhookdefinitions`.
+    Webhooks,
+    /// 1.2.0: `v1alpha1` is no longer served (`served: false`; still listed, so nothing stored is
+    /// dropped).
+    V1Alpha1Unserved,
 }

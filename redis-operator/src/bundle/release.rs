@@ -5,20 +5,29 @@
 //! pure text, every file of `bundles/redis-operator/<version>/` (the ClusterServiceVersion, the
 //! RedisCluster CRD as that version served it, `metadata/annotations.yaml`) and the FBC channel file
 //! `bundles/redis-operator/channels.yaml`. A test compares the checked-in files with this rendering,
-//! so the bundles cannot drift from the code: the latest CRD is the schema of [`super::crd`], older
-//! CRDs are that schema with the fields the release did not have removed, and each CSV's permissions
+//! so the bundles cannot drift from the code: the CRDs from 1.1.0 on are [`crate::crd::multi_version_crd`]; up to
+//! 1.0.0 the CRD is the `v1` schema of [`super::crd`] with the fields the release did not have
+//! removed; each CSV's permissions
 //! are [`super::rbac::RULES`] filtered by the release's features.
 //!
 //! The upgrade graph uses OLM's three edge kinds:
-//! - `replaces`: 0.2.0 → 0.1.0, 0.2.1 → 0.1.0, 0.3.0 → 0.2.1, 1.0.0-rc.1 → 0.3.0, 1.0.0 → 0.3.0.
+//! - `replaces`: 0.2.0 → 0.1.0, 0.2.1 → 0.1.0, 0.3.0 → 0.2.1, 1.0.0-rc.1 → 0.3.0, 1.0.0 → 0.3.0,
+//!   1.1.0 → 1.0.0, 1.2.0 → 1.1.0.
 //! - `skips`: 0.2.0 was withdrawn (its StatefulSet template change rolled every pod at once), so
 //!   0.2.1 replaces 0.1.0 directly and `skips` 0.2.0: clusters on 0.2.0 move to 0.2.1 and nobody is
 //!   offered 0.2.0 again. 1.0.0 `skips` 1.0.0-rc.1, which keeps the channel a single-headed graph.
 //! - `skipRange`: 1.0.0 carries `olm.skipRange: '>=0.2.0 <1.0.0'`, so any 0.2.x, 0.3.x or 1.0.0
 //!   prerelease upgrades to 1.0.0 in one hop (blang/semver ranges include prereleases).
 //!
-//! Channels: `alpha` has every release; `candidate` starts at 0.3.0 and has the release candidate;
-//! `stable` (the default) has the non-prerelease, non-withdrawn releases 0.2.1, 0.3.0 and 1.0.0.
+//! Channels: `alpha` has every release (1.1.0 and 1.2.0, which OLM installs only in AllNamespaces
+//! OperatorGroups because of their conversion webhook, are only there, so the default channel
+//! keeps installing in every install mode); `candidate` starts at 0.3.0 and has the release candidate;
+//! `stable` (the default) has the non-prerelease, non-withdrawn releases 0.2.1, 0.3.0, 1.0.0, 1.1.0 and
+//! 1.2.0.
+//!
+//! The API's versions: up to 1.0.0 the CRD has one version, `v1`. 1.1.0 also serves the flat
+//! `v1alpha1` (storage stays `v1`) through a conversion webhook, and adds a validating webhook;
+//! both are `webhookdefinitions` of its CSV. 1.2.0 keeps `v1alpha1` in the CRD with `served: false`.
 
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use kube::CustomResourceExt;
@@ -34,6 +43,8 @@ pub const PACKAGE: &str = "redis-operator";
 pub const IMAGE_REPOSITORY: &str = "ghcr.io/olm-rs/redis-operator";
 /// The port serving `/metrics`, `/healthz` and `/readyz`.
 pub const HTTP_PORT: u16 = 8080;
+/// The port the webhooks listen on (TLS).
+pub const WEBHOOK_PORT: u16 = crate::webhook::WEBHOOK_PORT;
 
 /// One published version of the operator.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +69,7 @@ pub struct Release {
     pub notes: &'static str,
 }
 
-use Feature::{ClusterMode, RedisConfig, ResourcesAndStorage};
+use Feature::{ClusterMode, RedisConfig, ResourcesAndStorage, V1Alpha1Unserved, Webhooks};
 
 /// Every release, oldest first.
 pub const RELEASES: &[Release] = &[
@@ -143,6 +154,44 @@ pub const RELEASES: &[Release] = &[
                 refused. Any 0.2.x, 0.3.x or 1.0.0 prerelease upgrades straight to 1.0.0 \
                 (`olm.skipRange: '>=0.2.0 <1.0.0'`).",
     },
+    Release {
+        version: "1.1.0",
+        replaces: Some("1.0.0"),
+        skips: &[],
+        skip_range: None,
+        channels: &["alpha"],
+        maturity: "stable",
+        features: &[ResourcesAndStorage, RedisConfig, ClusterMode, Webhooks],
+        created_at: "2025-11-03T10:00:00Z",
+        notes: "Serves `cache.example.com/v1alpha1` next to `v1`, for manifests written against the flat \
+                pre-1.0 shape (`replicas` for `size`; `storageSize`, `storageClassName`, \
+                `deleteClaimOnDelete` for `storage`). Objects are stored as `v1`; the operator's \
+                conversion webhook (`/convert`) converts both ways without loss (`v1alpha1` has no cluster \
+                mode: `mode` and `replicasPerPrimary` ride in an annotation). A validating webhook \
+                (`/validate`) refuses a bad `size` or a denied `redisConfig` directive when the object is \
+                written, naming the field, instead of a `Degraded` condition later. OLM issues the \
+                webhooks' serving certificate.",
+    },
+    Release {
+        version: "1.2.0",
+        replaces: Some("1.1.0"),
+        skips: &[],
+        skip_range: None,
+        channels: &["alpha"],
+        maturity: "stable",
+        features: &[
+            ResourcesAndStorage,
+            RedisConfig,
+            ClusterMode,
+            Webhooks,
+            V1Alpha1Unserved,
+        ],
+        created_at: "2026-01-12T10:00:00Z",
+        notes: "Stops serving the deprecated `cache.example.com/v1alpha1` (`served: false`): write \
+                `v1`. The version stays in the CRD, so an upgrade never drops a version listed in \
+                `status.storedVersions` (objects were always stored as `v1`); a later release may remove \
+                it once no cluster lists it.",
+    },
 ];
 
 /// The CSV name of a version (`redis-operator.v1.0.0`).
@@ -181,6 +230,9 @@ impl Release {
     /// The CRD as this release served it, as a JSON value.
     #[must_use]
     pub fn crd(&self) -> Value {
+        if self.has(Webhooks) {
+            return crate::crd::multi_version_crd(!self.has(V1Alpha1Unserved));
+        }
         let mut crd = serde_json::to_value(RedisCluster::crd()).unwrap_or(Value::Null);
         let mut removed: Vec<&str> = Vec::new();
         if !self.has(ResourcesAndStorage) {
@@ -269,20 +321,26 @@ impl Release {
             "icon".into(),
             json!([{"base64data": BASE64.encode(ICON_SVG.as_bytes()), "mediatype": "image/svg+xml"}]),
         );
+        // OLM installs a CSV with a conversion webhook only when it supports AllNamespaces alone
+        // (a CRD, and so its conversion, is cluster-wide).
+        let scoped = !self.has(Webhooks);
         spec.insert(
             "installModes".into(),
             json!([
-                {"type": "OwnNamespace", "supported": true},
-                {"type": "SingleNamespace", "supported": true},
-                {"type": "MultiNamespace", "supported": true},
+                {"type": "OwnNamespace", "supported": scoped},
+                {"type": "SingleNamespace", "supported": scoped},
+                {"type": "MultiNamespace", "supported": scoped},
                 {"type": "AllNamespaces", "supported": true}
             ]),
         );
         spec.insert(
             "customresourcedefinitions".into(),
-            json!({"owned": [self.owned_crd()]}),
+            json!({"owned": self.owned_crds()}),
         );
         spec.insert("install".into(), self.install());
+        if self.has(Webhooks) {
+            spec.insert("webhookdefinitions".into(), webhook_definitions());
+        }
         json!({
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
@@ -361,20 +419,59 @@ impl Release {
         d.push_str("## This version\n\n");
         d.push_str(self.notes);
         d.push_str("\n\n## Install modes\n\n");
-        d.push_str(
-            "All four install modes are supported. The operator reads the namespaces it should watch \
+        if self.has(Webhooks) {
+            d.push_str(
+                "AllNamespaces only: the CRD's conversion webhook serves the whole cluster, so OLM \
+                 installs an operator with a conversion webhook only in an AllNamespaces \
+                 OperatorGroup. The operator watches every namespace (`WATCH_NAMESPACE` is empty).\n\n",
+            );
+        } else {
+            d.push_str(
+                "All four install modes are supported. The operator reads the namespaces it should watch \
              from the `olm.targetNamespaces` annotation OLM puts on its pod (passed in as \
              `WATCH_NAMESPACE` through the downward API): one namespace (OwnNamespace, \
              SingleNamespace), a comma-separated list (MultiNamespace, one watch per namespace) or \
              empty for every namespace (AllNamespaces). It needs only namespaced permissions, which \
              OLM grants in each target namespace.\n\n",
-        );
+            );
+        }
+        if self.has(Webhooks) {
+            d.push_str("## Webhooks\n\n");
+            d.push_str(&format!(
+                "The operator serves two webhooks over TLS on port {WEBHOOK_PORT}, declared in this CSV so \
+                 that OLM creates their Service, serving certificate and configuration: the CRD conversion \
+                 webhook (`/convert`) between `v1alpha1` and `v1`, and a validating webhook (`/validate`) that \
+                 refuses what the operator would refuse (`size` out of range, cluster mode with fewer than \
+                 three primaries, a denied `redisConfig` directive) with a message naming the field. \
+                 Conversion webhooks need the AllNamespaces install mode.\n\n"
+            ));
+        }
         d.push_str("## Metrics\n\n");
         d.push_str(&format!(
             "Prometheus metrics are served on port {HTTP_PORT} at `/metrics`: reconcile duration by \
              result, reconcile errors by kind and the number of managed RedisClusters.\n"
         ));
         d
+    }
+
+    /// One owned-CRD description per served version (newest first, as upstream CSVs list them).
+    fn owned_crds(&self) -> Vec<Value> {
+        let v1 = self.owned_crd();
+        if !self.has(Webhooks) || self.has(V1Alpha1Unserved) {
+            return vec![v1];
+        }
+        let mut alpha = v1.clone();
+        alpha["version"] = json!("v1alpha1");
+        alpha["displayName"] = json!("Redis Cluster (v1alpha1, deprecated)");
+        alpha["description"] =
+            json!("The flat, deprecated shape of a RedisCluster; stored and reconciled as v1.");
+        alpha["specDescriptors"] = json!([
+            {"path": "replicas", "displayName": "Replicas", "description": "Number of Redis pods (1 to 100).",
+             "x-descriptors": ["urn:alm:descriptor:com.tectonic.ui:podCount"]},
+            {"path": "storageSize", "displayName": "Storage Size", "description": "Capacity of each pod's PersistentVolumeClaim.",
+             "x-descriptors": ["urn:alm:descriptor:com.tectonic.ui:text"]}
+        ]);
+        vec![v1, alpha]
     }
 
     fn owned_crd(&self) -> Value {
@@ -447,7 +544,7 @@ impl Release {
         let labels = json!({"app.kubernetes.io/name": PACKAGE});
         let field_env =
             |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
-        let container = json!({
+        let mut container = json!({
             "name": "operator",
             "image": self.image(),
             "imagePullPolicy": "IfNotPresent",
@@ -469,6 +566,11 @@ impl Release {
                 "capabilities": {"drop": ["ALL"]}
             }
         });
+        if self.has(Webhooks)
+            && let Some(ports) = container["ports"].as_array_mut()
+        {
+            ports.push(json!({"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}));
+        }
         json!({
             "strategy": "deployment",
             "spec": {
@@ -527,6 +629,41 @@ impl Release {
             ),
         ]
     }
+}
+
+/// The CSV's `webhookdefinitions`: the conversion webhook for the RedisCluster CRD and the
+/// validating webhook, both served by the operator's Deployment on [`WEBHOOK_PORT`].
+fn webhook_definitions() -> Value {
+    json!([
+        {
+            "type": "ConversionWebhook",
+            "generateName": "credisclusters.cache.example.com",
+            "deploymentName": PACKAGE,
+            "containerPort": 443,
+            "targetPort": WEBHOOK_PORT,
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "webhookPath": crate::webhook::CONVERT_PATH,
+            "conversionCRDs": ["redisclusters.cache.example.com"]
+        },
+        {
+            "type": "ValidatingAdmissionWebhook",
+            "generateName": "vredisclusters.cache.example.com",
+            "deploymentName": PACKAGE,
+            "containerPort": 443,
+            "targetPort": WEBHOOK_PORT,
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "webhookPath": crate::webhook::VALIDATE_PATH,
+            "rules": [{
+                "apiGroups": ["cache.example.com"],
+                "apiVersions": ["v1", "v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["redisclusters"]
+            }]
+        }
+    ])
 }
 
 fn example(name: &str, spec: Value) -> Value {
@@ -642,10 +779,63 @@ mod tests {
     #[test]
     fn the_latest_crd_is_exactly_the_generated_one() {
         let latest = RELEASES.last().expect("releases");
+        assert_eq!(latest.crd(), crate::crd::multi_version_crd(false));
+        // 1.0.0 was the last single-version CRD: the generated v1 schema as is.
         assert_eq!(
-            latest.crd(),
+            find("1.0.0").expect("1.0.0").crd(),
             serde_json::to_value(RedisCluster::crd()).expect("crd")
         );
+    }
+
+    #[test]
+    fn webhook_releases_serve_v1alpha1_then_stop_with_v1_always_stored_and_converted() {
+        let versions = |v: &str| {
+            let crd = find(v).expect("release").crd();
+            assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook", "{v}");
+            crd["spec"]["versions"]
+                .as_array()
+                .expect("versions")
+                .iter()
+                .map(|x| {
+                    (
+                        x["name"].as_str().unwrap_or_default().to_owned(),
+                        x["served"] == true,
+                        x["storage"] == true,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let (a, b) = (
+            ("v1alpha1".to_owned(), true, false),
+            ("v1".to_owned(), true, true),
+        );
+        assert_eq!(versions("1.1.0"), [a, b.clone()]);
+        assert_eq!(versions("1.2.0"), [("v1alpha1".to_owned(), false, false), b]);
+        let csv = find("1.1.0").expect("1.1.0").csv();
+        let hooks = csv["spec"]["webhookdefinitions"]
+            .as_array()
+            .expect("webhookdefinitions");
+        assert_eq!(hooks[0]["type"], "ConversionWebhook");
+        assert_eq!(
+            hooks[0]["conversionCRDs"],
+            json!(["redisclusters.cache.example.com"])
+        );
+        assert_eq!(hooks[0]["webhookPath"], "/convert");
+        assert_eq!(hooks[1]["type"], "ValidatingAdmissionWebhook");
+        assert_eq!(hooks[1]["webhookPath"], "/validate");
+        assert_eq!(hooks[1]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        // The webhooks' CSV fields decode with olm-rs's CSV type in tests/redis_bundles.rs.
+        let owned = csv["spec"]["customresourcedefinitions"]["owned"]
+            .as_array()
+            .expect("owned");
+        assert_eq!(owned.len(), 2);
+        assert!(
+            find("1.0.0").expect("1.0.0").csv()["spec"]
+                .get("webhookdefinitions")
+                .is_none()
+        );
+        assert_eq!(find("1.2.0").and_then(|r| r.replaces), Some("1.1.0"));
+        assert_eq!(find("1.1.0").and_then(|r| r.replaces), Some("1.0.0"));
     }
 
     #[test]

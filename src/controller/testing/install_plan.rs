@@ -1,0 +1,82 @@
+//! Reconciles of the InstallPlan controller against the mock API server: CRD safety on upgrade.
+
+use std::sync::Arc;
+
+use http::Method;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::controller::install_plan;
+
+const CRD: &str = "redisclusters.cache.example.com";
+
+/// A RedisCluster CRD serving `versions` (the last one stored), with `stored` in its status.
+fn crd(versions: &[&str], stored: &[&str]) -> Value {
+    let last = versions.len().saturating_sub(1);
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD},
+        "spec": {
+            "group": "cache.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "redisclusters", "singular": "rediscluster", "kind": "RedisCluster"},
+            "versions": versions.iter().enumerate().map(|(i, v)| json!({
+                "name": v, "served": true, "storage": i == last,
+                "schema": {"openAPIV3Schema": {"type": "object"}}
+            })).collect::<Vec<_>>()
+        },
+        "status": {"storedVersions": stored}
+    })
+}
+
+#[tokio::test]
+async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_message_and_nothing_is_applied() {
+    let (fixture, mut server) = Fixture::new();
+    let new_crd = crd(&["v1"], &[]);
+    let plan = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "InstallPlan",
+        "metadata": {"name": "install-abcde", "namespace": "ops", "uid": "ip-1"},
+        "spec": {"clusterServiceVersionNames": ["redis-operator.v2.0.0"], "approval": "Automatic", "approved": true},
+        "status": {
+            "phase": "Installing",
+            "catalogSources": [],
+            "startTime": "2026-01-01T00:00:00Z",
+            "plan": [{
+                "resolving": "redis-operator.v2.0.0",
+                "status": "Unknown",
+                "resource": {
+                    "group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                    "name": CRD, "sourceName": "cat", "sourceNamespace": "olm",
+                    "manifest": new_crd.to_string()
+                }
+            }]
+        }
+    });
+    let ip: InstallPlan = object(plan.clone());
+    let (_, received) = server
+        .run(
+            Scenario::CrdUpdateRefused {
+                existing: crd(&["v1alpha1", "v1"], &["v1alpha1", "v1"]),
+                plan,
+            },
+            install_plan::reconcile(Arc::new(ip), fixture.context("installplan")),
+        )
+        .await;
+    let written = bodies(
+        &received,
+        &Method::PATCH,
+        "/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/install-abcde/status",
+    );
+    let status = &written[0]["status"];
+    let message = "risk of data loss updating redisclusters.cache.example.com: new CRD removes version \
+                   v1alpha1 that is listed as a stored version on the existing CRD";
+    // Started long ago: past the retry timeout, so the plan fails with the message.
+    assert_eq!(status["phase"], "Failed", "{status:#}");
+    assert_eq!(status["message"], message);
+    assert_eq!(status["conditions"][0]["reason"], "InstallComponentFailed");
+    assert_eq!(status["conditions"][0]["message"], message);
+    assert_eq!(status["plan"][0]["status"], "Unknown", "the CRD was not applied");
+    assert_eq!(event_reasons(&received), ["InstallComponentFailed"]);
+}
