@@ -75,6 +75,25 @@ async fn env(tag: &str) -> Option<Env> {
             .env("RUST_LOG", "info,olm_rs=debug"),
         log,
     );
+    // The CRD is cluster-scoped: a CSV of an earlier test, still being deleted with its
+    // namespace, owns it too and would point its conversion at its own Service. Wait until
+    // this controller has finished those (its finalizer strips the conversion).
+    let csvs: Api<ClusterServiceVersion> = Api::all(cluster.client());
+    let ours = ns.name().to_owned();
+    wait_for("earlier tests' CSVs to be gone", WAIT, || {
+        let (csvs, ours) = (csvs.clone(), ours.clone());
+        async move {
+            let list = csvs.list(&ListParams::default().labels("!olm.copiedFrom")).await.ok()?;
+            list.items
+                .iter()
+                .all(|c| {
+                    c.metadata.namespace.as_deref() == Some(ours.as_str())
+                        || !c.metadata.name.as_deref().unwrap_or_default().starts_with(PACKAGE)
+                })
+                .then_some(())
+        }
+    })
+    .await;
     Some(Env {
         _controller: controller,
         ns,
