@@ -215,3 +215,20 @@ fn typed_properties_serialize_back_to_type_and_value() {
         json!({"type": "x.y", "value": 3})
     );
 }
+
+/// What opm's Go decoder (`base64.StdEncoding`) accepts, checked against opm v1.73 by
+/// `opm validate` (tests/opm_oracle.rs found the two corpus catalogs that differed).
+#[test]
+fn base64_is_read_as_gos_std_encoding_reads_it() {
+    let data = base64::engine::general_purpose::STANDARD.encode("{\"kind\":\"ConfigMap\"}");
+    let check = |text: String| BundleObject::Data(text).check();
+    assert!(check(data.clone()).is_ok());
+    // Line breaks anywhere are skipped.
+    assert!(check(format!("\n{}\r\n{}\n", &data[..4], &data[4..])).is_ok());
+    // A space, even trailing, is illegal (opm: "illegal base64 data at input byte N").
+    assert!(check(format!("{data} ")).is_err());
+    assert!(check(format!(" {data}")).is_err());
+    // Non-zero bits after the last character are accepted ("YR==" decodes as "a", like "YQ==").
+    assert!(check("YR==".to_owned()).is_ok());
+    assert!(check("YQ".to_owned()).is_err(), "padding is required");
+}
