@@ -9,11 +9,11 @@
 //! skipped (a failure under `CI=true`). The public corpus is compared too, package directory by
 //! package directory, when `OLMRS_ORACLE_CORPUS` names the directory it is unpacked in (the
 //! benchmarks unpack it into `target/corpus`); it takes about ten minutes, so it is not on by
-//! default. Its last run (large-fbc, v4.16, v4.20: every head and bundle row agreed) found two
-//! verdicts apart: an icon whose base64 ends with a space (opm refuses it, as Go's decoder skips
-//! only line breaks; now so do we) and `lightbits-operator`, whose properties of an unknown type
-//! have `"value": null` (opm accepts an explicit `null` and refuses only a missing `value`; we
-//! refuse both, not yet telling them apart).
+//! default. Its first run (large-fbc, v4.16, v4.20: every head and bundle row agreed) found two
+//! verdicts apart, both fixed since: an icon whose base64 ends with a space (opm refuses it, as
+//! Go's decoder skips only line breaks) and `lightbits-operator`, whose properties of a type opm
+//! does not model have `"value": null` (opm accepts an explicit `null`, refusing only a missing
+//! `value`).
 
 use std::{
     collections::BTreeSet,

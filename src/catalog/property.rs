@@ -729,7 +729,9 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
             | TYPE_CONSTRAINT
             | TYPE_DEPRECATED
     );
-    if value.is_null() {
+    // opm refuses a missing `value`, and accepts an explicit `null` for the types it does not
+    // model (a known type needs its fields).
+    if value.is_absent() || (known && value.is_null()) {
         return Err(PropertyError {
             index,
             type_,
