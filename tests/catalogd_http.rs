@@ -38,10 +38,16 @@ fn address_in(line: &str) -> String {
 /// `kubectl-olm catalog serve catalog/ --grpc 127.0.0.1:0 --http 127.0.0.1:0`: the process, the
 /// gRPC address and the HTTP base URL it printed.
 fn serve() -> (Running, String, String) {
+    serve_dir(&root().join("catalog"), &[])
+}
+
+/// `kubectl-olm catalog serve DIR --grpc 127.0.0.1:0 --http 127.0.0.1:0 EXTRA...`.
+fn serve_dir(dir: &Path, extra: &[&str]) -> (Running, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
         .args(["catalog", "serve"])
-        .arg(root().join("catalog"))
+        .arg(dir)
         .args(["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -256,6 +262,65 @@ fn kubectl_olm_reads_the_http_catalog_as_it_reads_the_directory() {
     );
 }
 
+/// A catalog with a broken package (etcd: a channel with two heads) beside a good one (the
+/// shipped catalog/): served without the broken part, with warnings naming it, unless --strict.
+#[test]
+fn a_catalog_with_problems_is_served_without_its_broken_parts_unless_strict() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let copy = |from: &Path, to: &str| {
+        let target = dir.path().join(to);
+        std::fs::create_dir_all(&target).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("readable fixture") {
+            let entry = entry.expect("an entry");
+            if entry.file_type().expect("a type").is_file() {
+                std::fs::copy(entry.path(), target.join(entry.file_name())).expect("copied");
+            }
+        }
+    };
+    copy(&root().join("catalog/redis-operator"), "redis-operator");
+    copy(
+        &root().join("tests/fixtures/catalogs/invalid/multiple-heads"),
+        "etcd",
+    );
+    let (mut server, grpc, base) = serve_dir(dir.path(), &[]);
+    // The gRPC API serves the good package only; HTTP serves the blobs as read.
+    let names = |catalog: &str| {
+        String::from_utf8(kubectl_olm(&["catalog", "packages", "-o", "name", "--catalog", catalog]).stdout)
+            .expect("utf-8")
+    };
+    let over_grpc = names(&format!("grpc://{grpc}"));
+    assert!(over_grpc.contains("redis-operator"), "{over_grpc}");
+    assert!(!over_grpc.contains("etcd"), "{over_grpc}");
+    let (status, _, body) = request(&[&format!("{base}/api/v1/metas?schema=olm.package")]);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains(r#""name":"etcd""#));
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    let mut stderr = String::new();
+    if let Some(mut err) = server.0.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
+    }
+    assert!(stderr.contains("despite its"), "{stderr}");
+    assert!(
+        stderr
+            .contains(r#"warning: not served over gRPC: channel left out: package "etcd" channel "stable""#),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r#"package "etcd" left out"#), "{stderr}");
+
+    // --strict refuses it, as opm serve does.
+    let strict = kubectl_olm(&[
+        "catalog",
+        "serve",
+        dir.path().to_str().expect("utf-8"),
+        "--grpc",
+        "127.0.0.1:0",
+        "--strict",
+    ]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(strict.stdout.is_empty());
+}
+
 /// Answers every connection with `response` and closes it; the base URL.
 fn raw_server(response: &'static [u8]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
@@ -334,4 +399,187 @@ fn sigterm_stops_both_servers_gracefully() {
         let _ = err.read_to_string(&mut stderr);
     }
     assert!(stderr.contains("stopped serving catalog"), "{stderr}");
+}
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let output = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl is installed");
+    assert!(
+        output.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A test CA (`name`.pem) and, signed by it, a certificate for 127.0.0.1 and localhost
+/// (`name`-server.pem, `name`-server.key), in `dir`.
+fn test_ca(dir: &Path, name: &str) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca = format!("{name}.pem");
+    let ca_key = format!("{name}.key");
+    let mut args = vec!["req", "-x509"];
+    args.extend(ec);
+    args.extend([
+        "-keyout",
+        &ca_key,
+        "-out",
+        &ca,
+        "-days",
+        "2",
+        "-subj",
+        "/CN=olm-rs test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    openssl(dir, &args);
+    let (csr, key, cert) = (
+        format!("{name}-server.csr"),
+        format!("{name}-server.key"),
+        format!("{name}-server.pem"),
+    );
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend(["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]);
+    openssl(dir, &args);
+    let ext = format!("{name}-ext.cnf");
+    std::fs::write(
+        dir.join(&ext),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("written");
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ],
+    );
+}
+
+/// Python's `http.server` over TLS (`ssl`), serving the files of `root` as `application/jsonl`
+/// on 127.0.0.1; the process and its port.
+fn python_https(root: &Path, cert: &Path, key: &Path) -> (Running, u16) {
+    const SCRIPT: &str = r#"
+import http.server, os, ssl, sys
+os.chdir(sys.argv[1])
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def guess_type(self, path):
+        return "application/jsonl"
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[2], sys.argv[3])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .arg(root)
+        .arg(cert)
+        .arg(key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 is installed");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let running = Running(child);
+    let port = BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("a port line")
+        .expect("text")
+        .trim()
+        .parse()
+        .expect("a port");
+    (running, port)
+}
+
+/// `--catalog https://...` verifies the server with the system roots plus `--registry-ca`: read
+/// from a real HTTPS server on loopback (Python's `http.server` with `ssl`, serving the body our
+/// `catalog serve --http` answers) with a test CA, refused without the CA or with another one.
+/// The controller's `sourceType: http` CatalogSources use the same client
+/// (`catalogd::client::client`) with `olm-controller run --registry-ca`.
+#[test]
+fn https_catalogs_are_verified_with_the_registry_ca() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    test_ca(dir.path(), "ca");
+    test_ca(dir.path(), "other");
+    let webroot = dir.path().join("www");
+    std::fs::create_dir_all(webroot.join("catalogs/olm/test/api/v1")).expect("mkdir");
+    {
+        let (_server, _grpc, base) = serve();
+        let (status, _, body) = request(&[&format!("{base}/api/v1/all")]);
+        assert_eq!(status, 200);
+        std::fs::write(webroot.join("catalogs/olm/test/api/v1/all"), body).expect("written");
+    }
+    let (_https, port) = python_https(
+        &webroot,
+        &dir.path().join("ca-server.pem"),
+        &dir.path().join("ca-server.key"),
+    );
+    let url = format!("https://127.0.0.1:{port}/catalogs/olm/test");
+    let ca = dir.path().join("ca.pem");
+    let other = dir.path().join("other.pem");
+    let packages = |extra: &[&str]| {
+        let mut args = vec!["catalog", "packages", "-o", "name", "--catalog", &url];
+        args.extend_from_slice(extra);
+        kubectl_olm(&args)
+    };
+    let trusted = packages(&["--registry-ca", ca.to_str().expect("utf-8")]);
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let expected = kubectl_olm(&[
+        "catalog",
+        "packages",
+        "-o",
+        "name",
+        "--catalog",
+        root().join("catalog").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(trusted.stdout, expected.stdout);
+    for (what, output) in [
+        ("no CA", packages(&[])),
+        (
+            "another CA",
+            packages(&["--registry-ca", other.to_str().expect("utf-8")]),
+        ),
+    ] {
+        assert_eq!(output.status.code(), Some(1), "{what}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&url), "{what}: {stderr}");
+        assert!(
+            stderr.to_ascii_lowercase().contains("certificate"),
+            "{what}: {stderr}"
+        );
+    }
 }

@@ -51,6 +51,8 @@ struct Controller {
     child: Option<Child>,
     log: PathBuf,
     metrics: SocketAddr,
+    /// `--serve-http`: every loaded catalog on the catalogd HTTP API.
+    serve_http: SocketAddr,
     kubeconfig: PathBuf,
 }
 
@@ -66,6 +68,7 @@ impl Controller {
             child: None,
             log,
             metrics: free_port(),
+            serve_http: free_port(),
             kubeconfig: cluster.kubeconfig_path().to_owned(),
         };
         let _ = std::fs::remove_file(&controller.log);
@@ -88,6 +91,8 @@ impl Controller {
             .arg(self.metrics.to_string())
             .arg("--install-plan-retry-timeout")
             .arg("60s")
+            .arg("--serve-http")
+            .arg(self.serve_http.to_string())
             .env("RUST_LOG", "info,olm_rs=debug")
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err))
@@ -1832,6 +1837,82 @@ async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_se
         message.contains("still serving the catalog read from it at"),
         "{message}"
     );
+}
+
+/// A CatalogSource with `sourceType: http` and `spec.address` reads the catalogd HTTP API that
+/// `kubectl-olm catalog serve --http` runs on loopback (plain HTTP is allowed to loopback); a
+/// Subscription installs from it. The controller serves the catalog it loaded in turn on its own
+/// catalogd API (`olm-controller run --serve-http`), read back by `kubectl-olm --catalog`.
+#[tokio::test]
+async fn a_subscription_installs_from_an_http_catalog_source_served_by_catalog_serve() {
+    let Some(env) = env("e2e-http").await else {
+        return;
+    };
+    let blobs = widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
+    std::fs::write(dir.path().join("catalog.json"), text.join("\n")).expect("writing the catalog");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["catalog", "serve"])
+        .arg(dir.path())
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting kubectl-olm catalog serve");
+    let mut line = String::new();
+    {
+        use std::io::BufRead as _;
+        let stdout = server.stdout.take().expect("piped stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the serve line");
+    }
+    let base = line
+        .split(" on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+
+    env.create::<CatalogSource>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "e2e-http", "namespace": env.ns()},
+        "spec": {"sourceType": "http", "address": base, "displayName": "e2e over HTTP"},
+    }))
+    .await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("e2e-http").await;
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e-http",
+        json!({"channel": "stable"}),
+    )
+    .await;
+    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+        .await;
+    let _ = server.kill();
+    let _ = server.wait();
+
+    // The controller's own catalogd API serves what it loaded, under /catalogs/NAMESPACE/NAME.
+    let served = format!(
+        "http://{}/catalogs/{}/e2e-http",
+        env.controller.serve_http,
+        env.ns()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["catalog", "channels", "widget-operator", "--catalog", &served])
+        .output()
+        .expect("kubectl-olm runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{served}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("stable"), "{stdout}");
 }
 
 /// An OperatorGroup naming a target namespace that does not exist fails the CSV with a message

@@ -84,6 +84,15 @@ struct RunArgs {
     /// `spec.features.disableCopiedCSVs`); their existing copies are deleted.
     #[arg(long)]
     disable_copied_csvs: bool,
+    /// Serve CatalogSource NAMESPACE/NAME's catalog on the registry gRPC API at ADDR, as its
+    /// registry pod would (repeatable, one CatalogSource per address; e.g.
+    /// olm/operatorhub=0.0.0.0:50051).
+    #[arg(long, value_name = "NAMESPACE/NAME=ADDR")]
+    serve_grpc: Vec<olm_rs::controller::serve::GrpcTarget>,
+    /// Serve every loaded CatalogSource on the catalogd HTTP API at ADDR, under
+    /// /catalogs/NAMESPACE/NAME/api/v1/all (and /catalogs/NAME/... for the global namespace).
+    #[arg(long, value_name = "ADDR")]
+    serve_http: Option<std::net::SocketAddr>,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -142,6 +151,8 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             registry_ca,
             max_concurrent_pulls: args.max_concurrent_pulls,
             disable_copied_csvs: args.disable_copied_csvs,
+            serve_grpc: args.serve_grpc,
+            serve_http: args.serve_http,
         };
         olm_rs::controller::run(client, config).await?;
         Ok(())

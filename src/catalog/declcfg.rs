@@ -514,7 +514,7 @@ impl<'o> Fields<'o> {
             let type_ = f.string("type")?;
             let value = f
                 .take("value")
-                .map_or_else(RawJson::null, |v| RawJson::from_value(&v));
+                .map_or_else(RawJson::absent, |v| RawJson::from_value(&v));
             out.push(Property { type_, value });
         }
         Ok(out)

@@ -55,6 +55,8 @@ use crate::{
     version_range::{self, Range},
 };
 
+mod blobs;
+
 /// The typed properties of one bundle and the errors met typing them ([`property::parse`]).
 pub type ParsedProperties = (Properties, Vec<property::PropertyError>);
 

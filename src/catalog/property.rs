@@ -189,7 +189,7 @@ impl BundleObject {
             BundleObject::Ref(path) => return Err(ObjectError::Reference(path.clone())),
             BundleObject::Data(data) => data,
         };
-        let bytes = base64::engine::general_purpose::STANDARD
+        let bytes = GO_STD_BASE64
             .decode(without_line_breaks(data).as_bytes())
             .map_err(|err| ObjectError::Base64(err.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|_| ObjectError::NotText)?;
@@ -207,9 +207,18 @@ impl BundleObject {
     }
 }
 
-/// Go's base64 decoder skips line breaks inside the data; so do we.
+/// Go's `base64.StdEncoding`, which opm decodes icons and bundle objects with: the standard
+/// alphabet, padded, and non-zero bits after the last character accepted (Go only rejects them
+/// in `Strict` mode).
+const GO_STD_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
+/// Go's base64 decoder skips line breaks (`\r`, `\n`) anywhere in the data, and nothing else
+/// (a space, even a trailing one, is illegal); so do we.
 fn without_line_breaks(data: &str) -> std::borrow::Cow<'_, str> {
-    let data = data.trim();
+    let data = data.trim_matches(['\n', '\r']);
     if data.contains(['\n', '\r']) {
         std::borrow::Cow::Owned(data.chars().filter(|c| *c != '\n' && *c != '\r').collect())
     } else {
@@ -232,7 +241,7 @@ fn check_base64(data: &str) -> Result<(), ObjectError> {
         )));
     }
     for chunk in data.chunks(CHUNK) {
-        base64::engine::general_purpose::STANDARD
+        GO_STD_BASE64
             .decode_slice(chunk, &mut buf)
             .map_err(|err| ObjectError::Base64(err.to_string()))?;
     }
@@ -720,7 +729,9 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
             | TYPE_CONSTRAINT
             | TYPE_DEPRECATED
     );
-    if value.is_null() {
+    // opm refuses a missing `value`, and accepts an explicit `null` for the types it does not
+    // model (a known type needs its fields).
+    if value.is_absent() || (known && value.is_null()) {
         return Err(PropertyError {
             index,
             type_,

@@ -31,29 +31,42 @@ impl RawJson {
         Self(Box::from("null"))
     }
 
+    /// A property `value` that was not written at all (read as `null`, but opm tells the two
+    /// apart: a missing `value` is an error, an explicit `null` is not).
+    #[must_use]
+    pub fn absent() -> Self {
+        Self(Box::from(""))
+    }
+
+    /// True for a value that was not written ([`RawJson::absent`]).
+    #[must_use]
+    pub fn is_absent(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Wraps a value (serialized compactly).
     #[must_use]
     pub fn from_value(value: &Value) -> Self {
         Self(value.to_string().into_boxed_str())
     }
 
-    /// The compact JSON text.
+    /// The compact JSON text (`null` for an absent value).
     #[must_use]
     pub fn get(&self) -> &str {
-        &self.0
+        if self.0.is_empty() { "null" } else { &self.0 }
     }
 
-    /// True for `null`.
+    /// True for `null`, written or absent.
     #[must_use]
     pub fn is_null(&self) -> bool {
-        &*self.0 == "null"
+        self.get() == "null"
     }
 
     /// Parses the value into a tree.
     #[must_use]
     pub fn to_value(&self) -> Value {
         // The text was produced by this module or by serde_json, so it always parses.
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+        serde_json::from_str(self.get()).unwrap_or(Value::Null)
     }
 
     /// Parses the value into `T`.
@@ -61,7 +74,7 @@ impl RawJson {
     /// # Errors
     /// serde_json's error when the value does not fit `T`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(&self.0)
+        serde_json::from_str(self.get())
     }
 }
 
@@ -73,13 +86,13 @@ impl Default for RawJson {
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.get())
     }
 }
 
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.get())
     }
 }
 

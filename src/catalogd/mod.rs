@@ -10,7 +10,8 @@
 //! - [`content`]: the catalog as catalogd stores it (JSON lines in walk order, keys sorted), its
 //!   gzip form and the index `metas` filters;
 //! - [`route`]: one request to one response, with catalogd's status codes and headers (`304` on
-//!   `If-Modified-Since`, `400` on an unknown `metas` parameter, `404`, `405`, gzip);
+//!   `If-Modified-Since`, `400` on an unknown `metas` parameter, `404`, `405`, gzip), for one
+//!   catalog at the root or many under `/catalogs/[NAMESPACE/]NAME/`;
 //! - [`server`]: hyper's HTTP/1.1 server over [`route`], request logging at debug level and
 //!   graceful shutdown;
 //! - [`client`]: a conditional GET of `BASE/api/v1/all` (TLS verified, optional CA, plain HTTP
@@ -23,4 +24,4 @@ pub mod server;
 
 pub use client::{ClientError, ClientOptions, Fetched, fetch};
 pub use content::{Content, ContentError};
-pub use server::{ServeError, serve};
+pub use server::{Routes, ServeError, serve, serve_routes};

@@ -15,6 +15,15 @@
 //!   `Vary: Accept-Encoding`;
 //! - every other path is `404 page not found` (Go's mux).
 //!
+//! Many catalogs on one port ([`Catalogs`], what `olm-controller run --serve-http` serves): as
+//! catalogd serves every ClusterCatalog under `/catalogs/NAME/api/v1/...` (its `status.urls.base`
+//! being `.../catalogs/NAME`), a CatalogSource is served under `/catalogs/NAMESPACE/NAME/api/v1/...`,
+//! and one of the global catalog namespace (which, like a ClusterCatalog, serves every namespace)
+//! also under catalogd's own `/catalogs/NAME/api/v1/...`. A client given the base URL
+//! (`--catalog http://HOST:PORT/catalogs/NS/NAME`, a `sourceType: http` `spec.address`) appends
+//! `/api/v1/all` as it does for catalogd. A catalog not loaded (unknown, or refused: its status says
+//! why) is `404`.
+//!
 //! Not done: byte ranges (`Range`, which `http.ServeContent` honours on `/api/v1/all`); a range
 //! request gets the whole body with `200`, which HTTP allows.
 
@@ -255,9 +264,138 @@ pub fn route(content: &Content, req: &Request<'_>) -> Response {
     }
 }
 
+/// The catalogs a many-catalog server answers for.
+pub trait Catalogs {
+    /// The global catalog namespace (its catalogs are also served at `/catalogs/NAME`).
+    fn global_namespace(&self) -> &str;
+    /// The content of CatalogSource `namespace/name`, when it is loaded.
+    fn content(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<Content>>;
+}
+
+/// Splits `/catalogs/[NAMESPACE/]NAME/api/...` into (namespace, name, `/api/...`); `None` for any
+/// other path. `NAME/api/v1/...` is the global form, so a namespace named like a catalog followed
+/// by `api` stays unambiguous.
+#[must_use]
+pub fn catalog_path(path: &str) -> Option<(Option<&str>, &str, &str)> {
+    let rest = path.strip_prefix("/catalogs/")?;
+    let (first, after) = rest.split_once('/')?;
+    if first.is_empty() {
+        return None;
+    }
+    if after.starts_with("api/v1/") {
+        return Some((None, first, &rest[first.len()..]));
+    }
+    let (second, tail) = after.split_once('/')?;
+    if second.is_empty() || !tail.starts_with("api/") {
+        return None;
+    }
+    Some((Some(first), second, &after[second.len()..]))
+}
+
+/// Answers one request for one of `catalogs` (see the module doc for the paths).
+#[must_use]
+pub fn route_catalogs(catalogs: &dyn Catalogs, req: &Request<'_>) -> Response {
+    if req.method != "GET" && req.method != "HEAD" {
+        return text(405, "Method Not Allowed\n");
+    }
+    let Some((namespace, name, rest)) = catalog_path(req.path) else {
+        return text(404, "404 page not found\n");
+    };
+    let namespace = namespace.unwrap_or_else(|| catalogs.global_namespace());
+    match catalogs.content(namespace, name) {
+        Some(content) => route(&content, &Request { path: rest, ..*req }),
+        None => text(404, "404 page not found\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catalog_paths_name_a_namespaced_or_a_global_catalog() {
+        assert_eq!(
+            catalog_path("/catalogs/ns/cat/api/v1/all"),
+            Some((Some("ns"), "cat", "/api/v1/all"))
+        );
+        assert_eq!(
+            catalog_path("/catalogs/cat/api/v1/metas"),
+            Some((None, "cat", "/api/v1/metas"))
+        );
+        // A CatalogSource named `api` in namespace `x`, and one named `api` in the global one.
+        assert_eq!(
+            catalog_path("/catalogs/x/api/api/v1/all"),
+            Some((Some("x"), "api", "/api/v1/all"))
+        );
+        assert_eq!(
+            catalog_path("/catalogs/api/api/v1/all"),
+            Some((None, "api", "/api/v1/all"))
+        );
+        for path in [
+            "/api/v1/all",
+            "/catalogs/",
+            "/catalogs/ns",
+            "/catalogs//x/api/v1/all",
+            "/catalogs/ns/cat/x",
+        ] {
+            assert_eq!(catalog_path(path), None, "{path}");
+        }
+    }
+
+    struct Two(std::sync::Arc<Content>);
+
+    impl Catalogs for Two {
+        fn global_namespace(&self) -> &str {
+            "olm"
+        }
+        fn content(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<Content>> {
+            ((namespace, name) == ("olm", "global") || (namespace, name) == ("team", "mine"))
+                .then(|| std::sync::Arc::clone(&self.0))
+        }
+    }
+
+    #[test]
+    fn many_catalogs_are_routed_by_namespace_and_name_and_unknown_ones_are_404() {
+        let (cfg, _) = crate::catalog::DeclarativeConfig::from_str_with_problems(
+            "c.json",
+            r#"{"schema":"olm.package","name":"a","defaultChannel":"s"}"#,
+        );
+        let two = Two(std::sync::Arc::new(
+            Content::from_config(&cfg, UNIX_EPOCH + Duration::from_secs(9)).unwrap(),
+        ));
+        let get = |path| {
+            route_catalogs(
+                &two,
+                &Request {
+                    method: "GET",
+                    path,
+                    ..Request::default()
+                },
+            )
+        };
+        for path in [
+            "/catalogs/team/mine/api/v1/all",
+            "/catalogs/olm/global/api/v1/all",
+            "/catalogs/global/api/v1/all",
+        ] {
+            let r = get(path);
+            assert_eq!(r.status, 200, "{path}");
+            assert!(r.body.starts_with(b"{\"defaultChannel\""), "{path}");
+        }
+        assert_eq!(get("/catalogs/mine/api/v1/all").status, 404);
+        assert_eq!(get("/catalogs/team/other/api/v1/all").status, 404);
+        assert_eq!(get("/api/v1/all").status, 404);
+        assert_eq!(get("/catalogs/team/mine/api/v1/nothing").status, 404);
+        let post = route_catalogs(
+            &two,
+            &Request {
+                method: "POST",
+                path: "/catalogs/team/mine/api/v1/all",
+                ..Request::default()
+            },
+        );
+        assert_eq!(post.status, 405);
+    }
     use crate::catalog::DeclarativeConfig;
 
     fn content(bundles: usize) -> Content {

@@ -5,6 +5,10 @@
 //! is graceful: when the `shutdown` future completes the listener closes, every connection
 //! finishes the response in flight and closes, and [`serve`] returns (after at most
 //! [`DRAIN_TIMEOUT`], for clients that keep reading slowly).
+//!
+//! What answers is a [`Routes`]: one [`Content`] at the root (`kubectl-olm catalog serve`), or
+//! many catalogs under `/catalogs/...` ([`super::route::Catalogs`], `olm-controller run
+//! --serve-http`).
 
 use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -52,23 +56,32 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Answers one request (pure: see [`route`]).
+pub trait Routes: Send + Sync + 'static {
+    /// The response to `req`.
+    fn route(&self, req: &route::Request<'_>) -> route::Response;
+}
+
+impl Routes for Content {
+    fn route(&self, req: &route::Request<'_>) -> route::Response {
+        route(self, req)
+    }
+}
+
 fn answer(
-    content: &Content,
+    content: &dyn Routes,
     req: &Request<Incoming>,
     client: SocketAddr,
 ) -> hyper::Response<Full<bytes::Bytes>> {
-    let routed = route(
-        content,
-        &route::Request {
-            method: req.method().as_str(),
-            path: req.uri().path(),
-            query: req.uri().query(),
-            accept_encoding: header(req, "accept-encoding"),
-            if_modified_since: header(req, "if-modified-since"),
-            if_unmodified_since: header(req, "if-unmodified-since"),
-            if_none_match: req.headers().contains_key("if-none-match"),
-        },
-    );
+    let routed = content.route(&route::Request {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        query: req.uri().query(),
+        accept_encoding: header(req, "accept-encoding"),
+        if_modified_since: header(req, "if-modified-since"),
+        if_unmodified_since: header(req, "if-unmodified-since"),
+        if_none_match: req.headers().contains_key("if-none-match"),
+    });
     debug!(
         method = %req.method(),
         uri = %req.uri(),
@@ -90,6 +103,17 @@ fn answer(
 
 /// Serves `content` on `listener` until `shutdown` completes, then drains the connections.
 pub async fn serve(content: Arc<Content>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    serve_routes(content, listener, shutdown).await;
+}
+
+/// Serves what `routes` answers on `listener` until `shutdown` completes, then drains the
+/// connections.
+pub async fn serve_routes(
+    routes: Arc<dyn Routes>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) {
+    let content = routes;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -108,7 +132,7 @@ pub async fn serve(content: Arc<Content>, listener: TcpListener, shutdown: impl 
         let mut stopping = stopping.clone();
         connections.spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
-                let response = answer(&content, &req, client);
+                let response = answer(content.as_ref(), &req, client);
                 async move { Ok::<_, Infallible>(response) }
             });
             let conn = hyper::server::conn::http1::Builder::new()

@@ -15,7 +15,7 @@ pub struct Shared {
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
     /// Parsed catalogs by CatalogSource.
-    pub catalogs: cache::CatalogCache,
+    pub catalogs: Arc<cache::CatalogCache>,
     /// Catalog images pulled in the background.
     pub images: image_puller::ImagePuller,
     /// Bundle images pulled in the background (sharing the catalog puller's permits and

@@ -81,6 +81,7 @@ pub mod mappers;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
+pub mod serve;
 pub mod subscription;
 
 pub use error::{Error, Result};
@@ -112,6 +113,10 @@ pub struct Config {
     pub max_concurrent_pulls: usize,
     /// Copied CSVs off for AllNamespaces OperatorGroups (OLMConfig `disableCopiedCSVs`).
     pub disable_copied_csvs: bool,
+    /// CatalogSources served on the registry gRPC API, one per address ([`serve`]).
+    pub serve_grpc: Vec<serve::GrpcTarget>,
+    /// Where every CatalogSource is served on the catalogd HTTP API ([`serve`]).
+    pub serve_http: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -129,6 +134,8 @@ impl Default for Config {
             registry_ca: None,
             max_concurrent_pulls: 2,
             disable_copied_csvs: false,
+            serve_grpc: Vec::new(),
+            serve_http: None,
         }
     }
 }

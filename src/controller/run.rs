@@ -85,6 +85,9 @@ pub enum RunError {
     /// Another replica with our identity holds the leader Lease.
     #[error(transparent)]
     Lease(#[from] crate::k8s::lease::AcquireError),
+    /// `--serve-grpc` or `--serve-http` could not listen.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
     /// The leader Lease was lost; another replica takes over.
     #[error("lost the leader lease; stopping so another replica can take over")]
     LostLease,
@@ -219,8 +222,20 @@ pub(super) async fn run_controllers(
         operator_conditions: operator_conditions.clone(),
         operator_conditions_synced: oc_synced,
     };
-    let catalogs =
-        cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?;
+    let catalogs = Arc::new(
+        cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?,
+    );
+    // The catalogs on the wire (`--serve-grpc`, `--serve-http`): bound now, so a busy port fails
+    // the start; stopped after the controllers.
+    let (stop_serving, serving) = tokio::sync::watch::channel(false);
+    let servers = serve::start(
+        &catalogs,
+        &config.global_namespace,
+        &config.serve_grpc,
+        config.serve_http,
+        &serving,
+    )
+    .await?;
     let images = image_puller::ImagePuller::new(
         crate::oci::Options {
             credentials: Vec::new(),
@@ -436,6 +451,8 @@ pub(super) async fn run_controllers(
     );
     readiness.abort();
     supervisor.abort();
+    let _ = stop_serving.send(true);
+    servers.drained().await;
     tracing::info!("controllers stopped");
     Ok(())
 }

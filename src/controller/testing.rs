@@ -458,7 +458,7 @@ impl Fixture {
             client,
             config: Config::default(),
             metrics: Arc::new(Metrics::new()),
-            catalogs: CatalogCache::new(None).expect("the embedded catalog loads"),
+            catalogs: Arc::new(CatalogCache::new(None).expect("the embedded catalog loads")),
             images: super::image_puller::ImagePuller::new(crate::oci::Options::default(), 1),
             bundles: super::image_puller::ImagePuller::new(crate::oci::Options::default(), 1),
             stores: Stores {

@@ -36,4 +36,4 @@ pub mod api {
 
 pub use client::{ClientError, ClientOptions, Connection, Fetched, fetch_catalog};
 pub use query::{IndexError, QueryError, Registry};
-pub use server::{ServeError, ServeOptions, serve};
+pub use server::{ServeError, ServeOptions, Source, serve, serve_source};

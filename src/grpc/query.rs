@@ -24,13 +24,19 @@
 //!
 //! [`Registry::new`] refuses a model opm would refuse to serve for a reason these answers depend
 //! on: a channel entry without its bundle, or a channel without exactly one head. The full
-//! `opm validate` rule set is the caller's job (`catalog serve` validates first).
+//! `opm validate` rule set is the caller's job (`catalog serve --strict` validates first).
+//! [`Registry::lenient`] and [`Registry::shared`] serve such a model without the broken channels
+//! instead (the way the controller resolves from a partly broken catalog), and say which.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use crate::{
     catalog::{
         Model,
+        load::LoadedCatalog,
         model::{Bundle, Channel, ChannelEntry, Package},
     },
     grpc::{
@@ -88,10 +94,18 @@ struct Slot<'a> {
     bundle: &'a Bundle,
 }
 
+/// The model a [`Registry`] answers from: its own, or the one of a loaded catalog it shares
+/// (the controller's cache), never copied.
+#[derive(Debug, Clone)]
+enum Held {
+    Owned(Model),
+    Shared(Arc<LoadedCatalog>),
+}
+
 /// A model checked to be servable, answering the registry queries.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    model: Model,
+    model: Held,
     /// Number of (channel, entry) pairs: the length of `ListBundles`.
     listed: usize,
 }
@@ -102,6 +116,89 @@ impl Registry {
     /// # Errors
     /// Every [`IndexError`] found.
     pub fn new(model: Model) -> Result<Registry, Vec<IndexError>> {
+        let (listed, errors) = Self::check(&model);
+        if errors.is_empty() {
+            Ok(Registry {
+                model: Held::Owned(model),
+                listed,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Serves `model` without the channels [`Registry::new`] would refuse it for (and without the
+    /// packages left with no channel or without their default channel), returning what was left
+    /// out, one message each.
+    #[must_use]
+    pub fn lenient(model: Model) -> (Registry, Vec<String>) {
+        let (listed, errors) = Self::check(&model);
+        if errors.is_empty() {
+            return (
+                Registry {
+                    model: Held::Owned(model),
+                    listed,
+                },
+                Vec::new(),
+            );
+        }
+        let (trimmed, skipped) = Self::trim(&model, &errors);
+        let (listed, _) = Self::check(&trimmed);
+        (
+            Registry {
+                model: Held::Owned(trimmed),
+                listed,
+            },
+            skipped,
+        )
+    }
+
+    /// Like [`Registry::lenient`], sharing the model of a loaded catalog when nothing has to be
+    /// left out (a trimmed copy otherwise).
+    #[must_use]
+    pub fn shared(catalog: Arc<LoadedCatalog>) -> (Registry, Vec<String>) {
+        let (listed, errors) = Self::check(&catalog.model);
+        if errors.is_empty() {
+            return (
+                Registry {
+                    model: Held::Shared(catalog),
+                    listed,
+                },
+                Vec::new(),
+            );
+        }
+        let (trimmed, skipped) = Self::trim(&catalog.model, &errors);
+        let (listed, _) = Self::check(&trimmed);
+        (
+            Registry {
+                model: Held::Owned(trimmed),
+                listed,
+            },
+            skipped,
+        )
+    }
+
+    /// The model without the channels of `errors`, and one message per channel or package left out.
+    fn trim(model: &Model, errors: &[IndexError]) -> (Model, Vec<String>) {
+        let drop: BTreeSet<(String, String)> = errors
+            .iter()
+            .map(|e| match e {
+                IndexError::MissingBundle { package, channel, .. }
+                | IndexError::NoHead { package, channel, .. } => (package.clone(), channel.clone()),
+            })
+            .collect();
+        let (trimmed, packages) = model.without_channels(&drop);
+        let mut skipped: Vec<String> = errors.iter().map(|e| format!("channel left out: {e}")).collect();
+        skipped.extend(
+            packages.iter().map(|p| {
+                format!("package {p:?} left out: its default channel (or every channel) was left out")
+            }),
+        );
+        (trimmed, skipped)
+    }
+
+    /// The number of `ListBundles` messages and what makes the model unservable.
+    fn check(model: &Model) -> (usize, Vec<IndexError>) {
         let mut errors = Vec::new();
         let mut listed = 0;
         for package in model.packages() {
@@ -125,17 +222,16 @@ impl Registry {
                 }
             }
         }
-        if errors.is_empty() {
-            Ok(Registry { model, listed })
-        } else {
-            Err(errors)
-        }
+        (listed, errors)
     }
 
     /// The model served.
     #[must_use]
     pub fn model(&self) -> &Model {
-        &self.model
+        match &self.model {
+            Held::Owned(model) => model,
+            Held::Shared(catalog) => &catalog.model,
+        }
     }
 
     /// How many messages `ListBundles` streams (one per bundle per channel).
@@ -145,7 +241,7 @@ impl Registry {
     }
 
     fn slots(&self) -> impl Iterator<Item = Slot<'_>> {
-        self.model.packages().flat_map(|package| {
+        self.model().packages().flat_map(|package| {
             package.channels().iter().flat_map(move |channel| {
                 channel.entries.iter().filter_map(move |entry| {
                     package.bundle(&entry.name).map(|bundle| Slot {
@@ -160,7 +256,7 @@ impl Registry {
     }
 
     fn package(&self, name: &str) -> Result<&Package, QueryError> {
-        self.model
+        self.model()
             .package(name)
             .ok_or_else(|| QueryError::NotFound(format!("package {name:?} not found")))
     }
@@ -194,7 +290,7 @@ impl Registry {
     /// `ListPackages`: every package name, sorted.
     #[must_use]
     pub fn list_packages(&self) -> Vec<String> {
-        self.model.packages().map(|p| p.name.clone()).collect()
+        self.model().packages().map(|p| p.name.clone()).collect()
     }
 
     /// `GetPackage`.
@@ -381,7 +477,7 @@ impl Registry {
     }
 
     fn head_slots(&self) -> impl Iterator<Item = Slot<'_>> {
-        self.model.packages().flat_map(move |package| {
+        self.model().packages().flat_map(move |package| {
             package
                 .channels()
                 .iter()
@@ -428,7 +524,7 @@ impl Registry {
             by_package.entry(e.package_name.as_str()).or_default().push(e);
         }
         for (package, entries) in by_package {
-            let Some(pkg) = self.model.package(package) else {
+            let Some(pkg) = self.model().package(package) else {
                 continue;
             };
             if let Some(e) = entries.iter().find(|e| e.channel_name == pkg.default_channel) {

@@ -11,6 +11,11 @@
 //!
 //! Shutdown is graceful: when the `shutdown` future completes the listener closes, in-flight
 //! requests finish, then [`serve`] returns.
+//!
+//! What is served is asked of a [`Source`] at every request: a fixed [`Registry`]
+//! (`kubectl-olm catalog serve`), or whatever catalog a CatalogSource has in the controller's
+//! cache at that moment (`olm-controller run --serve-grpc`), which answers `UNAVAILABLE` while
+//! there is none.
 
 use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc};
 
@@ -81,17 +86,53 @@ fn streamed<T: Send + 'static>(
     Ok(Response::new(Box::pin(stream::iter(items.into_iter().map(Ok)))))
 }
 
+/// Where a server finds the registry to answer a request from.
+pub trait Source: Send + Sync + 'static {
+    /// The registry to answer from now, or why there is none (sent as `UNAVAILABLE`).
+    ///
+    /// # Errors
+    /// A message naming what is not served and why.
+    fn registry(&self) -> Result<Arc<Registry>, String>;
+}
+
+impl Source for Arc<Registry> {
+    fn registry(&self) -> Result<Arc<Registry>, String> {
+        Ok(Arc::clone(self))
+    }
+}
+
 /// The `api.Registry` service.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RegistryService {
-    registry: Arc<Registry>,
+    source: Arc<dyn Source>,
+}
+
+impl std::fmt::Debug for RegistryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryService").finish_non_exhaustive()
+    }
 }
 
 impl RegistryService {
     /// A service answering from `registry`.
     #[must_use]
     pub fn new(registry: Arc<Registry>) -> Self {
-        Self { registry }
+        Self {
+            source: Arc::new(registry),
+        }
+    }
+
+    /// A service answering from whatever `source` holds at each request.
+    #[must_use]
+    pub fn from_source(source: Arc<dyn Source>) -> Self {
+        Self { source }
+    }
+
+    fn registry(&self, method: &str) -> Result<Arc<Registry>, Status> {
+        self.source.registry().map_err(|message| {
+            debug!(method, error = %message, "unavailable");
+            Status::unavailable(message)
+        })
     }
 }
 
@@ -107,7 +148,8 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         _: Request<api::ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
-        let names = self.registry.list_packages();
+        let registry = self.registry("ListPackages")?;
+        let names = registry.list_packages();
         let names = names.into_iter().map(|name| api::PackageName { name }).collect();
         streamed("ListPackages", "", Ok(names))
     }
@@ -116,19 +158,19 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetPackageRequest>,
     ) -> Result<Response<api::Package>, Status> {
+        let registry = self.registry("GetPackage")?;
         let r = request.into_inner();
-        answered("GetPackage", &r.name, self.registry.get_package(&r.name)).map(Response::new)
+        answered("GetPackage", &r.name, registry.get_package(&r.name)).map(Response::new)
     }
 
     async fn get_bundle(
         &self,
         request: Request<api::GetBundleRequest>,
     ) -> Result<Response<api::Bundle>, Status> {
+        let registry = self.registry("GetBundle")?;
         let r = request.into_inner();
         let args = format!("{}/{}/{}", r.pkg_name, r.channel_name, r.csv_name);
-        let result = self
-            .registry
-            .get_bundle(&r.pkg_name, &r.channel_name, &r.csv_name);
+        let result = registry.get_bundle(&r.pkg_name, &r.channel_name, &r.csv_name);
         answered("GetBundle", &args, result).map(Response::new)
     }
 
@@ -136,9 +178,10 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetBundleInChannelRequest>,
     ) -> Result<Response<api::Bundle>, Status> {
+        let registry = self.registry("GetBundleForChannel")?;
         let r = request.into_inner();
         let args = format!("{}/{}", r.pkg_name, r.channel_name);
-        let result = self.registry.get_bundle_for_channel(&r.pkg_name, &r.channel_name);
+        let result = registry.get_bundle_for_channel(&r.pkg_name, &r.channel_name);
         answered("GetBundleForChannel", &args, result).map(Response::new)
     }
 
@@ -146,8 +189,9 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetAllReplacementsRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatReplaceStream>, Status> {
+        let registry = self.registry("GetChannelEntriesThatReplace")?;
         let r = request.into_inner();
-        let result = self.registry.get_channel_entries_that_replace(&r.csv_name);
+        let result = registry.get_channel_entries_that_replace(&r.csv_name);
         streamed("GetChannelEntriesThatReplace", &r.csv_name, result)
     }
 
@@ -155,11 +199,10 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetReplacementRequest>,
     ) -> Result<Response<api::Bundle>, Status> {
+        let registry = self.registry("GetBundleThatReplaces")?;
         let r = request.into_inner();
         let args = format!("{} in {}/{}", r.csv_name, r.pkg_name, r.channel_name);
-        let result = self
-            .registry
-            .get_bundle_that_replaces(&r.csv_name, &r.pkg_name, &r.channel_name);
+        let result = registry.get_bundle_that_replaces(&r.csv_name, &r.pkg_name, &r.channel_name);
         answered("GetBundleThatReplaces", &args, result).map(Response::new)
     }
 
@@ -167,11 +210,10 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetAllProvidersRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatProvideStream>, Status> {
+        let registry = self.registry("GetChannelEntriesThatProvide")?;
         let r = request.into_inner();
         let args = format!("{}/{}/{}", r.group, r.version, r.kind);
-        let result = self
-            .registry
-            .get_channel_entries_that_provide(&r.group, &r.version, &r.kind);
+        let result = registry.get_channel_entries_that_provide(&r.group, &r.version, &r.kind);
         streamed("GetChannelEntriesThatProvide", &args, result)
     }
 
@@ -179,11 +221,10 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetLatestProvidersRequest>,
     ) -> Result<Response<Self::GetLatestChannelEntriesThatProvideStream>, Status> {
+        let registry = self.registry("GetLatestChannelEntriesThatProvide")?;
         let r = request.into_inner();
         let args = format!("{}/{}/{}", r.group, r.version, r.kind);
-        let result = self
-            .registry
-            .get_latest_channel_entries_that_provide(&r.group, &r.version, &r.kind);
+        let result = registry.get_latest_channel_entries_that_provide(&r.group, &r.version, &r.kind);
         streamed("GetLatestChannelEntriesThatProvide", &args, result)
     }
 
@@ -191,11 +232,10 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         request: Request<api::GetDefaultProviderRequest>,
     ) -> Result<Response<api::Bundle>, Status> {
+        let registry = self.registry("GetDefaultBundleThatProvides")?;
         let r = request.into_inner();
         let args = format!("{}/{}/{}", r.group, r.version, r.kind);
-        let result = self
-            .registry
-            .get_default_bundle_that_provides(&r.group, &r.version, &r.kind);
+        let result = registry.get_default_bundle_that_provides(&r.group, &r.version, &r.kind);
         answered("GetDefaultBundleThatProvides", &args, result).map(Response::new)
     }
 
@@ -203,9 +243,9 @@ impl api::registry_server::Registry for RegistryService {
         &self,
         _: Request<api::ListBundlesRequest>,
     ) -> Result<Response<Self::ListBundlesStream>, Status> {
-        let keys = self.registry.bundle_keys();
+        let registry = self.registry("ListBundles")?;
+        let keys = registry.bundle_keys();
         debug!(method = "ListBundles", messages = keys.len(), "streaming");
-        let registry = Arc::clone(&self.registry);
         let messages = stream::iter(keys).map(move |(package, channel, name)| {
             registry.listed_bundle(&package, &channel, &name).map_err(status)
         });
@@ -235,12 +275,26 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    serve_source(Arc::new(registry), listener, options, shutdown).await
+}
+
+/// Serves what `source` holds at each request on `listener` until `shutdown` completes, then
+/// drains in-flight requests.
+///
+/// # Errors
+/// [`ServeError::Transport`] when the server fails.
+pub async fn serve_source(
+    source: Arc<dyn Source>,
+    listener: TcpListener,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter.set_serving::<RegistryServer<RegistryService>>().await;
     for name in ["", "Registry"] {
         reporter.set_service_status(name, ServingStatus::Serving).await;
     }
-    let mut service = RegistryServer::new(RegistryService::new(registry));
+    let mut service = RegistryServer::new(RegistryService::from_source(source));
     if let Some(limit) = options.max_request_bytes {
         service = service.max_decoding_message_size(limit);
     }

@@ -49,7 +49,14 @@ struct FastIcon {
 struct FastProperty {
     #[serde(rename = "type")]
     type_: Option<Str>,
+    /// `None` only when absent: an explicit `null` is `Some` (see [`RawJson::absent`]).
+    #[serde(default, deserialize_with = "present")]
     value: Option<RawJson>,
+}
+
+/// A field that is present, even as `null` (serde's `Option` reads `null` as `None`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
+    <RawJson as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 #[derive(serde::Deserialize)]
@@ -107,7 +114,7 @@ fn fast_properties(props: Option<Vec<FastProperty>>) -> Vec<Property> {
         .into_iter()
         .map(|p| Property {
             type_: p.type_.map(|s| s.0).unwrap_or_default(),
-            value: p.value.unwrap_or_default(),
+            value: p.value.unwrap_or_else(RawJson::absent),
         })
         .collect()
 }

@@ -79,10 +79,48 @@ fn a_bad_version_range_is_reported_on_the_field() {
 
 #[test]
 fn a_property_without_value_or_with_a_scalar_for_an_object_is_an_error() {
-    let (_, errors) = parse(vec![raw("custom", Value::Null), raw(TYPE_PACKAGE, json!("a"))]);
-    assert_eq!(errors.len(), 2);
+    let absent = declcfg::Property {
+        type_: "custom".to_owned(),
+        value: RawJson::absent(),
+    };
+    let (_, errors) = parse(vec![
+        absent,
+        raw(TYPE_PACKAGE, json!("a")),
+        raw(TYPE_GVK, Value::Null),
+    ]);
+    assert_eq!(errors.len(), 3);
     assert!(errors[0].message.starts_with("value must be set"));
     assert_eq!(errors[1].message, "expected an object, found a string");
+    assert!(errors[2].message.starts_with("value must be set"));
+}
+
+/// opm (checked with `opm validate`) refuses a property without `value` but keeps one of a type
+/// it does not model whose `value` is an explicit `null` (the corpus's lightbits-operator has some).
+#[test]
+fn an_explicit_null_value_of_an_unknown_type_is_kept_and_a_missing_one_is_not() {
+    let text = r#"{"schema":"olm.bundle","package":"p","name":"p.v1","image":"r/p:1","properties":[{"type":"x.null","value":null},{"type":"x.missing"}]}"#;
+    // The fast blob decoder and the precise, Go-compatible one.
+    for precise in [false, true] {
+        let yaml = crate::codec::YamlDecoder::Fast;
+        let mut cfg = declcfg::DeclarativeConfig::default();
+        let problems = if precise {
+            cfg.decode_str_precise(yaml, "c.json", text)
+        } else {
+            cfg.decode_str_with(yaml, "c.json", text)
+        };
+        assert!(problems.is_empty(), "{problems:?}");
+        let values = &cfg.bundles[0].properties;
+        assert!(
+            values[0].value.is_null() && !values[0].value.is_absent(),
+            "precise: {precise}"
+        );
+        assert!(values[1].value.is_absent(), "precise: {precise}");
+        let (props, errors) = parse(values.clone());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].type_, "x.missing");
+        assert_eq!(props.others.len(), 1);
+        assert_eq!(props.others[0].value.get(), "null");
+    }
 }
 
 #[test]
@@ -214,4 +252,21 @@ fn typed_properties_serialize_back_to_type_and_value() {
         serde_json::to_value(&other).unwrap(),
         json!({"type": "x.y", "value": 3})
     );
+}
+
+/// What opm's Go decoder (`base64.StdEncoding`) accepts, checked against opm v1.73 by
+/// `opm validate` (tests/opm_oracle.rs found the two corpus catalogs that differed).
+#[test]
+fn base64_is_read_as_gos_std_encoding_reads_it() {
+    let data = base64::engine::general_purpose::STANDARD.encode("{\"kind\":\"ConfigMap\"}");
+    let check = |text: String| BundleObject::Data(text).check();
+    assert!(check(data.clone()).is_ok());
+    // Line breaks anywhere are skipped.
+    assert!(check(format!("\n{}\r\n{}\n", &data[..4], &data[4..])).is_ok());
+    // A space, even trailing, is illegal (opm: "illegal base64 data at input byte N").
+    assert!(check(format!("{data} ")).is_err());
+    assert!(check(format!(" {data}")).is_err());
+    // Non-zero bits after the last character are accepted ("YR==" decodes as "a", like "YQ==").
+    assert!(check("YR==".to_owned()).is_ok());
+    assert!(check("YQ".to_owned()).is_err(), "padding is required");
 }

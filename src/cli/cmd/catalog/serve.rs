@@ -5,8 +5,13 @@
 //! `--http`, gRPC listens on `0.0.0.0:50051` unless `--grpc` says otherwise; with only `--http`,
 //! only HTTP is served.
 //!
-//! The catalog is validated first, as `opm serve` does: an invalid catalog prints the report on
-//! stderr and exits 1 without listening. Once listening, one line per API on stdout gives the
+//! The catalog is validated first. By default a catalog with problems is served the way
+//! `olm-controller` serves it: the report goes to stderr as a warning, the parts the registry
+//! cannot index (a channel without a single head, a package left without its default channel)
+//! are left out of the gRPC API with a warning naming each, and the rest is served (the HTTP API
+//! serves the blobs as read, as catalogd does). Only what refuses a catalog in the controller
+//! (a file that does not decode, no package at all) refuses it here. With `--strict`, as
+//! `opm serve` does, any problem prints the report on stderr and exits 1 without listening. Once listening, one line per API on stdout gives the
 //! address (with the port picked when `:0` was asked) and what is served; requests are logged at
 //! debug level (`-vv`). A signal stops accepting connections, lets requests in flight finish, and
 //! exits 0.
@@ -38,6 +43,10 @@ pub struct ServeArgs {
     /// Address of the catalogd HTTP API, /api/v1/all and /api/v1/metas (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Refuse a catalog with any validation problem (as opm serve does) instead of serving it
+    /// without its broken parts.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl ServeArgs {
@@ -73,23 +82,40 @@ pub fn run(
         )),
         None => None,
     };
+    // What refuses a catalog in the controller refuses it here too.
+    let refuses = !decode_problems.is_empty() || cfg.packages.is_empty();
     let (model, report) = validate::validate_with(cfg, decode_problems);
     if !report.passed() {
         write!(streams.err, "{report}")?;
-        return Err(CliError::InvalidCatalog {
-            dir: dir.display().to_string(),
-            count: report.len(),
-        });
+        if args.strict || refuses {
+            return Err(CliError::InvalidCatalog {
+                dir: dir.display().to_string(),
+                count: report.len(),
+            });
+        }
+        writeln!(
+            streams.err,
+            "warning: serving catalog {} despite its {} problem(s) above (--strict refuses it)",
+            dir.display(),
+            report.len()
+        )?;
     }
     let grpc_addr = args.grpc_addr();
     let registry = match grpc_addr {
-        Some(_) => Some(Arc::new(Registry::new(model).map_err(|errors| {
+        Some(_) if args.strict => Some(Arc::new(Registry::new(model).map_err(|errors| {
             CliError::Refused(format!(
                 "catalog {} cannot be served: {}",
                 dir.display(),
                 crate::catalog::load::summarise(&errors)
             ))
         })?)),
+        Some(_) => {
+            let (registry, skipped) = Registry::lenient(model);
+            for part in &skipped {
+                writeln!(streams.err, "warning: not served over gRPC: {part}")?;
+            }
+            Some(Arc::new(registry))
+        }
         None => None,
     };
     // One thread: `kubectl-olm` holds the stderr lock on the main thread for the whole run, so
