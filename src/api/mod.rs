@@ -39,7 +39,8 @@
 //!   `x-kubernetes-preserve-unknown-fields` in the schema.
 //!
 //! `operators.coreos.com/v1` Operator, the cluster-scoped read-only view of one installed
-//! operator that OLM itself writes ([`v1::Operator`]), is served the same way.
+//! operator that OLM itself writes ([`v1::Operator`]), is served the same way, and so is
+//! the cluster-scoped singleton `cluster` of OLM's global switches ([`v1::OLMConfig`]).
 //!
 //! The CRDs are generated from these types by [`crds`], post-processed to the few upstream
 //! details kube's derive cannot express (the multi-version OperatorGroup, descriptions),
@@ -113,6 +114,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         v1alpha1::CatalogSource::crd(),
         v1alpha1::ClusterServiceVersion::crd(),
         v1alpha1::InstallPlan::crd(),
+        v1::OLMConfig::crd(),
         operator_group,
         v1::Operator::crd(),
         v1alpha1::Subscription::crd(),
@@ -121,8 +123,11 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         // Upstream CRDs name their list kind explicitly; kube leaves it to the server default.
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     }
-    // Upstream's Operator does not require its (empty) spec; kube's derive always does.
-    for crd in crds.iter_mut().filter(|c| c.spec.names.kind == "Operator") {
+    // Upstream's Operator and OLMConfig do not require their spec; kube's derive always does.
+    for crd in crds
+        .iter_mut()
+        .filter(|c| matches!(c.spec.names.kind.as_str(), "Operator" | "OLMConfig"))
+    {
         for version in &mut crd.spec.versions {
             if let Some(schema) = version
                 .schema
@@ -529,6 +534,7 @@ mod tests {
                 "catalogsources.operators.coreos.com",
                 "clusterserviceversions.operators.coreos.com",
                 "installplans.operators.coreos.com",
+                "olmconfigs.operators.coreos.com",
                 "operatorgroups.operators.coreos.com",
                 "operators.operators.coreos.com",
                 "subscriptions.operators.coreos.com",
@@ -539,7 +545,7 @@ mod tests {
     #[test]
     fn the_yaml_stream_holds_one_document_per_crd() {
         let stream = crds_yaml_stream().unwrap();
-        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 6);
+        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 7);
         assert!(stream.contains("kind: CustomResourceDefinition"));
     }
 

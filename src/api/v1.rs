@@ -167,6 +167,9 @@ impl OperatorGroupStatus {
 mod operator;
 pub use operator::{ComponentCondition, Components, Operator, OperatorSpec, OperatorStatus, RichReference};
 
+mod olm_config;
+pub use olm_config::{Features, OLM_CONFIG_NAME, OLMConfig, OLMConfigSpec, OLMConfigStatus};
+
 #[cfg(test)]
 mod tests {
     use super::*;

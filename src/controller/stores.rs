@@ -33,6 +33,8 @@ pub struct Stores {
     /// ClusterRoles labelled `olm.managed=true` (the user roles the OperatorGroup controller
     /// keeps: applied only when they differ from what is stored).
     pub cluster_roles: Store<k8s_openapi::api::rbac::v1::ClusterRole>,
+    /// OLMConfigs (the singleton `cluster`; empty while its optional CRD is missing).
+    pub olm_configs: Store<crate::api::v1::OLMConfig>,
 }
 
 /// Tracks which reflector stores have seen their initial list, and supervises every watch.

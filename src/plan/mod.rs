@@ -24,6 +24,8 @@
 //!   permissions in every target namespace; owner references added at apply time.
 //! - [`user_roles`]: the ClusterRoles that let a namespace's people use its operators' APIs
 //!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
+//! - [`olm_config`]: whether copied CSVs are on (the `cluster` OLMConfig and
+//!   `--disable-copied-csvs`) and that OLMConfig's status conditions.
 //! - [`csv`]: the CSV state machine: observed cluster state in, next phase, requirement
 //!   status and desired Deployments out.
 //!
@@ -50,6 +52,7 @@ pub mod copied_csv;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;
+pub mod olm_config;
 pub mod operator;
 pub mod operator_group;
 pub mod steps;

@@ -1447,3 +1447,63 @@ fn the_same_refusal_again_is_a_repeat_and_changes_nothing() {
     );
     assert!(!repeats_failure(&old, &other));
 }
+
+#[test]
+fn requirement_entries_are_written_as_upstream_writes_them() {
+    let observed = Observed {
+        server_version: Some("v1.37.2".into()),
+        ..ready()
+    };
+    let (met, reqs) = requirement_status(&Csv::test().min_kube_version("1.25.0").build(), &observed);
+    assert!(met);
+    let kinds: Vec<&str> = reqs.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterServiceVersion",
+            "CustomResourceDefinition",
+            "ServiceAccount"
+        ]
+    );
+    assert_eq!(reqs[0].group, "operators.coreos.com");
+    assert_eq!(reqs[0].version, "v1alpha1");
+    assert_eq!(
+        reqs[0].message,
+        "CSV minKubeVersion (1.25.0) less than server version (v1.37.2)"
+    );
+    let sa = &reqs[2];
+    assert_eq!(
+        (sa.status.clone(), sa.message.as_str(), sa.uuid.as_deref()),
+        (StatusReason::Present, "", None)
+    );
+    assert_eq!(sa.dependents.len(), 1);
+    let rule = &sa.dependents[0];
+    assert_eq!(
+        (
+            rule.group.as_str(),
+            rule.version.as_str(),
+            rule.kind.as_str(),
+            rule.status.clone()
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "PolicyRule",
+            StatusReason::Satisfied
+        )
+    );
+    assert_eq!(
+        rule.message.as_deref(),
+        Some(r#"namespaced rule:{"verbs":["get"],"apiGroups":[""],"resources":["pods"]}"#)
+    );
+    // A missing account has no dependents and fails the check.
+    let observed = Observed {
+        server_version: Some("v1.37.2".into()),
+        ..Observed::default()
+    };
+    let (met, reqs) = requirement_status(&Csv::test().build(), &observed);
+    assert!(!met);
+    let sa = reqs.iter().find(|r| r.kind == "ServiceAccount").unwrap();
+    assert_eq!(sa.status, StatusReason::NotPresent);
+    assert!(sa.dependents.is_empty());
+}
