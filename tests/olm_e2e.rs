@@ -2153,8 +2153,25 @@ async fn olm_config_disables_and_reenables_copied_csvs_of_all_namespaces_operato
     .await;
     wait_condition("CopiedCSVsEnabled", "False").await;
 
-    // Leave the cluster's OLMConfig as it was; deleting the Subscription's namespace removes
-    // the CSV and (through its finalizer) every copy.
+    // Clean up while the controller runs: the CSV goes, and with it every copy (its finalizer).
+    env.dynamic::<Subscription>()
+        .delete("gadget", &DeleteParams::default())
+        .await
+        .expect("deleting the Subscription");
+    env.dynamic::<ClusterServiceVersion>()
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("deleting the CSV");
+    wait_for(
+        &format!("the copy of {name} in {} to be deleted", other.name()),
+        WAIT,
+        || {
+            let (copies, name) = (copies.clone(), name.clone());
+            async move { matches!(copies.get_opt(&name).await, Ok(None)).then_some(()) }
+        },
+    )
+    .await;
+    // Leave the cluster's OLMConfig as it was.
     set_features(json!({"disableCopiedCSVs": null, "packageServerSyncInterval": null})).await;
     if !saved_features.is_null() {
         set_features(saved_features).await;

@@ -1,8 +1,9 @@
 //! OLMConfig, the shell: creates the singleton `cluster` at startup when it is missing (as
 //! upstream's olm operator does), tells the copy pipeline whether copied CSVs are disabled
 //! ([`copies_disabled`]), sends the CSVs of AllNamespaces groups back through the CSV
-//! controller when the switch flips ([`SwitchChanges`], [`csvs_of_all_namespaces_groups`]),
-//! and keeps the OLMConfig status that [`crate::plan::olm_config::decide`] computes.
+//! controller when the switch flips ([`SwitchChanges`], [`csvs_of_all_namespaces_groups`])
+//! and those whose copies a reconcile finds out of line ([`csv_requeues`]), and keeps the
+//! OLMConfig status that [`crate::plan::olm_config::decide`] computes.
 //!
 //! The OLMConfig CRD is optional (an install that predates it): its watch is supervised but
 //! never a readiness gate, and without it copies are on unless `--disable-copied-csvs` says
@@ -14,9 +15,11 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::Arc,
+    sync::{Arc, OnceLock},
     time::Duration,
 };
+
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
@@ -44,6 +47,19 @@ use crate::{
 pub const OUT_OF_LINE_RECHECK: Duration = Duration::from_secs(5);
 /// How often a settled OLMConfig is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Where [`reconcile`] sends the CSVs whose copies are out of line (set by [`csv_requeues`]).
+static REQUEUE: OnceLock<UnboundedSender<ObjectRef<ClusterServiceVersion>>> = OnceLock::new();
+
+/// The stream of CSVs whose copies an OLMConfig reconcile found out of line, for the CSV
+/// controller to reconcile again (upstream's `syncOLMConfig` requeues them). The first call
+/// of the process gets the stream; later calls get one that ends at once.
+pub fn csv_requeues() -> UnboundedReceiver<ObjectRef<ClusterServiceVersion>> {
+    let (tx, rx) = unbounded();
+    // A second controller set in one process (tests) gets an empty stream: `tx` drops here.
+    let _ = REQUEUE.set(tx);
+    rx
+}
 
 /// Creates the OLMConfig `cluster` (empty spec) when it does not exist. A cluster without the
 /// CRD is logged and left alone.
@@ -224,6 +240,14 @@ pub async fn reconcile(config: Arc<OLMConfig>, ctx: Arc<Context>) -> Result<Acti
         Ok(Action::requeue(RESYNC))
     } else {
         tracing::debug!(csvs = ?decision.out_of_line, "copied CSVs out of line");
+        if let Some(tx) = REQUEUE.get() {
+            for key in &decision.out_of_line {
+                if let Some((ns, name)) = key.split_once('/') {
+                    // The CSV controller stopped: nothing left to tell.
+                    let _ = tx.unbounded_send(ObjectRef::new(name).within(ns));
+                }
+            }
+        }
         Ok(Action::requeue(OUT_OF_LINE_RECHECK))
     }
 }

@@ -318,15 +318,19 @@ pub(super) async fn run_controllers(
         .watches_stream(sub_changes.map(Ok::<_, watcher::Error>), |sub| {
             mappers::csvs_for_subscription(&sub)
         })
-        .reconcile_on(switch_changes.flat_map({
-            let (csvs, groups) = (stores.csvs.clone(), stores.operator_groups.clone());
-            move |()| {
-                futures::stream::iter(olm_config::csvs_of_all_namespaces_groups(
-                    &csvs.state(),
-                    &groups.state(),
-                ))
-            }
-        }))
+        .reconcile_on(futures::stream::select(
+            switch_changes.flat_map({
+                let (csvs, groups) = (stores.csvs.clone(), stores.operator_groups.clone());
+                move |()| {
+                    futures::stream::iter(olm_config::csvs_of_all_namespaces_groups(
+                        &csvs.state(),
+                        &groups.state(),
+                    ))
+                }
+            }),
+            // CSVs whose copies the OLMConfig reconcile found out of line (upstream requeues them).
+            olm_config::csv_requeues(),
+        ))
         .shutdown_on_signal();
 
     // Operators (issue 15): not a readiness gate (an old install may lack the CRD).

@@ -34,7 +34,6 @@ const DROPPED_METADATA: &[&str] = &[
     "generation",
     "managedFields",
     "selfLink",
-    "generateName",
 ];
 
 /// Annotations a client or a built-in controller writes, not OLM.
@@ -485,6 +484,13 @@ pub const ALLOWED: &[Allowed] = &[
     Allowed {
         transcript: "*",
         kind: "InstallPlan",
+        path: "metadata.generateName",
+        why: "deliberate: deterministic install-xxxxx names instead of generateName, so a \
+              restarted controller finds its plan",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
         path: "spec.generation",
         why: "deliberate: generation is counted per Subscription, upstream per namespace",
     },
@@ -541,6 +547,13 @@ pub const ALLOWED: &[Allowed] = &[
         path: "status.conditions[InstallPlanPending]",
         why: "upstream timing: upstream's Automatic Subscription still showed InstallPlanPending \
               Installing when its CSV had already succeeded",
+    },
+    Allowed {
+        transcript: "05-upgrade-done.yaml",
+        kind: "InstallPlan/install-<gen>(redis-operator.v0.2.1)",
+        path: "metadata.labels",
+        why: "upstream timing: upstream created the first plan before it labelled the \
+              Subscription, so only later plans carry operators.coreos.com/<pkg>.<ns>",
     },
     // --- Covered elsewhere ---
     Allowed {
