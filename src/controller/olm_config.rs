@@ -319,6 +319,41 @@ mod tests {
         )
     }
 
+    /// A reconcile on a mock API server: no AllNamespaces operator, so no list at all, and one
+    /// status write (server-side apply on `/status` under `olm-rs/olmconfig`) with upstream's
+    /// enabled condition and the ignored interval.
+    #[tokio::test]
+    async fn a_fresh_config_gets_its_conditions_in_one_status_write_and_nothing_else() {
+        use super::super::testing::{Fixture, Scenario, bodies};
+        let (fixture, mut server) = Fixture::new();
+        let mut cluster = config("cluster", None);
+        if let Some(f) = cluster.spec.features.as_mut() {
+            f.package_server_sync_interval = Some("1h".into());
+        }
+        let object = serde_json::to_value(&cluster).unwrap();
+        let (result, received) = server
+            .run(
+                Scenario::StatusWritten {
+                    collection: "/apis/operators.coreos.com/v1/olmconfigs".into(),
+                    object,
+                    manager: "olm-rs/olmconfig",
+                },
+                reconcile(Arc::new(cluster), fixture.context("olmconfig")),
+            )
+            .await;
+        result.unwrap();
+        let written = bodies(
+            &received,
+            &http::Method::PATCH,
+            "/apis/operators.coreos.com/v1/olmconfigs/cluster/status",
+        );
+        let conditions = &written[0]["status"]["conditions"];
+        assert_eq!(conditions[0]["type"], "DisabledCopiedCSVs");
+        assert_eq!(conditions[0]["reason"], "CopiedCSVsEnabled");
+        assert_eq!(conditions[0]["status"], "False");
+        assert_eq!(conditions[1]["type"], "PackageServerSyncIntervalIgnored");
+    }
+
     #[test]
     fn only_originals_of_all_namespaces_groups_are_sent_back() {
         let groups = [group("operators", &[""]), group("team", &["team"])];
