@@ -579,18 +579,6 @@ pub const ALLOWED: &[Allowed] = &[
     Allowed {
         transcript: "*",
         kind: "ClusterServiceVersion",
-        path: "spec.apiservicedefinitions",
-        why: "gap: upstream's typed decoding writes an empty apiservicedefinitions",
-    },
-    Allowed {
-        transcript: "*",
-        kind: "ClusterServiceVersion",
-        path: "spec.cleanup*",
-        why: "gap: upstream's typed decoding writes cleanup.enabled=false",
-    },
-    Allowed {
-        transcript: "*",
-        kind: "ClusterServiceVersion",
         path: "status.cleanup",
         why: "gap: upstream writes an empty status.cleanup",
     },
