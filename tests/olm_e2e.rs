@@ -2245,17 +2245,31 @@ async fn snapshot(env: &Env, kinds: &[(&str, &str, &str)]) -> Vec<Value> {
     out
 }
 
-/// The OperatorGroup's aggregated ClusterRoles (`olm.og.redis-og.*`).
+/// The OperatorGroup's aggregated ClusterRoles (`olm.og.redis-og.*`), once all three exist
+/// and the cluster's aggregation controller has filled in their rules.
 async fn group_cluster_roles(env: &Env) -> Vec<Value> {
     let api: Api<ClusterRole> = Api::all(env.client());
     let lp = ListParams::default().labels(&format!(
         "olm.owner=redis-og,olm.owner.kind=OperatorGroup,olm.owner.namespace={}",
         env.ns()
     ));
-    api.list(&lp)
-        .await
-        .expect("listing ClusterRoles")
-        .items
+    let roles = wait_for(
+        "the group's three aggregated ClusterRoles with rules",
+        WAIT,
+        || {
+            let (api, lp) = (api.clone(), lp.clone());
+            async move {
+                let roles = api.list(&lp).await.ok()?.items;
+                (roles.len() == 3
+                    && roles
+                        .iter()
+                        .all(|r| r.rules.as_ref().is_some_and(|x| !x.is_empty())))
+                .then_some(roles)
+            }
+        },
+    )
+    .await;
+    roles
         .into_iter()
         .map(|r| {
             let mut v = serde_json::to_value(r).expect("json");
