@@ -167,6 +167,7 @@ fn the_pre_issue_15_olm_rs_run_is_caught_with_exactly_issue_15s_differences() {
             "ClusterServiceVersion/redis-operator.v1.0.0 spec.apiservicedefinitions",
             "ClusterServiceVersion/redis-operator.v1.0.0 spec.cleanup",
             "ClusterServiceVersion/redis-operator.v1.0.0 spec.replaces",
+            "ClusterServiceVersion/redis-operator.v1.0.0 status.cleanup",
             "ClusterServiceVersion/redis-operator.v1.0.0 status.requirementStatus[ClusterServiceVersion/redis-operator.v1.0.0]",
             "InstallPlan/install-<gen>(redis-operator.v1.0.0) metadata.labels",
             "InstallPlan/install-<gen>(redis-operator.v1.0.0) metadata.ownerReferences[Subscription/redis-operator].controller",

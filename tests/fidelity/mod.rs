@@ -576,12 +576,6 @@ pub const ALLOWED: &[Allowed] = &[
         path: "",
         why: "gap: the OperatorCondition's RoleBinding <csv> (issue 8, OperatorCondition)",
     },
-    Allowed {
-        transcript: "*",
-        kind: "ClusterServiceVersion",
-        path: "status.cleanup",
-        why: "gap: upstream writes an empty status.cleanup",
-    },
 ];
 
 /// True when the glob `pattern` (`*`: any run of characters) matches all of `text`.

@@ -466,6 +466,11 @@ impl CsvDecision {
             status.requirement_status = requirements.clone();
             changed = true;
         }
+        // Go writes the (omitempty) struct `status.cleanup` as `{}` on every status update; so
+        // does a status that changes for another reason (never a write of its own).
+        if changed && status.cleanup.is_none() {
+            status.cleanup = Some(crate::api::v1alpha1::CleanupStatus::default());
+        }
         changed
     }
 }

@@ -1507,3 +1507,18 @@ fn requirement_entries_are_written_as_upstream_writes_them() {
     assert_eq!(sa.status, StatusReason::NotPresent);
     assert!(sa.dependents.is_empty());
 }
+
+#[test]
+fn a_status_that_changes_carries_an_empty_cleanup_as_go_writes_it() {
+    let csv = Csv::test().phase(CsvPhase::Pending).build();
+    let d = decide(&csv, &ready(), &t(0));
+    let mut status = csv.status.clone().unwrap_or_default();
+    status.cleanup = None;
+    assert!(d.apply_to(&mut status, &t(0)));
+    assert_eq!(serde_json::to_value(&status).unwrap()["cleanup"], json!({}));
+    // Nothing changed: nothing added (no write of its own).
+    let mut settled = status.clone();
+    settled.cleanup = None;
+    assert!(!d.apply_to(&mut settled, &t(1)));
+    assert!(settled.cleanup.is_none());
+}
