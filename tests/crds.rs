@@ -230,6 +230,40 @@ fn the_operator_condition_crd_serves_v1_and_stores_v2_like_upstream() {
 }
 
 #[test]
+fn the_olmconfig_crd_is_a_cluster_scoped_v1_singleton_kind_like_upstream() {
+    let c = crd("olmconfigs");
+    assert_eq!(
+        c.metadata.name.as_deref(),
+        Some("olmconfigs.operators.coreos.com")
+    );
+    assert_eq!(c.spec.scope, "Cluster");
+    assert_eq!(c.spec.names.kind, "OLMConfig");
+    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OLMConfigList"));
+    assert_eq!(c.spec.names.singular.as_deref(), Some("olmconfig"));
+    assert!(c.spec.names.short_names.clone().unwrap_or_default().is_empty());
+    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
+    let v = version(&c, "v1");
+    assert!(v.served && v.storage);
+    assert!(v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());
+    assert!(columns(&c, "v1").is_empty());
+    let s = schema(&c, "v1");
+    assert!(required(&s, &[]).is_empty(), "upstream requires no spec");
+    // Upstream's `cluster` has no spec: defaulted so that every object read has one.
+    assert_eq!(at(&s, &["spec"])["default"], serde_json::json!({}));
+    assert_eq!(
+        at(&s, &["spec", "features", "disableCopiedCSVs"])["type"],
+        "boolean"
+    );
+    let interval = at(&s, &["spec", "features", "packageServerSyncInterval"]);
+    assert_eq!(interval["type"], "string");
+    assert_eq!(interval["pattern"], r"^([0-9]+(\.[0-9]+)?(s|m|h))+$");
+    assert_eq!(
+        required(&s, &["status", "conditions", "items"]),
+        set(&["lastTransitionTime", "message", "reason", "status", "type"])
+    );
+}
+
+#[test]
 fn versions_and_storage_match_upstream() {
     for plural in [
         "subscriptions",

@@ -11,6 +11,7 @@
 //! `tests/support/cluster.rs`. Controller logs go to `target/tmp/olm-e2e-*.log`; a failing test
 //! prints the tail of its controller's log.
 
+mod fidelity;
 mod support;
 
 use std::{
@@ -2088,4 +2089,388 @@ async fn a_multi_namespace_group_gets_a_copied_csv_that_leaves_with_its_namespac
     })
     .await;
     env.wait_csv_phase(&name, "Succeeded").await;
+}
+
+/// The OLMConfig `cluster` (issue 15): the controller creates it; `disableCopiedCSVs: true`
+/// keeps an AllNamespaces operator's CSV from being copied, records the `DisabledCopiedCSVs`
+/// Warning on it and reports `CopiedCSVsDisabled`; turning it off again copies the CSV into
+/// the other namespaces, deletes the Warning and reports `CopiedCSVsEnabled`. A
+/// `packageServerSyncInterval` is reported as ignored. The object's spec is restored at the end.
+#[tokio::test]
+async fn olm_config_disables_and_reenables_copied_csvs_of_all_namespaces_operators() {
+    let Some(env) = env("e2e-olmcfg").await else {
+        return;
+    };
+    let other = env.cluster.namespace("e2e-olmcfg-other").await;
+    let configs: Api<DynamicObject> = Api::all_with(
+        env.client(),
+        &ApiResource::erase::<olm_rs::api::v1::OLMConfig>(&()),
+    );
+    let config = wait_for("the OLMConfig cluster to be created", WAIT, || {
+        let configs = configs.clone();
+        async move { configs.get_opt("cluster").await.ok().flatten() }
+    })
+    .await;
+    let saved_features = serde_json::to_value(&config)
+        .ok()
+        .and_then(|c| c.pointer("/spec/features").cloned())
+        .unwrap_or(Value::Null);
+    let set_features = |features: Value| {
+        let configs = configs.clone();
+        async move {
+            configs
+                .patch(
+                    "cluster",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"features": features}})),
+                )
+                .await
+                .expect("patching OLMConfig cluster");
+        }
+    };
+    let wait_condition = |reason: &'static str, status: &'static str| {
+        let configs = configs.clone();
+        async move {
+            wait_for(
+                &format!("OLMConfig DisabledCopiedCSVs {status}/{reason}"),
+                WAIT,
+                || {
+                    let configs = configs.clone();
+                    async move {
+                        let c = serde_json::to_value(configs.get_opt("cluster").await.ok()??).ok()?;
+                        let conds = c.pointer("/status/conditions")?.as_array()?.clone();
+                        conds.into_iter().find(|x| {
+                            x["type"] == "DisabledCopiedCSVs"
+                                && x["reason"] == reason
+                                && x["status"] == status
+                        })
+                    }
+                },
+            )
+            .await
+        }
+    };
+    set_features(json!({"disableCopiedCSVs": true, "packageServerSyncInterval": "1h30m"})).await;
+
+    env.apply_catalog(
+        "e2e-catalog",
+        &package_catalog("gadget", &[("stable", &[b("1.0.0")])]),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", None).await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("gadget", "gadget-operator", "e2e", json!({}))
+        .await;
+    let name = csv_name("gadget", "1.0.0");
+    let csv = env.wait_csv_phase(&name, "Succeeded").await;
+    let uid = str_at(&csv, "/metadata/uid").to_owned();
+
+    // Disabled: no copy, the Warning on the CSV, and the condition True.
+    let events: Api<Event> = env.ns.api();
+    let selector = format!("involvedObject.uid={uid},reason=DisabledCopiedCSVs");
+    let warning = wait_for("the DisabledCopiedCSVs Warning", WAIT, || {
+        let (events, selector) = (events.clone(), selector.clone());
+        async move {
+            events
+                .list(&ListParams::default().fields(&selector))
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .next()
+        }
+    })
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        warning.message.as_deref(),
+        Some(format!("CSV copying disabled for {}/{name}", env.ns()).as_str())
+    );
+    let disabled = wait_condition("CopiedCSVsDisabled", "True").await;
+    assert_eq!(
+        disabled["message"],
+        "Copied CSVs are disabled and no unexpected copied CSVs were found for operators installed in AllNamespace mode"
+    );
+    let copies: Api<DynamicObject> = Api::namespaced_with(
+        env.client(),
+        other.name(),
+        &ApiResource::erase::<ClusterServiceVersion>(&()),
+    );
+    assert!(
+        matches!(copies.get_opt(&name).await, Ok(None)),
+        "no copy while disabled"
+    );
+    let c =
+        serde_json::to_value(configs.get_opt("cluster").await.expect("get").expect("exists")).expect("json");
+    let ignored = c
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|x| x["type"] == "PackageServerSyncIntervalIgnored")
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("no PackageServerSyncIntervalIgnored condition: {c:#}"));
+    assert!(
+        str_at(&ignored, "/message").contains("packageServerSyncInterval (1h30m)"),
+        "{ignored:#}"
+    );
+
+    // Enabled again: the copy appears, the Warning goes, the condition says so.
+    set_features(json!({"disableCopiedCSVs": false, "packageServerSyncInterval": null})).await;
+    wait_for(&format!("a copy of {name} in {}", other.name()), WAIT, || {
+        let (copies, name) = (copies.clone(), name.clone());
+        async move { copies.get_opt(&name).await.ok().flatten() }
+    })
+    .await;
+    wait_for("the DisabledCopiedCSVs Warning to be deleted", WAIT, || {
+        let (events, selector) = (events.clone(), selector.clone());
+        async move {
+            let list = events.list(&ListParams::default().fields(&selector)).await.ok()?;
+            list.items.is_empty().then_some(())
+        }
+    })
+    .await;
+    wait_condition("CopiedCSVsEnabled", "False").await;
+
+    // Clean up while the controller runs: the CSV goes, and with it every copy (its finalizer).
+    env.dynamic::<Subscription>()
+        .delete("gadget", &DeleteParams::default())
+        .await
+        .expect("deleting the Subscription");
+    env.dynamic::<ClusterServiceVersion>()
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("deleting the CSV");
+    wait_for(
+        &format!("the copy of {name} in {} to be deleted", other.name()),
+        WAIT,
+        || {
+            let (copies, name) = (copies.clone(), name.clone());
+            async move { matches!(copies.get_opt(&name).await, Ok(None)).then_some(()) }
+        },
+    )
+    .await;
+    // Leave the cluster's OLMConfig as it was.
+    set_features(json!({"disableCopiedCSVs": null, "packageServerSyncInterval": null})).await;
+    if !saved_features.is_null() {
+        set_features(saved_features).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Upstream fidelity (issue 15 item 4): the seed flow, compared object by object with what
+// upstream OLM v0 created for it (`tests/fixtures/olmv0-objects/olmv0/`, see `tests/fidelity`).
+
+const SUCCEEDED_KINDS: &[(&str, &str, &str)] = &[
+    ("operators.coreos.com", "v1alpha1", "Subscription"),
+    ("operators.coreos.com", "v1alpha1", "InstallPlan"),
+    ("operators.coreos.com", "v1alpha1", "ClusterServiceVersion"),
+];
+const RESOURCE_KINDS: &[(&str, &str, &str)] = &[
+    ("operators.coreos.com", "v1", "OperatorGroup"),
+    ("apps", "v1", "Deployment"),
+    ("", "v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io", "v1", "Role"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+];
+
+/// The seed flow's start in the test namespace: the built-in catalog as `olm-rs-catalog`, the
+/// OwnNamespace group `redis-og` and the Subscription `redis-operator` (channel `stable`).
+async fn seed(env: &Env, approval: &str, starting_csv: Option<&str>) {
+    env.create::<CatalogSource>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "olm-rs-catalog", "namespace": env.ns()},
+        "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
+    }))
+    .await;
+    env.create::<OperatorGroup>(json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "redis-og", "namespace": env.ns()},
+        "spec": {"targetNamespaces": [env.ns()]},
+    }))
+    .await;
+    env.wait_catalog_ready("olm-rs-catalog").await;
+    let mut spec = json!({
+        "name": "redis-operator", "channel": "stable", "installPlanApproval": approval,
+        "source": "olm-rs-catalog", "sourceNamespace": env.ns(),
+    });
+    if let Some(csv) = starting_csv {
+        spec["startingCSV"] = json!(csv);
+    }
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "redis-operator", "namespace": env.ns()},
+        "spec": spec,
+    }))
+    .await;
+}
+
+/// The objects of `kinds` in the test namespace, with their kind and apiVersion.
+async fn snapshot(env: &Env, kinds: &[(&str, &str, &str)]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (group, version, kind) in kinds {
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+        let (ar, _) = kube::discovery::pinned_kind(&env.client(), &gvk)
+            .await
+            .unwrap_or_else(|e| panic!("discovering {kind}: {e}"));
+        let api: Api<DynamicObject> = Api::namespaced_with(env.client(), env.ns(), &ar);
+        for item in api.list(&ListParams::default()).await.expect("listing").items {
+            let mut value = serde_json::to_value(item).expect("json");
+            value["apiVersion"] = json!(ar.api_version);
+            value["kind"] = json!(ar.kind);
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// The OperatorGroup's aggregated ClusterRoles (`olm.og.redis-og.*`), once all three exist
+/// and the cluster's aggregation controller has filled in their rules.
+async fn group_cluster_roles(env: &Env) -> Vec<Value> {
+    let api: Api<ClusterRole> = Api::all(env.client());
+    let lp = ListParams::default().labels(&format!(
+        "olm.owner=redis-og,olm.owner.kind=OperatorGroup,olm.owner.namespace={}",
+        env.ns()
+    ));
+    let roles = wait_for(
+        "the group's three aggregated ClusterRoles with rules",
+        WAIT,
+        || {
+            let (api, lp) = (api.clone(), lp.clone());
+            async move {
+                let roles = api.list(&lp).await.ok()?.items;
+                (roles.len() == 3
+                    && roles
+                        .iter()
+                        .all(|r| r.rules.as_ref().is_some_and(|x| !x.is_empty())))
+                .then_some(roles)
+            }
+        },
+    )
+    .await;
+    roles
+        .into_iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).expect("json");
+            v["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+            v["kind"] = json!("ClusterRole");
+            v
+        })
+        .collect()
+}
+
+/// Asserts that `ours` differs from the upstream transcript `file` only as the allow-list
+/// explains (printing every difference, explained or not, on failure).
+fn assert_like_upstream(env: &Env, seed_namespace: &str, file: &str, ours: &[Value]) {
+    let renames = fidelity::Renames {
+        namespaces: vec![(env.ns().to_owned(), seed_namespace.to_owned())],
+        catalog_namespace: Some(env.ns().to_owned()),
+    };
+    let expected = fidelity::upstream(file);
+    let csvs = {
+        let mut all = fidelity::csv_names(ours);
+        all.extend(fidelity::csv_names(&expected));
+        all.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        all.dedup();
+        all
+    };
+    let ours: Vec<Value> = ours
+        .iter()
+        .map(|o| fidelity::normalise(o, &renames, &csvs))
+        .collect();
+    let diffs = fidelity::compare(&expected, &ours);
+    let left = fidelity::unexplained(&diffs, fidelity::ALLOWED, file);
+    assert!(
+        left.is_empty(),
+        "{file}: {} difference(s) from upstream OLM v0 that the allow-list does not explain:\n{}\n(all differences:\n{})",
+        left.len(),
+        left.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        diffs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Seed flow, Manual: the plan waiting for approval, then the installed operator.
+#[tokio::test]
+async fn the_seed_flow_creates_the_objects_upstream_olm_creates_manual() {
+    let Some(env) = env("fid-manual").await else {
+        return;
+    };
+    seed(&env, "Manual", None).await;
+    let csv = "redis-operator.v1.0.0";
+    let plan = env.install_plan_for("redis-operator", csv).await;
+    env.wait_obj::<InstallPlan, _>("RequiresApproval", &plan, |p| {
+        (str_at(p, "/status/phase") == "RequiresApproval").then_some(())
+    })
+    .await;
+    let objects = snapshot(&env, SUCCEEDED_KINDS).await;
+    assert_like_upstream(&env, "seed-manual", "01-manual-requires-approval.yaml", &objects);
+    env.approve(&plan);
+    env.wait_csv_phase(csv, "Succeeded").await;
+    let objects = snapshot(&env, SUCCEEDED_KINDS).await;
+    assert_like_upstream(&env, "seed-manual", "02-manual-succeeded.yaml", &objects);
+    let objects = snapshot(&env, RESOURCE_KINDS).await;
+    assert_like_upstream(&env, "seed-manual", "02-manual-resources.yaml", &objects);
+    assert_like_upstream(
+        &env,
+        "seed-manual",
+        "02-manual-cluster-rbac.yaml",
+        &group_cluster_roles(&env).await,
+    );
+}
+
+/// Seed flow, Automatic.
+#[tokio::test]
+async fn the_seed_flow_creates_the_objects_upstream_olm_creates_automatic() {
+    let Some(env) = env("fid-auto").await else { return };
+    seed(&env, "Automatic", None).await;
+    env.wait_csv_phase("redis-operator.v1.0.0", "Succeeded").await;
+    let objects = snapshot(&env, SUCCEEDED_KINDS).await;
+    assert_like_upstream(&env, "seed-auto", "03-auto-succeeded.yaml", &objects);
+    let objects = snapshot(&env, RESOURCE_KINDS).await;
+    assert_like_upstream(&env, "seed-auto", "03-auto-resources.yaml", &objects);
+    assert_like_upstream(
+        &env,
+        "seed-auto",
+        "03-auto-cluster-rbac.yaml",
+        &group_cluster_roles(&env).await,
+    );
+}
+
+/// Seed flow, a Manual upgrade 0.2.1 → 1.0.0.
+#[tokio::test]
+async fn the_seed_flow_creates_the_objects_upstream_olm_creates_upgrade() {
+    let Some(env) = env("fid-upgrade").await else {
+        return;
+    };
+    seed(&env, "Manual", Some("redis-operator.v0.2.1")).await;
+    let first = env
+        .install_plan_for("redis-operator", "redis-operator.v0.2.1")
+        .await;
+    env.approve(&first);
+    env.wait_csv_phase("redis-operator.v0.2.1", "Succeeded").await;
+    let second = env
+        .install_plan_for("redis-operator", "redis-operator.v1.0.0")
+        .await;
+    env.approve(&second);
+    env.wait_csv_phase("redis-operator.v1.0.0", "Succeeded").await;
+    env.wait_csv_gone("redis-operator.v0.2.1").await;
+    let objects = snapshot(&env, SUCCEEDED_KINDS).await;
+    assert_like_upstream(&env, "seed-upgrade", "05-upgrade-done.yaml", &objects);
+    let objects = snapshot(&env, RESOURCE_KINDS).await;
+    assert_like_upstream(&env, "seed-upgrade", "05-upgrade-resources.yaml", &objects);
+    assert_like_upstream(
+        &env,
+        "seed-upgrade",
+        "05-upgrade-cluster-rbac.yaml",
+        &group_cluster_roles(&env).await,
+    );
 }

@@ -83,12 +83,20 @@ async fn env(tag: &str) -> Option<Env> {
     wait_for("earlier tests' CSVs to be gone", WAIT, || {
         let (csvs, ours) = (csvs.clone(), ours.clone());
         async move {
-            let list = csvs.list(&ListParams::default().labels("!olm.copiedFrom")).await.ok()?;
+            let list = csvs
+                .list(&ListParams::default().labels("!olm.copiedFrom"))
+                .await
+                .ok()?;
             list.items
                 .iter()
                 .all(|c| {
                     c.metadata.namespace.as_deref() == Some(ours.as_str())
-                        || !c.metadata.name.as_deref().unwrap_or_default().starts_with(PACKAGE)
+                        || !c
+                            .metadata
+                            .name
+                            .as_deref()
+                            .unwrap_or_default()
+                            .starts_with(PACKAGE)
                 })
                 .then_some(())
         }

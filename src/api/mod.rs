@@ -41,7 +41,8 @@
 //! `operators.coreos.com/v1` Operator, the cluster-scoped read-only view of one installed
 //! operator that OLM itself writes ([`v1::Operator`]), is served the same way, and so is
 //! OperatorCondition (`v2` stored, `v1` still served; [`v2::OperatorCondition`]), through which
-//! an operator says "do not upgrade me now".
+//! an operator says "do not upgrade me now", and so is the cluster-scoped singleton `cluster` of
+//! OLM's global switches ([`v1::OLMConfig`]).
 //!
 //! The CRDs are generated from these types by [`crds`], post-processed to the few upstream
 //! details kube's derive cannot express (the multi-version OperatorGroup and OperatorCondition,
@@ -124,6 +125,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         v1alpha1::CatalogSource::crd(),
         v1alpha1::ClusterServiceVersion::crd(),
         v1alpha1::InstallPlan::crd(),
+        v1::OLMConfig::crd(),
         operator_condition,
         operator_group,
         v1::Operator::crd(),
@@ -133,12 +135,14 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ApiError> {
         // Upstream CRDs name their list kind explicitly; kube leaves it to the server default.
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     }
-    // Upstream's Operator and OperatorCondition do not require their spec; kube's derive
-    // always does.
-    for crd in crds
-        .iter_mut()
-        .filter(|c| matches!(c.spec.names.kind.as_str(), "Operator" | "OperatorCondition"))
-    {
+    // Upstream's Operator, OperatorCondition and OLMConfig do not require their spec; kube's
+    // derive always does.
+    for crd in crds.iter_mut().filter(|c| {
+        matches!(
+            c.spec.names.kind.as_str(),
+            "Operator" | "OperatorCondition" | "OLMConfig"
+        )
+    }) {
         for version in &mut crd.spec.versions {
             if let Some(schema) = version
                 .schema
@@ -545,6 +549,7 @@ mod tests {
                 "catalogsources.operators.coreos.com",
                 "clusterserviceversions.operators.coreos.com",
                 "installplans.operators.coreos.com",
+                "olmconfigs.operators.coreos.com",
                 "operatorconditions.operators.coreos.com",
                 "operatorgroups.operators.coreos.com",
                 "operators.operators.coreos.com",

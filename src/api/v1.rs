@@ -169,6 +169,9 @@ mod operator_condition;
 pub use operator::{ComponentCondition, Components, Operator, OperatorSpec, OperatorStatus, RichReference};
 pub use operator_condition::{OperatorCondition, OperatorConditionSpec, OperatorConditionStatus};
 
+mod olm_config;
+pub use olm_config::{Features, OLM_CONFIG_NAME, OLMConfig, OLMConfigSpec, OLMConfigStatus};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,8 +80,9 @@ struct RunArgs {
     /// How many catalog images are pulled at once.
     #[arg(long, value_name = "N", default_value_t = 2)]
     max_concurrent_pulls: usize,
-    /// No copies of AllNamespaces operators' CSVs in every namespace (as OLMConfig
-    /// `spec.features.disableCopiedCSVs`); their existing copies are deleted.
+    /// No copies of AllNamespaces operators' CSVs in every namespace, whatever the OLMConfig
+    /// `cluster` says (either this flag or its `spec.features.disableCopiedCSVs: true`
+    /// disables them); their existing copies are deleted.
     #[arg(long)]
     disable_copied_csvs: bool,
     /// Serve CatalogSource NAMESPACE/NAME's catalog on the registry gRPC API at ADDR, as its

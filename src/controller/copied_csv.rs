@@ -9,6 +9,10 @@
 //! [`is_copy`] guards the CSV controller against copies without the label. A change to a copy
 //! (a user deleting it) triggers its original through [`original_of`].
 //!
+//! Whether copies are disabled is [`super::olm_config::copies_disabled`]: `--disable-copied-csvs`
+//! or the OLMConfig `cluster`, read only for AllNamespaces groups. When they are enabled again
+//! the original's `DisabledCopiedCSVs` Warnings are deleted, as upstream does.
+//!
 //! Efficiency: one metadata list (label `olm.copiedFrom`, field `metadata.name`) per reconcile;
 //! the namespace list only for AllNamespaces groups; a copy is re-applied only when its content
 //! differs from what this process applied last (a process-local fingerprint, as upstream keeps
@@ -45,6 +49,10 @@ static APPLIED: LazyLock<Mutex<HashMap<(String, String), u64>>> = LazyLock::new(
 
 /// Originals whose `DisabledCopiedCSVs` Event this process recorded: (namespace, name).
 static DISABLED_NOTED: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
+
+/// Originals of AllNamespaces groups whose `DisabledCopiedCSVs` Events were deleted since
+/// copies were last disabled for them: (namespace, name).
+static EVENTS_CLEARED: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
 
 /// Originals of OwnNamespace groups known to have no copies: (namespace, name).
 static VERIFIED_OWN_ONLY: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
@@ -111,10 +119,11 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
         return Ok(());
     }
     let existing = existing_copies(csv, ctx).await?;
-    let disabled = ctx.shared.config.disable_copied_csvs;
     let all_namespaces = group_targets
         .as_deref()
         .is_some_and(|t| t.len() == 1 && t[0].is_empty());
+    // The switch matters only for AllNamespaces groups (the flag or the OLMConfig `cluster`).
+    let disabled = all_namespaces && super::olm_config::copies_disabled(ctx).await?;
     let cluster_namespaces: Vec<String> = if all_namespaces && !disabled && !plan::is_uncopiable(csv) {
         super::operator_group::list_namespaces(ctx)
             .await?
@@ -157,6 +166,7 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
         lock(&VERIFIED_OWN_ONLY).remove(&key);
     }
     if decision.copying_disabled {
+        lock(&EVENTS_CLEARED).remove(&key);
         if lock(&DISABLED_NOTED).insert(key) {
             ctx.publish(vec![EventNote {
                 regarding: csv.object_ref(&()),
@@ -168,6 +178,21 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
         }
     } else {
         lock(&DISABLED_NOTED).remove(&key);
+        // Copies are on again for an AllNamespaces operator: its `DisabledCopiedCSVs` Warnings
+        // go (upstream `deleteCSVCopyingDisabledEvent`), once per process and per switch.
+        if all_namespaces && !lock(&EVENTS_CLEARED).contains(&key) {
+            crate::k8s::events::delete_regarding(
+                ctx.client(),
+                &csv.object_ref(&()),
+                plan::DISABLED_EVENT_REASON,
+            )
+            .await
+            .map_err(|source| Error::Delete {
+                what: format!("DisabledCopiedCSVs Events of CSV {ns}/{name}"),
+                source,
+            })?;
+            lock(&EVENTS_CLEARED).insert(key);
+        }
     }
     Ok(())
 }
@@ -220,5 +245,6 @@ pub async fn delete_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result
     let key = (csv.namespace().unwrap_or_default(), name);
     lock(&VERIFIED_OWN_ONLY).remove(&key);
     lock(&DISABLED_NOTED).remove(&key);
+    lock(&EVENTS_CLEARED).remove(&key);
     Ok(())
 }

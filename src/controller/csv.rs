@@ -224,6 +224,18 @@ where
         .collect()
 }
 
+/// The API server's `gitVersion` (`v1.37.2`), read once per process (`GET /version`); `None`
+/// while it cannot be read (the requirement is then left out, and read again next time).
+async fn server_version(client: &kube::Client) -> Option<String> {
+    static VERSION: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    VERSION
+        .get_or_try_init(|| async { client.apiserver_version().await.map(|info| info.git_version) })
+        .await
+        .inspect_err(|err| tracing::debug!(error = %err, "could not read the server version"))
+        .ok()
+        .cloned()
+}
+
 /// Fills the state machine's [`Observed`] from the reflector stores and a few reads.
 async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed> {
     let ns = csv.namespace().unwrap_or_default();
@@ -241,6 +253,15 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             .collect(),
         ..Observed::default()
     };
+    // The CSV's own minKubeVersion requirement (issue 15): read once per process.
+    if csv
+        .spec
+        .min_kube_version
+        .as_deref()
+        .is_some_and(|v| !v.trim().is_empty())
+    {
+        observed.server_version = server_version(&client).await;
+    }
     let siblings: Vec<ClusterServiceVersion> = in_namespace(&stores.csvs, &ns)
         .iter()
         .map(|c| c.as_ref().clone())

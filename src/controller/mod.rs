@@ -7,6 +7,8 @@
 //! - [`subscription`]: resolution and the InstallPlan of each Subscription;
 //! - [`install_plan`]: the approval gate and step execution;
 //! - [`csv`]: the ClusterServiceVersion state machine and its Deployments;
+//! - [`olm_config`]: the OLMConfig `cluster` (created when missing), its status, and the
+//!   copied-CSV switch it holds;
 //! - [`operator`]: the `operators.coreos.com/v1` Operator `<package>.<namespace>` listing the
 //!   objects carrying its component label;
 //! - [`operator_condition`]: each CSV's OperatorCondition (created by the CSV controller), its
@@ -78,6 +80,7 @@ pub mod error;
 pub mod image_puller;
 pub mod install_plan;
 pub mod mappers;
+pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
@@ -111,7 +114,8 @@ pub struct Config {
     pub registry_ca: Option<Vec<u8>>,
     /// How many catalog images are pulled at once.
     pub max_concurrent_pulls: usize,
-    /// Copied CSVs off for AllNamespaces OperatorGroups (OLMConfig `disableCopiedCSVs`).
+    /// Copied CSVs off for AllNamespaces OperatorGroups whatever the OLMConfig `cluster` says
+    /// (either this or its `disableCopiedCSVs` disables them).
     pub disable_copied_csvs: bool,
     /// CatalogSources served on the registry gRPC API, one per address ([`serve`]).
     pub serve_grpc: Vec<serve::GrpcTarget>,

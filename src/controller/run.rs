@@ -210,6 +210,26 @@ pub(super) async fn run_controllers(
         }
     });
 
+    // OLMConfig (issue 15): optional like the Operator CRD, never a readiness gate. Changes of
+    // its copied-CSV switch send the AllNamespaces groups' CSVs back through the CSV controller.
+    let olm_config_api = Api::<crate::api::v1::OLMConfig>::all(client.clone());
+    let (olm_configs, olm_config_stream) = super::stores::reflect_events(
+        sync.health()
+            .supervised_optional("olmconfigs", move || watcher(olm_config_api.clone(), wc())),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (switch_tx, switch_changes) = futures::channel::mpsc::unbounded::<()>();
+    let olm_config_stream = olm_config_stream.inspect({
+        let mut filter = olm_config::SwitchChanges::default();
+        move |event| {
+            if let Ok(config) = event
+                && filter.changed(config)
+            {
+                let _ = switch_tx.unbounded_send(());
+            }
+        }
+    });
+
     let stores = Stores {
         catalog_sources: catalog_sources.clone(),
         subscriptions: subscriptions.clone(),
@@ -221,6 +241,7 @@ pub(super) async fn run_controllers(
         cluster_roles,
         operator_conditions: operator_conditions.clone(),
         operator_conditions_synced: oc_synced,
+        olm_configs: olm_configs.clone(),
     };
     let catalogs = Arc::new(
         cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?,
@@ -349,6 +370,19 @@ pub(super) async fn run_controllers(
             let csvs = stores.csvs.clone();
             move |oc| operator_condition::csvs_for(&csvs.state(), &oc)
         })
+        .reconcile_on(futures::stream::select(
+            switch_changes.flat_map({
+                let (csvs, groups) = (stores.csvs.clone(), stores.operator_groups.clone());
+                move |()| {
+                    futures::stream::iter(olm_config::csvs_of_all_namespaces_groups(
+                        &csvs.state(),
+                        &groups.state(),
+                    ))
+                }
+            }),
+            // CSVs whose copies the OLMConfig reconcile found out of line (upstream requeues them).
+            olm_config::csv_requeues(),
+        ))
         .shutdown_on_signal();
 
     // OperatorConditions: their Roles and RoleBindings, and their status.
@@ -388,6 +422,21 @@ pub(super) async fn run_controllers(
     .reconcile_on(operator_triggers)
     .shutdown_on_signal();
     let operator_ctx = Context::new(&shared, "operator");
+
+    // The OLMConfig `cluster`: created when missing, its status follows the copies.
+    tokio::spawn(olm_config::ensure_exists(client.clone()));
+    let olm_config_ctl = Controller::for_stream(olm_config_stream, olm_configs)
+        .with_config(ControllerConfig::default().debounce(Duration::from_secs(1)))
+        .watches_stream(
+            metadata_trigger::<ClusterServiceVersion>(
+                &sync,
+                client.clone(),
+                wc().labels(crate::api::labels::COPIED_FROM),
+            ),
+            |_| Some(reflector::ObjectRef::new(crate::api::v1::OLM_CONFIG_NAME)),
+        )
+        .shutdown_on_signal();
+    let olm_config_ctx = Context::new(&shared, "olmconfig");
 
     let catsrc_ctx = Context::new(&shared, "catalogsource");
     let og_ctx = Context::new(&shared, "operatorgroup");
@@ -448,6 +497,9 @@ pub(super) async fn run_controllers(
         oc_ctl
             .run(operator_condition::reconcile, error_policy, oc_ctx)
             .for_each(|r| log_result(operator_condition::CONTROLLER, r)),
+        olm_config_ctl
+            .run(olm_config::reconcile, error_policy, olm_config_ctx)
+            .for_each(|r| log_result("olmconfig", r)),
     );
     readiness.abort();
     supervisor.abort();

@@ -39,6 +39,8 @@ pub struct Stores {
     /// served (it is then a readiness gate like the others), or whenever the CRD appears later
     /// (until then the watch is optional and the store empty).
     pub operator_conditions_synced: Arc<AtomicBool>,
+    /// OLMConfigs (the singleton `cluster`; empty while its optional CRD is missing).
+    pub olm_configs: Store<crate::api::v1::OLMConfig>,
 }
 
 /// Tracks which reflector stores have seen their initial list, and supervises every watch.

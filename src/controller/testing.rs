@@ -430,6 +430,7 @@ pub(crate) struct Writers {
     pub deployments: Writer<Deployment>,
     pub service_accounts: Writer<PartialObjectMeta<ServiceAccount>>,
     pub cluster_roles: Writer<k8s_openapi::api::rbac::v1::ClusterRole>,
+    pub olm_configs: Writer<crate::api::v1::OLMConfig>,
 }
 
 /// What the controllers share, on a mock API server, with stores a test fills.
@@ -453,6 +454,7 @@ impl Fixture {
         let (service_accounts, service_accounts_w) = reflector::store();
         let (cluster_roles, cluster_roles_w) = reflector::store();
         let (operator_conditions, _operator_conditions_w) = reflector::store();
+        let (olm_configs, olm_configs_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
             client,
@@ -473,6 +475,7 @@ impl Fixture {
                 operator_conditions,
                 // The generator stays off: no scenario expects its writes.
                 operator_conditions_synced: Arc::default(),
+                olm_configs,
             },
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
@@ -493,6 +496,7 @@ impl Fixture {
                 deployments: deployments_w,
                 service_accounts: service_accounts_w,
                 cluster_roles: cluster_roles_w,
+                olm_configs: olm_configs_w,
             },
             _synced: synced_tx,
         };

@@ -23,7 +23,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
     jiff::Timestamp,
 };
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 /// The source component of every Event, as upstream OLM's recorder names itself.
@@ -279,6 +279,47 @@ impl Events {
     }
 }
 
+/// The field selector of the Events about `regarding` (same name and uid) with `reason`
+/// (upstream `getCopiedCSVDisabledEventsForCSV` matches namespace, name, uid and reason).
+pub fn regarding_selector(regarding: &ObjectReference, reason: &str) -> String {
+    let mut parts = vec![format!(
+        "involvedObject.name={}",
+        regarding.name.as_deref().unwrap_or_default()
+    )];
+    if let Some(uid) = regarding.uid.as_deref() {
+        parts.push(format!("involvedObject.uid={uid}"));
+    }
+    parts.push(format!("reason={reason}"));
+    parts.join(",")
+}
+
+/// Deletes the Events about `regarding` with `reason` (in its namespace); returns how many
+/// went. An Event already gone counts as deleted.
+///
+/// # Errors
+/// The list or a delete failed.
+pub async fn delete_regarding(
+    client: kube::Client,
+    regarding: &ObjectReference,
+    reason: &str,
+) -> kube::Result<usize> {
+    let namespace = regarding.namespace.clone().unwrap_or_default();
+    let api: Api<Event> = Api::namespaced(client, &namespace);
+    let found = api
+        .list_metadata(&ListParams::default().fields(&regarding_selector(regarding, reason)))
+        .await?;
+    let mut deleted = 0;
+    for event in &found.items {
+        let name = event.metadata.name.clone().unwrap_or_default();
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => deleted += 1,
+            Err(kube::Error::Api(status)) if status.code == 404 => deleted += 1,
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(deleted)
+}
+
 /// Cuts `text` to at most `max` bytes on a character boundary.
 pub fn truncate(mut text: String, max: usize) -> String {
     if text.len() > max {
@@ -294,6 +335,16 @@ pub fn truncate(mut text: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_selector_names_the_object_its_uid_and_the_reason() {
+        let mut regarding = csv("redis-operator.v1.0.0");
+        regarding.uid = Some("u-1".into());
+        assert_eq!(
+            regarding_selector(&regarding, "DisabledCopiedCSVs"),
+            "involvedObject.name=redis-operator.v1.0.0,involvedObject.uid=u-1,reason=DisabledCopiedCSVs"
+        );
+    }
 
     fn csv(name: &str) -> ObjectReference {
         ObjectReference {

@@ -11,8 +11,8 @@
 //! and the original's status with reason `Copied` and the message "The operator is running in
 //! <ns> but is managing this namespace". Copies in namespaces that are no longer targets are
 //! deleted; all of them when the original failed with `InterOperatorGroupOwnerConflict`.
-//! With copied CSVs disabled (OLMConfig `disableCopiedCSVs`, here `--disable-copied-csvs`)
-//! upstream stops copying only for AllNamespaces groups, deletes their copies and records a
+//! With copied CSVs disabled (OLMConfig `disableCopiedCSVs` or `--disable-copied-csvs`, see
+//! [`crate::plan::olm_config::copies_disabled`]) upstream stops copying only for AllNamespaces groups, deletes their copies and records a
 //! `DisabledCopiedCSVs` Warning on the original; other groups keep their copies.
 //!
 //! No I/O: the shell (`controller::copied_csv`) passes the original, its group's target
@@ -137,7 +137,7 @@ pub struct Observed<'a> {
     pub existing: &'a BTreeSet<String>,
     /// The fingerprint of the copy last applied by this process, per namespace.
     pub applied: &'a BTreeMap<String, u64>,
-    /// `--disable-copied-csvs` (OLMConfig `disableCopiedCSVs`).
+    /// `--disable-copied-csvs` or OLMConfig `disableCopiedCSVs` (read for AllNamespaces groups).
     pub copies_disabled: bool,
 }
 

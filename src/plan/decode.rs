@@ -34,8 +34,10 @@
 //! - Go keeps a descriptor's `value` as raw JSON, nulls inside included; here the CSV loses every
 //!   `null` member before decoding, inside descriptor values too (they are UI hints; no CSV in the
 //!   certified-operators corpus has one).
-//! - Go writes a zero struct for its non-pointer struct fields (`"provider": {}`,
-//!   `"cleanup": {"enabled": false}`); here an absent one stays absent. Nothing reads the difference.
+//! - Go writes a zero struct for its non-pointer struct fields; so does [`csv`] for the CSV spec's
+//!   (`customresourcedefinitions: {}`, `apiservicedefinitions: {}`, `provider: {}`,
+//!   `cleanup: {enabled: false}`, as upstream's installed CSVs show them), but not inside other
+//!   kinds or deeper structs, where an absent one stays absent. Nothing reads the difference.
 //! - A `null` *element* of a list (`args: [null]`) reads as `""` in Go; here it is an error naming
 //!   the object.
 //!
@@ -78,7 +80,14 @@ fn round_trip<T: DeserializeOwned + Serialize>(manifest: Value) -> Result<Value,
 pub fn csv(manifest: &Value) -> Result<(ClusterServiceVersion, Value), serde_json::Error> {
     let mut manifest = manifest.clone();
     drop_nulls(&mut manifest);
-    let typed: ClusterServiceVersion = serde_json::from_value(manifest)?;
+    let mut typed: ClusterServiceVersion = serde_json::from_value(manifest)?;
+    // Go writes a zero struct for an absent non-pointer struct field of CSVSpec.
+    let spec = &mut typed.spec;
+    spec.custom_resource_definitions
+        .get_or_insert_with(Default::default);
+    spec.api_service_definitions.get_or_insert_with(Default::default);
+    spec.provider.get_or_insert_with(Default::default);
+    spec.cleanup.get_or_insert_with(Default::default);
     let value = serde_json::to_value(&typed)?;
     Ok((typed, value))
 }

@@ -110,9 +110,10 @@ pub fn prepare_object(
 }
 
 /// The order in which the plan's steps are executed: CRDs first (as listed), then the CSV, then
-/// everything else in plan order. The CSV is hoisted so that its uid exists when the
-/// namespaced objects listed before it (ServiceAccounts, Roles, RoleBindings) are applied with
-/// their owner reference; the CSV itself waits in `Pending` until they exist.
+/// everything else in plan order (whatever the listing: the plan lists the CSV first, as
+/// upstream; plans written by older olm-rs list it after the RBAC). The CSV goes before the
+/// namespaced objects (ServiceAccounts, Roles, RoleBindings) so that its uid exists for their
+/// owner reference; the CSV itself waits in `Pending` until they exist.
 pub fn execution_order(plan: &[Step]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..plan.len()).collect();
     order.sort_by_key(|&i| rank(&plan[i]));

@@ -26,6 +26,8 @@
 //!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
 //! - [`crd_safety`]: whether an InstallPlan may update an existing CRD (no stored version
 //!   dropped, existing objects valid under the new schema).
+//! - [`olm_config`]: whether copied CSVs are on (the `cluster` OLMConfig and
+//!   `--disable-copied-csvs`) and that OLMConfig's status conditions.
 //! - [`csv`]: the CSV state machine: observed cluster state in, next phase, requirement
 //!   status and desired Deployments out.
 //! - [`operator_condition`]: each CSV's OperatorCondition, its Role and RoleBinding, and
@@ -55,6 +57,7 @@ pub mod crd_safety;
 pub mod csv;
 pub mod decode;
 pub mod install_plan;
+pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;

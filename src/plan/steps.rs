@@ -24,19 +24,19 @@
 //! `operatorframework.io/properties` annotation carries the bundle's properties as
 //! `{"properties":[...]}` so resolution can later read them from the installed CSV.
 //!
-//! # Apply order (where we differ from upstream)
+//! # Plan order and apply order
 //!
-//! Upstream emits CSV → bundle objects → RBAC and, for inline bundles, reorders CSV → CRDs
-//! → rest; its executor copes because CRD steps wait for `Established` and the CSV sits in
-//! Pending until everything exists. We emit the order in which each object's dependencies
-//! already exist, so the plan reads top to bottom as what happens:
+//! The plan lists its steps as upstream does (`resolver/steps.go`): the
+//! ClusterServiceVersion first, then the bundle's own objects (CustomResourceDefinitions
+//! first, then Services, ConfigMaps, Secrets, PodDisruptionBudgets, …), then the RBAC:
 //!
-//! 1. CustomResourceDefinitions (execution waits until each is Established);
-//! 2. ServiceAccounts; 3. Roles; 4. RoleBindings; 5. ClusterRoles; 6. ClusterRoleBindings
-//!    (generated ones first, then any the bundle ships);
-//! 7. the ClusterServiceVersion;
-//! 8. every other bundle object (Services, ConfigMaps, Secrets, PodDisruptionBudgets, …),
-//!    which the CSV owns.
+//! 1. the ClusterServiceVersion; 2. CustomResourceDefinitions; 3. every other bundle object;
+//! 4. ServiceAccounts; 5. Roles; 6. RoleBindings; 7. ClusterRoles; 8. ClusterRoleBindings
+//!    (generated ones first, then any the bundle ships).
+//!
+//! Execution does not follow the listing: [`super::install_plan::execution_order`] applies
+//! the CRDs first (waiting until each is Established), then the CSV (its uid is needed for the
+//! owner references of the namespaced objects), then the rest.
 //!
 //! The order is stable: within a group, objects keep the order of the bundle.
 //!
@@ -634,14 +634,14 @@ pub fn with_owner(manifest: &Value, csv_name: &str, csv_uid: &str) -> Value {
 /// Apply-order rank of a kind (see the module doc).
 fn rank(group: &str, kind: &str) -> u8 {
     match (group, kind) {
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
-        ("", "ServiceAccount") => 1,
-        (RBAC_GROUP, "Role") => 2,
-        (RBAC_GROUP, "RoleBinding") => 3,
-        (RBAC_GROUP, "ClusterRole") => 4,
-        (RBAC_GROUP, "ClusterRoleBinding") => 5,
-        (_, CSV_KIND) => 6,
-        _ => 7,
+        (_, CSV_KIND) => 0,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => 1,
+        ("", "ServiceAccount") => 3,
+        (RBAC_GROUP, "Role") => 4,
+        (RBAC_GROUP, "RoleBinding") => 5,
+        (RBAC_GROUP, "ClusterRole") => 6,
+        (RBAC_GROUP, "ClusterRoleBinding") => 7,
+        _ => 2,
     }
 }
 
@@ -849,7 +849,7 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
         normalise(&mut object.manifest, namespaced.then_some(namespace));
         merge_metadata(&mut object.manifest, "labels", &managed);
         let is_rbac = object.group == RBAC_GROUP;
-        let is_crd = rank(&object.group, &object.kind) == 0;
+        let is_crd = object.group == "apiextensions.k8s.io" && object.kind == "CustomResourceDefinition";
         if is_crd {
             let key = format!(
                 "{INSTALLED_ALONGSIDE_PREFIX}{:016x}",

@@ -299,14 +299,51 @@ pub fn bundle_manifests(bundle: &Bundle) -> Result<(Vec<Value>, Vec<Value>), Str
             Err(e) => return Err(format!("inlined object #{} (olm.bundle.object): {e}", i + 1)),
         }
     }
-    let properties = bundle
-        .properties
-        .to_list()
-        .into_iter()
-        .filter(|p| !matches!(p, crate::catalog::property::Property::BundleObject(_)))
-        .filter_map(|p| serde_json::to_value(p).ok())
-        .collect();
+    let properties = annotation_properties(bundle.properties.to_list());
     Ok((objects, properties))
+}
+
+/// The properties of the `operatorframework.io/properties` annotation in upstream's order:
+/// `olm.gvk` first, then `olm.package`, then the rest as listed (inlined objects left out),
+/// each value's keys sorted as Go writes a catalog's YAML properties
+/// (`{"group","kind","version"}`).
+pub fn annotation_properties(list: Vec<crate::catalog::property::Property>) -> Vec<Value> {
+    use crate::catalog::property::Property;
+    let rank = |p: &Property| match p {
+        Property::Gvk(_) => 0,
+        Property::Package(_) => 1,
+        _ => 2,
+    };
+    let mut list: Vec<Property> = list
+        .into_iter()
+        .filter(|p| !matches!(p, Property::BundleObject(_)))
+        .collect();
+    list.sort_by_key(rank);
+    list.into_iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .map(|mut p| {
+            if let Some(value) = p.get_mut("value") {
+                sort_keys(value);
+            }
+            p
+        })
+        .collect()
+}
+
+/// Sorts the keys of every object in `value`, recursively.
+fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            for (key, mut inner) in entries {
+                sort_keys(&mut inner);
+                map.insert(key, inner);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
 }
 
 /// The manifests of a bundle pulled from its image, and its lookup as the InstallPlan records

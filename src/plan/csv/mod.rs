@@ -505,6 +505,11 @@ impl CsvDecision {
             status.certs_rotate_at = Some(rotate_at.clone());
             changed = true;
         }
+        // Go writes the (omitempty) struct `status.cleanup` as `{}` on every status update; so
+        // does a status that changes for another reason (never a write of its own).
+        if changed && status.cleanup.is_none() {
+            status.cleanup = Some(crate::api::v1alpha1::CleanupStatus::default());
+        }
         changed
     }
 }

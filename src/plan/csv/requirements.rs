@@ -1,12 +1,16 @@
 //! requirements: a CSV's `requirementStatus` (upstream `olm/requirements.go`): its owned and
-//! required CRDs, its ServiceAccounts, and the rule that a new CSV waits only on the
-//! ServiceAccounts its own InstallPlan is still applying.
+//! required CRDs, its ServiceAccounts with one `PolicyRule` dependent per rule, and the rule
+//! that a new CSV waits only on the ServiceAccounts its own InstallPlan is still applying.
+//! Entries and messages are upstream's (the CSV's own `minKubeVersion` entry "CSV
+//! minKubeVersion (1.25.0) less than server version (v1.37.2)", a present ServiceAccount with
+//! an empty message), except where ours names the fix or the other owner.
 
 #[allow(
     clippy::wildcard_imports,
     reason = "the parent module's observed types and imports"
 )]
 use super::*;
+use crate::api::v1alpha1::DependentStatus;
 
 /// The requirement check of upstream `requirements.go` (minus the RBAC authorizer): returns
 /// whether everything is met, and one status per requirement.
@@ -54,7 +58,7 @@ pub fn requirement_status(
         let (status, message) = match ok {
             Ok(_) => (
                 StatusReason::Present,
-                "CSV minKubeVersion requirement met".to_owned(),
+                format!("CSV minKubeVersion ({min}) less than server version ({server})"),
             ),
             Err(m) => (StatusReason::PresentNotSatisfied, m),
         };
@@ -119,43 +123,97 @@ pub fn requirement_status(
         );
     }
 
+    // ServiceAccounts as upstream's `permissionStatus`: one entry per account (namespaced rules
+    // first, then cluster rules), an empty message when present, and one `PolicyRule`
+    // dependent per rule. olm-rs grants exactly these rules through the InstallPlan's RBAC
+    // steps and has no authorizer check, so a present, owned account's rules are `Satisfied`.
     let strategy = &csv.spec.install.spec;
     let replacee = csv.spec.replaces.clone().unwrap_or_default();
-    let mut seen = std::collections::BTreeSet::new();
-    for permission in strategy
+    let mut accounts: Vec<RequirementStatus> = Vec::new();
+    let scoped = strategy
         .permissions
         .iter()
-        .chain(strategy.cluster_permissions.iter())
-    {
+        .map(|p| ("namespaced", p))
+        .chain(strategy.cluster_permissions.iter().map(|p| ("cluster", p)));
+    for (scope, permission) in scoped {
         let sa = &permission.service_account_name;
-        if !seen.insert(sa.clone()) {
-            continue;
-        }
-        let state = observed.service_accounts.get(sa).cloned().unwrap_or_default();
-        let (status, message, uid) = match state {
-            ServiceAccountState::Absent => (
-                StatusReason::NotPresent,
-                "Service account does not exist".to_owned(),
-                None,
-            ),
-            // Upstream's rule (`requirements.go`): a ServiceAccount owned by CSVs must be owned
-            // by this one (among others: versions share it); we also accept the CSV this one
-            // replaces, before the executor has added this CSV as an owner.
-            ServiceAccountState::Present { owner_csvs, uid } => {
-                let mine = owner_csvs.is_empty() || owner_csvs.iter().any(|o| *o == name || *o == replacee);
-                match owner_csvs.first().filter(|_| !mine) {
-                    Some(other) => (
-                        StatusReason::PresentNotSatisfied,
-                        format!("Service account is owned by another ClusterServiceVersion ({other})"),
-                        uid,
+        let index = match accounts.iter().position(|a| a.name == *sa) {
+            Some(i) => i,
+            None => {
+                let state = observed.service_accounts.get(sa).cloned().unwrap_or_default();
+                let (status, message) = match state {
+                    ServiceAccountState::Absent => (
+                        StatusReason::NotPresent,
+                        "Service account does not exist".to_owned(),
                     ),
-                    None => (StatusReason::Present, "Service account exists".to_owned(), uid),
-                }
+                    // Upstream's rule (`requirements.go`): a ServiceAccount owned by CSVs must be
+                    // owned by this one (among others: versions share it); we also accept the
+                    // CSV this one replaces, before the executor has added this CSV as an owner.
+                    ServiceAccountState::Present { owner_csvs, .. } => {
+                        let mine =
+                            owner_csvs.is_empty() || owner_csvs.iter().any(|o| *o == name || *o == replacee);
+                        match owner_csvs.first().filter(|_| !mine) {
+                            Some(other) => (
+                                StatusReason::PresentNotSatisfied,
+                                format!(
+                                    "Service account is owned by another ClusterServiceVersion ({other})"
+                                ),
+                            ),
+                            None => (StatusReason::Present, String::new()),
+                        }
+                    }
+                };
+                accounts.push(RequirementStatus {
+                    group: String::new(),
+                    version: "v1".to_owned(),
+                    kind: "ServiceAccount".to_owned(),
+                    name: sa.clone(),
+                    status,
+                    message,
+                    uuid: None,
+                    dependents: Vec::new(),
+                });
+                accounts.len() - 1
             }
         };
-        push("", "v1", "ServiceAccount", sa, status, message, uid);
+        let account = &mut accounts[index];
+        if account.status != StatusReason::Present {
+            continue;
+        }
+        for rule in &permission.rules {
+            account.dependents.push(DependentStatus {
+                group: "rbac.authorization.k8s.io".to_owned(),
+                version: "v1".to_owned(),
+                kind: "PolicyRule".to_owned(),
+                status: StatusReason::Satisfied,
+                uuid: None,
+                message: Some(format!("{scope} rule:{}", go_rule_json(rule))),
+            });
+        }
+    }
+    for account in accounts {
+        met &= account.status == StatusReason::Present;
+        out.push(account);
     }
     (met, out)
+}
+
+/// A policy rule as Go's `encoding/json` writes an `rbacv1.PolicyRule` (field order `verbs`,
+/// `apiGroups`, `resources`, `resourceNames`, `nonResourceURLs`; all but `verbs` omitted when
+/// empty), for upstream's dependent messages.
+pub fn go_rule_json(rule: &k8s_openapi::api::rbac::v1::PolicyRule) -> String {
+    let mut map = serde_json::Map::new();
+    map.insert("verbs".to_owned(), serde_json::json!(rule.verbs));
+    let mut optional = |key: &str, value: &Option<Vec<String>>| {
+        if let Some(items) = value.as_ref().filter(|v| !v.is_empty()) {
+            map.insert(key.to_owned(), serde_json::json!(items));
+        }
+    };
+    optional("apiGroups", &rule.api_groups);
+    optional("resources", &rule.resources);
+    optional("resourceNames", &rule.resource_names);
+    optional("nonResourceURLs", &rule.non_resource_urls);
+    serde_json::Value::Object(map).to_string()
 }
 
 /// Parses `v1.37.0+k3s1`, `1.25`, `1.25.3-rc.1` leniently into (major, minor, patch).

@@ -1509,3 +1509,78 @@ fn operator_condition_name_is_injected_after_the_subscription_config_as_upstream
         ]
     );
 }
+
+#[test]
+fn requirement_entries_are_written_as_upstream_writes_them() {
+    let observed = Observed {
+        server_version: Some("v1.37.2".into()),
+        ..ready()
+    };
+    let (met, reqs) = requirement_status(&Csv::test().min_kube_version("1.25.0").build(), &observed);
+    assert!(met);
+    let kinds: Vec<&str> = reqs.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterServiceVersion",
+            "CustomResourceDefinition",
+            "ServiceAccount"
+        ]
+    );
+    assert_eq!(reqs[0].group, "operators.coreos.com");
+    assert_eq!(reqs[0].version, "v1alpha1");
+    assert_eq!(
+        reqs[0].message,
+        "CSV minKubeVersion (1.25.0) less than server version (v1.37.2)"
+    );
+    let sa = &reqs[2];
+    assert_eq!(
+        (sa.status.clone(), sa.message.as_str(), sa.uuid.as_deref()),
+        (StatusReason::Present, "", None)
+    );
+    assert_eq!(sa.dependents.len(), 1);
+    let rule = &sa.dependents[0];
+    assert_eq!(
+        (
+            rule.group.as_str(),
+            rule.version.as_str(),
+            rule.kind.as_str(),
+            rule.status.clone()
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "PolicyRule",
+            StatusReason::Satisfied
+        )
+    );
+    assert_eq!(
+        rule.message.as_deref(),
+        Some(r#"namespaced rule:{"verbs":["get"],"apiGroups":[""],"resources":["pods"]}"#)
+    );
+    // A missing account has no dependents and fails the check.
+    let observed = Observed {
+        server_version: Some("v1.37.2".into()),
+        ..Observed::default()
+    };
+    let (met, reqs) = requirement_status(&Csv::test().build(), &observed);
+    assert!(!met);
+    let sa = reqs.iter().find(|r| r.kind == "ServiceAccount").unwrap();
+    assert_eq!(sa.status, StatusReason::NotPresent);
+    assert!(sa.dependents.is_empty());
+}
+
+#[test]
+fn a_status_that_changes_carries_an_empty_cleanup_as_go_writes_it() {
+    let csv = Csv::test().phase(CsvPhase::Pending).build();
+    let d = decide(&csv, &ready(), &t(0));
+    let mut status = csv.status.clone().unwrap_or_default();
+    status.cleanup = None;
+    assert!(d.apply_to(&mut status, &t(0)));
+    assert_eq!(serde_json::to_value(&status).unwrap()["cleanup"], json!({}));
+    // Nothing changed: nothing added (no write of its own).
+    let mut settled = status.clone();
+    settled.cleanup = None;
+    assert!(!d.apply_to(&mut settled, &t(1)));
+    assert!(settled.cleanup.is_none());
+}

@@ -86,6 +86,20 @@ fn missing_required_fields_read_and_write_as_gos_zero_values() {
 }
 
 #[test]
+fn absent_spec_structs_are_written_as_gos_zero_structs_like_upstreams_installed_csvs() {
+    let (_, value) = csv(&json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": "x.v1"},
+        "spec": {"install": {"strategy": "deployment", "spec": {"deployments": []}}},
+    }))
+    .unwrap();
+    assert_eq!(value["spec"]["apiservicedefinitions"], json!({}));
+    assert_eq!(value["spec"]["customresourcedefinitions"], json!({}));
+    assert_eq!(value["spec"]["provider"], json!({}));
+    assert_eq!(value["spec"]["cleanup"], json!({"enabled": false}));
+}
+
+#[test]
 fn descriptor_values_and_csv_annotations_are_kept() {
     let (_, value) = csv(&messy_csv()).unwrap();
     let descriptor = &value["spec"]["customresourcedefinitions"]["owned"][0]["specDescriptors"][0];

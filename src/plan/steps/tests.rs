@@ -59,13 +59,16 @@ fn manifest(step: &Step) -> Value {
 }
 
 #[test]
-fn steps_come_in_apply_order_crds_then_rbac_then_the_csv_then_the_rest() {
+fn steps_are_listed_as_upstream_the_csv_then_bundle_objects_then_rbac() {
     let steps = plan(&[service(), csv_manifest(), secret(), crd()]).unwrap();
     let kinds: Vec<&str> = steps.iter().map(|s| s.resource.kind.as_str()).collect();
     assert_eq!(
         kinds,
         [
+            "ClusterServiceVersion",
             "CustomResourceDefinition",
+            "Service",
+            "BundleSecret",
             "ServiceAccount",
             "Role",
             "RoleBinding",
@@ -73,11 +76,14 @@ fn steps_come_in_apply_order_crds_then_rbac_then_the_csv_then_the_rest() {
             "ClusterRole",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
-            "ClusterServiceVersion",
-            "Service",
-            "BundleSecret",
         ]
     );
+    // Execution still applies the CRDs first, then the CSV, then the rest.
+    let order: Vec<&str> = crate::plan::install_plan::execution_order(&steps)
+        .into_iter()
+        .map(|i| steps[i].resource.kind.as_str())
+        .collect();
+    assert_eq!(&order[..2], ["CustomResourceDefinition", "ClusterServiceVersion"]);
     assert!(steps.iter().all(|s| s.resolving == "redis-operator.v1.1.0"
         && s.status == StepStatus::Unknown
         && s.resource.source_name == "olm-rs-catalog"

@@ -1121,3 +1121,25 @@ fn a_subscription_without_its_component_label_gets_it_once() {
     );
     assert_eq!(super::component_label_apply(&labelled, "operators"), None);
 }
+
+#[test]
+fn the_properties_annotation_lists_gvks_then_the_package_with_sorted_keys_as_upstream() {
+    use crate::catalog::property::{Gvk, PackageProperty, Property};
+    let list = vec![
+        Property::Package(PackageProperty {
+            package_name: "redis-operator".into(),
+            version: "1.0.0".into(),
+            release: String::new(),
+        }),
+        Property::Gvk(Gvk {
+            group: "cache.example.com".into(),
+            version: "v1".into(),
+            kind: "RedisCluster".into(),
+        }),
+    ];
+    let text = json!({ "properties": annotation_properties(list) }).to_string();
+    assert_eq!(
+        text,
+        r#"{"properties":[{"type":"olm.gvk","value":{"group":"cache.example.com","kind":"RedisCluster","version":"v1"}},{"type":"olm.package","value":{"packageName":"redis-operator","version":"1.0.0"}}]}"#
+    );
+}
