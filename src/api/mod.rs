@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn the_yaml_stream_holds_one_document_per_crd() {
         let stream = crds_yaml_stream().unwrap();
-        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 7);
+        assert_eq!(stream.lines().filter(|l| *l == "---").count(), 8);
         assert!(stream.contains("kind: CustomResourceDefinition"));
     }
 
