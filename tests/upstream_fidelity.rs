@@ -149,8 +149,8 @@ fn a_plan_listed_in_another_order_is_one_difference_and_a_missing_object_another
 }
 
 /// The first olm-rs run of the seed flow (before issue 15's fixes) differs from upstream in
-/// exactly the ways issue 15 lists, and the allow-list explains none of them: the comparison
-/// would have failed that run.
+/// exactly the ways issue 15 lists (plus the OperatorCondition RBAC of issue 12), and the
+/// allow-list explains none of them: the comparison would have failed that run.
 #[test]
 fn the_pre_issue_15_olm_rs_run_is_caught_with_exactly_issue_15s_differences() {
     let found = |file: &str| -> Vec<String> {
@@ -181,6 +181,9 @@ fn the_pre_issue_15_olm_rs_run_is_caught_with_exactly_issue_15s_differences() {
             "Deployment/redis-operator spec.template.metadata.annotations.operatorframework.io/properties",
             "OperatorGroup/redis-og metadata.annotations",
             "OperatorGroup/redis-og spec.upgradeStrategy",
+            // The OperatorCondition's Role and RoleBinding (issue 12), missing in that run.
+            "Role/redis-operator.v1.0.0 ",
+            "RoleBinding/redis-operator.v1.0.0 ",
         ]
     );
 }
