@@ -41,6 +41,16 @@ enum Command {
         #[command(flatten)]
         webhooks: WebhookArgs,
     },
+    /// Serve only the conversion and validating webhooks: no controller, no Kubernetes API access.
+    ///
+    /// For a pod that only answers the API server (and for tests that run the webhooks where the
+    /// API server cannot be reached). Fails when no serving certificate is found.
+    ///
+    /// Example: redis-operator webhooks --tls-cert-file tls.crt --tls-key-file tls.key
+    Webhooks {
+        #[command(flatten)]
+        webhooks: WebhookArgs,
+    },
     /// Print the RedisCluster CustomResourceDefinition as YAML.
     Crd,
     /// Write every release's registry+v1 bundle and the channel file into DIR.
@@ -75,6 +85,9 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd => print!("{}", crd::crd_yaml()),
+        Command::Webhooks { webhooks } => {
+            tokio::runtime::Runtime::new()?.block_on(serve_webhooks_only(&webhooks))?;
+        }
         Command::Bundles { out } => write_bundles(&out)?,
         Command::Run {
             watch_namespace,
@@ -126,6 +139,21 @@ async fn start_webhooks(args: &WebhookArgs) -> Result<Option<tokio::task::JoinHa
             tracing::error!(%error, "the webhook server stopped");
         }
     })))
+}
+
+/// `redis-operator webhooks`: the webhook server alone, until it stops or the process is killed.
+async fn serve_webhooks_only(args: &WebhookArgs) -> Result<()> {
+    operator_runtime::telemetry::init(operator_runtime::telemetry::LogFormat::Json);
+    let Some(server) = start_webhooks(args).await? else {
+        anyhow::bail!(
+            "no webhook serving certificate: neither --tls-cert-file {} nor {}/tls.crt exists \
+             (or --webhook-addr is empty); pass the certificate OLM mounts",
+            args.tls_cert_file.display(),
+            args.webhook_cert_dir.display()
+        );
+    };
+    server.await.context("the webhook server task")?;
+    Ok(())
 }
 
 async fn run(
