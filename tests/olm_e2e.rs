@@ -27,7 +27,7 @@ use k8s_openapi::api::{
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
-    Api, Client, ResourceExt,
+    Api, ResourceExt,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use olm_rs::api::{
@@ -37,7 +37,9 @@ use olm_rs::api::{
 use serde_json::{Value, json};
 use support::{
     cluster::{TestCluster, TestNamespace, wait_for},
-    e2e::{self, Controller, apply_catalog_config_map, catalog_json, fixture, free_port, str_at, tmp_path},
+    e2e::{
+        Controller, InNamespace, apply_catalog_config_map, catalog_json, fixture, free_port, str_at, tmp_path,
+    },
 };
 
 /// How long one e2e wait may take (installs need several reconciles and a kwok rollout).
@@ -112,25 +114,35 @@ async fn env(tag: &str) -> Option<Env> {
     })
 }
 
+impl InNamespace for Env {
+    fn parts(&self) -> (&TestCluster, &TestNamespace) {
+        (&self.cluster, &self.ns)
+    }
+}
+
 impl Env {
-    fn client(&self) -> Client {
-        self.cluster.client()
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
-        e2e::dynamic::<K>(self.client(), self.ns())
-    }
-
-    async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
-        e2e::create::<K>(self.client(), self.ns(), body).await;
-    }
-
-    async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        e2e::get::<K>(self.client(), self.ns(), name).await
+    /// A CatalogSource `name` of `source_type` at `address`, an OwnNamespace group, the catalog
+    /// READY, and the Subscription `widget` (channel `stable`) at widget 1.1.0, `Succeeded`.
+    async fn install_widget_from_address(
+        &self,
+        name: &str,
+        source_type: &str,
+        address: &str,
+        display_name: &str,
+    ) {
+        self.create::<CatalogSource>(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "spec": {"sourceType": source_type, "address": address, "displayName": display_name},
+        }))
+        .await;
+        self.own_namespace_group().await;
+        self.wait_catalog_ready(name).await;
+        self.subscription("widget", "widget-operator", name, json!({"channel": "stable"}))
+            .await;
+        self.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+        self.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+            .await;
     }
 
     async fn list<K: kube::Resource<DynamicType = ()>>(&self) -> Vec<Value> {
@@ -1685,23 +1697,7 @@ async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_se
     }
     let (_dir, mut server, _, address) = catalog_serve(&blobs, "--grpc");
 
-    env.create::<CatalogSource>(json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-        "metadata": {"name": "e2e-grpc", "namespace": env.ns()},
-        "spec": {"sourceType": "grpc", "address": address, "displayName": "e2e over gRPC"},
-    }))
-    .await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e-grpc").await;
-    env.subscription(
-        "widget",
-        "widget-operator",
-        "e2e-grpc",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
-    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+    env.install_widget_from_address("e2e-grpc", "grpc", &address, "e2e over gRPC")
         .await;
 
     // The registry goes away: the last good catalog stays served, and the status says so.
@@ -1735,23 +1731,7 @@ async fn a_subscription_installs_from_an_http_catalog_source_served_by_catalog_s
     let (_dir, mut server, line, base) = catalog_serve(&blobs, "--http");
     assert!(base.starts_with("http://127.0.0.1:"), "{line}");
 
-    env.create::<CatalogSource>(json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-        "metadata": {"name": "e2e-http", "namespace": env.ns()},
-        "spec": {"sourceType": "http", "address": base, "displayName": "e2e over HTTP"},
-    }))
-    .await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e-http").await;
-    env.subscription(
-        "widget",
-        "widget-operator",
-        "e2e-http",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
-    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+    env.install_widget_from_address("e2e-http", "http", &base, "e2e over HTTP")
         .await;
     let _ = server.kill();
     let _ = server.wait();

@@ -28,7 +28,7 @@ use k8s_openapi::{
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
-    Api, Client, ResourceExt,
+    Api, ResourceExt,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
 };
 use olm_rs::api::{
@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use support::{
     LoggedChild,
     cluster::{TestCluster, TestNamespace, wait_for},
-    e2e::{self, apply_catalog_config_map, catalog_json, fixture},
+    e2e::{InNamespace, apply_catalog_config_map, catalog_json, fixture},
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -156,27 +156,13 @@ fn catalog_with(versions: &[&str], edit: impl Fn(&mut Value)) -> Vec<Value> {
     blobs
 }
 
+impl InNamespace for Env {
+    fn parts(&self) -> (&TestCluster, &TestNamespace) {
+        (&self.cluster, &self.ns)
+    }
+}
+
 impl Env {
-    fn client(&self) -> Client {
-        self.cluster.client()
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
-        e2e::dynamic::<K>(self.client(), self.ns())
-    }
-
-    async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
-        e2e::create::<K>(self.client(), self.ns(), body).await;
-    }
-
-    async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        e2e::get::<K>(self.client(), self.ns(), name).await
-    }
-
     /// Serves `versions` from a ConfigMap catalog, with an AllNamespaces OperatorGroup.
     async fn serve(&self, versions: &[&str]) {
         self.serve_blobs(&catalog(versions)).await;

@@ -182,6 +182,37 @@ pub fn dynamic<K: kube::Resource<DynamicType = ()>>(client: Client, ns: &str) ->
     Api::namespaced_with(client, ns, &ApiResource::erase::<K>(&()))
 }
 
+/// A test's namespace on the cluster, with the objects in it as JSON (the `Env` of a suite).
+pub trait InNamespace {
+    /// The cluster and the test's namespace.
+    fn parts(&self) -> (&super::cluster::TestCluster, &super::cluster::TestNamespace);
+
+    /// The admin client.
+    fn client(&self) -> Client {
+        self.parts().0.client()
+    }
+
+    /// The namespace's name.
+    fn ns(&self) -> &str {
+        self.parts().1.name()
+    }
+
+    /// The objects of kind `K` in the namespace.
+    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
+        dynamic::<K>(self.client(), self.ns())
+    }
+
+    /// [`create`] in the namespace.
+    fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) -> impl Future<Output = ()> {
+        create::<K>(self.client(), self.ns(), body)
+    }
+
+    /// [`get`] in the namespace.
+    fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> impl Future<Output = Option<Value>> {
+        get::<K>(self.client(), self.ns(), name)
+    }
+}
+
 /// Creates `body` (an object of kind `K`) in `ns`; panics naming the object if refused.
 pub async fn create<K: kube::Resource<DynamicType = ()>>(client: Client, ns: &str, body: Value) {
     let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
