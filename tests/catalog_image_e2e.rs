@@ -21,9 +21,8 @@
 mod support;
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     time::Duration,
 };
 
@@ -39,55 +38,26 @@ use olm_rs::api::{
 use serde_json::{Value, json};
 use support::{
     cluster::{TestCluster, repo_root, wait_for},
+    e2e::{Controller, tmp_path},
     registry::Registry,
 };
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// The controller as a child process, killed when dropped (its log printed if the test fails).
-struct Controller {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Controller {
-    fn start(cluster: &TestCluster, registry: &Registry, cache: &Path, tag: &str) -> Self {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("catalog-image-e2e-{tag}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let metrics = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .arg("--metrics-bind")
-            .arg(metrics.to_string())
-            .arg("--insecure-registry")
-            .arg(&registry.addr)
-            .arg("--cache-dir")
-            .arg(cache)
-            .env("RUST_LOG", "info,olm_rs=debug")
-            .stdout(Stdio::from(out.try_clone().unwrap()))
-            .stderr(Stdio::from(out))
-            .spawn()
-            .expect("starting olm-controller");
-        Self { child, log }
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            eprintln!(
-                "--- controller log {} (tail) ---\n{}",
-                self.log.display(),
-                lines[lines.len().saturating_sub(60)..].join("\n")
-            );
-        }
-    }
+/// `olm-controller run` pulling from `registry` over plain HTTP, caching in `cache`; its log is
+/// `target/tmp/catalog-image-e2e-<tag>.log`.
+fn start_controller(cluster: &TestCluster, registry: &Registry, cache: &Path, tag: &str) -> Controller {
+    Controller::start(
+        cluster.kubeconfig_path(),
+        tmp_path(&format!("catalog-image-e2e-{tag}.log")),
+        vec![
+            "--insecure-registry".into(),
+            registry.addr.clone().into(),
+            "--cache-dir".into(),
+            cache.into(),
+        ],
+        &[],
+    )
 }
 
 fn kubectl_olm(args: &[&str], cache: &Path) -> String {
@@ -200,7 +170,7 @@ async fn a_catalog_image_is_served_follows_its_tag_and_outlives_its_registry() {
         &cli_cache,
     ));
     let ns = cluster.namespace("catalog-image").await;
-    let controller = Controller::start(
+    let controller = start_controller(
         &cluster,
         &registry,
         &scratch.path().join("controller-cache"),
@@ -461,7 +431,7 @@ async fn a_bundle_image_only_catalog_installs_the_redis_operator() {
     );
 
     let ns = cluster.namespace("bundle-image").await;
-    let controller = Controller::start(
+    let controller = start_controller(
         &cluster,
         &registry,
         &scratch.path().join("controller-cache"),

@@ -401,84 +401,13 @@ fn sigterm_stops_both_servers_gracefully() {
     assert!(stderr.contains("stopped serving catalog"), "{stderr}");
 }
 
-/// Runs `openssl` with `args` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
-    let output = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl is installed");
-    assert!(
-        output.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// A test CA (`name`.pem) and, signed by it, a certificate for 127.0.0.1 and localhost
 /// (`name`-server.pem, `name`-server.key), in `dir`.
 fn test_ca(dir: &Path, name: &str) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let ca = format!("{name}.pem");
-    let ca_key = format!("{name}.key");
-    let mut args = vec!["req", "-x509"];
-    args.extend(ec);
-    args.extend([
-        "-keyout",
-        &ca_key,
-        "-out",
-        &ca,
-        "-days",
-        "2",
-        "-subj",
-        "/CN=olm-rs test CA",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    ]);
-    openssl(dir, &args);
-    let (csr, key, cert) = (
-        format!("{name}-server.csr"),
-        format!("{name}-server.key"),
-        format!("{name}-server.pem"),
-    );
-    let mut args = vec!["req"];
-    args.extend(ec);
-    args.extend(["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]);
-    openssl(dir, &args);
-    let ext = format!("{name}-ext.cnf");
-    std::fs::write(
-        dir.join(&ext),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("written");
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            &ca,
-            "-CAkey",
-            &ca_key,
-            "-CAcreateserial",
-            "-out",
-            &cert,
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-        ],
-    );
+    let cert = olm_test_support::https::openssl_serving_cert(&["127.0.0.1", "localhost"]);
+    std::fs::write(dir.join(format!("{name}.pem")), cert.ca_pem).expect("written");
+    std::fs::write(dir.join(format!("{name}-server.pem")), cert.cert_pem).expect("written");
+    std::fs::write(dir.join(format!("{name}-server.key")), cert.key_pem).expect("written");
 }
 
 /// Python's `http.server` over TLS (`ssl`), serving the files of `root` as `application/jsonl`

@@ -25,29 +25,30 @@ mod support;
 
 use std::{
     collections::BTreeMap,
-    io::{Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
+    ffi::OsString,
+    io::Write,
     sync::OnceLock,
     time::{Duration, Instant},
 };
 
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{ConfigMap, ServiceAccount},
+    core::v1::ServiceAccount,
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
     Api, Client, ResourceExt,
-    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams},
+    api::{DynamicObject, ListParams, PostParams},
 };
 use olm_rs::api::{
     v1::OperatorGroup,
     v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
 };
 use serde_json::{Value, json};
-use support::cluster::{TestCluster, TestNamespace, repo_root, restart_component, wait_for};
+use support::{
+    cluster::{TestCluster, TestNamespace, restart_component, wait_for},
+    e2e::{self, Controller, apply_catalog_config_map, catalog_json, dynamic, fixture, str_at, tmp_path},
+};
 
 /// The bound of one install (or of a whole wave of them after a fault) in this suite.
 const WAIT: Duration = Duration::from_secs(120);
@@ -63,111 +64,18 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 // ---------------------------------------------------------------------------------------------
 // The controller as a child process.
 
-struct Controller {
-    child: Option<Child>,
-    log: PathBuf,
-    metrics: SocketAddr,
-    kubeconfig: PathBuf,
-    extra: Vec<String>,
-    identity: String,
-}
-
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
-    listener.local_addr().expect("local address")
-}
-
-impl Controller {
-    fn start(cluster: &TestCluster, tag: &str, extra: &[&str]) -> Self {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-{tag}.log"));
-        let _ = std::fs::remove_file(&log);
-        let mut controller = Self {
-            child: None,
-            log,
-            metrics: free_port(),
-            kubeconfig: cluster.kubeconfig_path().to_owned(),
-            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-            identity: tag.to_owned(),
-        };
-        controller.spawn();
-        controller
-    }
-
-    fn spawn(&mut self) {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("opening the controller log");
-        let err = out.try_clone().expect("cloning the log handle");
-        let cache =
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-cache-{}", self.identity));
-        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--metrics-bind")
-            .arg(self.metrics.to_string())
-            .arg("--cache-dir")
-            .arg(cache)
-            .args(&self.extra)
-            .env("POD_NAME", &self.identity)
-            .env("RUST_LOG", "info,olm_rs=debug")
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .expect("starting olm-controller");
-        self.child = Some(child);
-    }
-
-    /// SIGKILL (no graceful shutdown), as a crash would.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The status line of `GET /readyz` and its body; empty if unreachable.
-    fn readyz(&self) -> String {
-        let Ok(mut stream) = TcpStream::connect(self.metrics) else {
-            return String::new();
-        };
-        if stream.set_read_timeout(Some(Duration::from_secs(5))).is_err()
-            || write!(
-                stream,
-                "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-            )
-            .is_err()
-        {
-            return String::new();
-        }
-        let mut text = String::new();
-        let _ = stream.read_to_string(&mut text);
-        text
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.kill();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let lines: Vec<String> = text
-                .lines()
-                .map(|l| l.chars().take(400).collect::<String>())
-                .collect();
-            eprintln!(
-                "--- controller log {} (tail, lines cut at 400 characters) ---\n{}",
-                self.log.display(),
-                lines[lines.len().saturating_sub(40)..].join("\n")
-            );
-        }
-    }
+/// `olm-controller run` with its own cache directory and `POD_NAME` (its lease identity) `tag`,
+/// and the flags `extra`; its log is `target/tmp/faults-<tag>.log`.
+fn start_controller(cluster: &TestCluster, tag: &str, extra: &[&str]) -> Controller {
+    let cache = tmp_path(&format!("faults-cache-{tag}"));
+    let mut args: Vec<OsString> = vec!["--cache-dir".into(), cache.into()];
+    args.extend(extra.iter().map(OsString::from));
+    Controller::start(
+        cluster.kubeconfig_path(),
+        tmp_path(&format!("faults-{tag}.log")),
+        args,
+        &[("POD_NAME", tag)],
+    )
 }
 
 fn ensure_crds(cluster: &TestCluster) {
@@ -184,14 +92,6 @@ struct Ns {
     client: Client,
 }
 
-fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &ApiResource::erase::<K>(&()))
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
-}
-
 impl Ns {
     async fn new(cluster: &TestCluster, prefix: &str) -> Self {
         Self {
@@ -206,7 +106,7 @@ impl Ns {
 
     async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) -> Result<(), kube::Error> {
         let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
-        dynamic::<K>(&self.client, self.name())
+        dynamic::<K>(self.client.clone(), self.name())
             .create(&PostParams::default(), &obj)
             .await
             .map(|_| ())
@@ -220,16 +120,11 @@ impl Ns {
     }
 
     async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        dynamic::<K>(&self.client, self.name())
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten()
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
+        e2e::get::<K>(self.client.clone(), self.name(), name).await
     }
 
     async fn names<K: kube::Resource<DynamicType = ()>>(&self) -> Vec<String> {
-        dynamic::<K>(&self.client, self.name())
+        dynamic::<K>(self.client.clone(), self.name())
             .list(&ListParams::default())
             .await
             .map(|l| l.items.iter().map(ResourceExt::name_any).collect())
@@ -238,24 +133,11 @@ impl Ns {
 
     /// `blobs` in the ConfigMap `name`, applied (created or replaced).
     async fn apply_catalog(&self, name: &str, blobs: &[Value]) {
-        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-        self.apply_config_map(name, &text.join("\n")).await;
+        self.apply_config_map(name, &catalog_json(blobs)).await;
     }
 
     async fn apply_config_map(&self, name: &str, catalog_json: &str) {
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": self.name()},
-            "data": {"catalog.json": catalog_json},
-        });
-        let api: Api<ConfigMap> = self.ns.api();
-        api.patch(
-            name,
-            &PatchParams::apply("olm-rs-faults").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .expect("applying the catalog ConfigMap");
+        apply_catalog_config_map(&self.ns, "olm-rs-faults", name, catalog_json).await;
     }
 
     async fn catalog_source(&self, name: &str, config_map: &str) {
@@ -424,19 +306,6 @@ impl Ns {
 // ---------------------------------------------------------------------------------------------
 // The widget catalog, built from the YAML fixtures of tests/fixtures/e2e/widget.
 
-fn fixture(path: &str) -> Value {
-    let full = repo_root().join("tests/fixtures/e2e").join(path);
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()));
-    let decoded = olm_rs::codec::decode_documents(path, &text);
-    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
-    decoded
-        .documents
-        .into_iter()
-        .next()
-        .map(|d| d.value)
-        .unwrap_or_else(|| panic!("{path} is empty"))
-}
-
 fn csv_name(version: &str) -> String {
     format!("widget-operator.v{version}")
 }
@@ -577,7 +446,12 @@ async fn wait_controller_ready(controller: &Controller) {
     wait_for(
         "the controller's /readyz to answer 200",
         Duration::from_secs(60),
-        || async { controller.readyz().starts_with("HTTP/1.1 200").then_some(()) },
+        || async {
+            controller
+                .get("/readyz", Duration::from_secs(5))
+                .starts_with("HTTP/1.1 200")
+                .then_some(())
+        },
     )
     .await;
 }
@@ -615,7 +489,7 @@ async fn an_apiserver_restart_mid_install_leaves_every_install_at_its_head() {
     }
     let _serial = SERIAL.lock().await;
     ensure_crds(&cluster);
-    let controller = Controller::start(&cluster, "apiserver-restart", &[]);
+    let controller = start_controller(&cluster, "apiserver-restart", &[]);
     let first = namespaces(&cluster, "faults-api", 4, &["1.0.0"]).await;
     let second = namespaces(&cluster, "faults-api-after", 4, &["1.0.0"]).await;
     wait_controller_ready(&controller).await;
@@ -774,7 +648,7 @@ async fn sigkills_at_random_points_during_20_installs_and_upgrades_leave_no_dupl
     let line = format!("fault seed {seed} (replay with OLMRS_FAULT_SEED={seed})");
     let _ = writeln!(std::io::stderr(), "{line}");
     let mut rng = Rng(seed);
-    let mut controller = Controller::start(&cluster, "sigkill", &[]);
+    let mut controller = start_controller(&cluster, "sigkill", &[]);
     let set = namespaces(&cluster, "faults-kill", 10, &["1.0.0"]).await;
     let all: Vec<&Ns> = set.iter().collect();
 
@@ -825,13 +699,13 @@ async fn a_standby_takes_over_from_a_killed_leader_and_finishes_the_installs() {
     ensure_crds(&cluster);
     let lease = Ns::new(&cluster, "faults-lease").await;
     let args = ["--leader-elect", "--lease-namespace", lease.name()];
-    let mut leader = Controller::start(&cluster, "leader-a", &args);
+    let mut leader = start_controller(&cluster, "leader-a", &args);
     let acquired = |c: &Controller| c.log_text().contains("acquired the leader lease");
     wait_for("replica a to lead", WAIT, || async {
         acquired(&leader).then_some(())
     })
     .await;
-    let standby = Controller::start(&cluster, "leader-b", &args);
+    let standby = start_controller(&cluster, "leader-b", &args);
     let set = namespaces(&cluster, "faults-failover", 4, &["1.0.0"]).await;
     let all: Vec<&Ns> = set.iter().collect();
     assert!(!acquired(&standby), "{}", standby.log_text());
@@ -1020,7 +894,7 @@ async fn every_bad_input_is_named_in_a_condition_within_10_s() {
     };
     let _serial = SERIAL.lock().await;
     ensure_crds(&cluster);
-    let controller = Controller::start(&cluster, "bad-input", &[]);
+    let controller = start_controller(&cluster, "bad-input", &[]);
     let cases = bad_inputs();
 
     // Set every namespace up first, catalogs READY, so the clock measures the controller only.

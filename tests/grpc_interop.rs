@@ -48,27 +48,6 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A peer binary built by `tests/peers/opm/build`; `None` (skip) when it is missing, a failure
-/// under CI=true.
-fn peer(name: &str) -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("OLMRS_PEERS_BIN").map_or_else(|| root().join("target/peers/bin"), PathBuf::from);
-    let path = dir.join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} is required under CI=true: run tests/peers/opm/build",
-        path.display()
-    );
-    eprintln!(
-        "skipping: {} not built (run tests/peers/opm/build)",
-        path.display()
-    );
-    None
-}
-
 /// A child process killed when dropped.
 struct Running(Child);
 
@@ -246,7 +225,9 @@ fn model_of_dir(dir: &Path) -> Model {
 
 #[test]
 fn our_client_reads_from_opm_serve_the_catalog_the_directory_loader_reads() {
-    let Some(opm) = peer("opm") else { return };
+    let Some(opm) = olm_test_support::peer_bin("opm") else {
+        return;
+    };
     let scratch = tempfile::tempdir().unwrap();
     let runtime = runtime();
     let mut all = catalogs(scratch.path());
@@ -301,7 +282,10 @@ fn same_answer(opm: &Value, ours: &Value) -> bool {
 
 #[test]
 fn upstreams_go_client_gets_the_same_answers_from_our_server_as_from_opm_serve() {
-    let (Some(opm), Some(client)) = (peer("opm"), peer("registry-client")) else {
+    let (Some(opm), Some(client)) = (
+        olm_test_support::peer_bin("opm"),
+        olm_test_support::peer_bin("registry-client"),
+    ) else {
         return;
     };
     let scratch = tempfile::tempdir().unwrap();

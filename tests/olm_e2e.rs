@@ -15,9 +15,7 @@ mod fidelity;
 mod support;
 
 use std::{
-    io::{Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
-    path::PathBuf,
+    net::SocketAddr,
     process::{Child, Command, Stdio},
     sync::OnceLock,
     time::Duration,
@@ -29,7 +27,7 @@ use k8s_openapi::api::{
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
-    Api, Client, ResourceExt,
+    Api, ResourceExt,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use olm_rs::api::{
@@ -37,7 +35,12 @@ use olm_rs::api::{
     v1alpha1::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription},
 };
 use serde_json::{Value, json};
-use support::cluster::{TestCluster, TestNamespace, repo_root, wait_for};
+use support::{
+    cluster::{TestCluster, TestNamespace, wait_for},
+    e2e::{
+        Controller, InNamespace, apply_catalog_config_map, catalog_json, fixture, free_port, str_at, tmp_path,
+    },
+};
 
 /// How long one e2e wait may take (installs need several reconciles and a kwok rollout).
 const WAIT: Duration = Duration::from_secs(120);
@@ -48,125 +51,36 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 // ---------------------------------------------------------------------------------------------
 // The controller as a child process.
 
-struct Controller {
-    child: Option<Child>,
-    log: PathBuf,
-    metrics: SocketAddr,
-    /// `--serve-http`: every loaded catalog on the catalogd HTTP API.
-    serve_http: SocketAddr,
-    kubeconfig: PathBuf,
+/// `olm-controller run` with a 60 s install-plan retry timeout, serving every loaded catalog on
+/// the catalogd HTTP API (`--serve-http` on the returned address); its log is
+/// `target/tmp/olm-e2e-<tag>.log`.
+fn start_controller(cluster: &TestCluster, tag: &str) -> (Controller, SocketAddr) {
+    let serve_http = free_port();
+    let controller = Controller::start(
+        cluster.kubeconfig_path(),
+        tmp_path(&format!("olm-e2e-{tag}.log")),
+        vec![
+            "--install-plan-retry-timeout".into(),
+            "60s".into(),
+            "--serve-http".into(),
+            serve_http.to_string().into(),
+        ],
+        &[],
+    );
+    (controller, serve_http)
 }
 
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
-    listener.local_addr().expect("local address")
-}
-
-impl Controller {
-    fn start(cluster: &TestCluster, tag: &str) -> Self {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("olm-e2e-{tag}.log"));
-        let mut controller = Self {
-            child: None,
-            log,
-            metrics: free_port(),
-            serve_http: free_port(),
-            kubeconfig: cluster.kubeconfig_path().to_owned(),
-        };
-        let _ = std::fs::remove_file(&controller.log);
-        controller.spawn();
-        controller
-    }
-
-    fn spawn(&mut self) {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("opening the controller log");
-        let err = out.try_clone().expect("cloning the log handle");
-        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--metrics-bind")
-            .arg(self.metrics.to_string())
-            .arg("--install-plan-retry-timeout")
-            .arg("60s")
-            .arg("--serve-http")
-            .arg(self.serve_http.to_string())
-            .env("RUST_LOG", "info,olm_rs=debug")
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .expect("starting olm-controller");
-        self.child = Some(child);
-    }
-
-    /// SIGKILL (no graceful shutdown), as a crash would.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+/// The body of the controller's `GET /metrics` (polled up to 5 s for a 200).
+fn metrics(controller: &Controller) -> String {
+    let mut text = String::new();
+    for _ in 0..50 {
+        text = controller.get("/metrics", Duration::from_secs(10));
+        if text.starts_with("HTTP/1.1 200") {
+            break;
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
-
-    fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-
-    /// The body of `GET /metrics`.
-    fn metrics(&self) -> String {
-        let mut text = String::new();
-        for _ in 0..50 {
-            text = self.get("/metrics");
-            if text.starts_with("HTTP/1.1 200") {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        text
-    }
-
-    /// The whole response (status line, headers, body) of `GET path`; empty if unreachable.
-    fn get(&self, path: &str) -> String {
-        let Ok(mut stream) = TcpStream::connect(self.metrics) else {
-            return String::new();
-        };
-        // A connection the server drops (it is still starting, or busy) reads as unreachable:
-        // callers poll until the answer they expect.
-        if stream.set_read_timeout(Some(Duration::from_secs(10))).is_err()
-            || write!(
-                stream,
-                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-            )
-            .is_err()
-        {
-            return String::new();
-        }
-        let mut text = String::new();
-        let _ = stream.read_to_string(&mut text);
-        text
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(60)..].join("\n")
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.kill();
-        if std::thread::panicking() {
-            eprintln!(
-                "--- controller log {} (tail) ---\n{}",
-                self.log.display(),
-                self.log_tail()
-            );
-        }
-    }
+    text
 }
 
 /// Applies `manifests/crds` once per test run (server-side apply) and waits until established.
@@ -178,6 +92,8 @@ fn ensure_crds(cluster: &TestCluster) {
 /// Everything a test needs: the cluster, its namespace and its controller (dropped first).
 struct Env {
     controller: Controller,
+    /// The controller's `--serve-http` address: every loaded catalog on the catalogd HTTP API.
+    serve_http: SocketAddr,
     ns: TestNamespace,
     cluster: TestCluster,
     _serial: tokio::sync::MutexGuard<'static, ()>,
@@ -188,44 +104,45 @@ async fn env(tag: &str) -> Option<Env> {
     let serial = SERIAL.lock().await;
     ensure_crds(&cluster);
     let ns = cluster.namespace(tag).await;
-    let controller = Controller::start(&cluster, &format!("{tag}-{}", ns.name()));
+    let (controller, serve_http) = start_controller(&cluster, &format!("{tag}-{}", ns.name()));
     Some(Env {
         controller,
+        serve_http,
         ns,
         cluster,
         _serial: serial,
     })
 }
 
+impl InNamespace for Env {
+    fn parts(&self) -> (&TestCluster, &TestNamespace) {
+        (&self.cluster, &self.ns)
+    }
+}
+
 impl Env {
-    fn client(&self) -> Client {
-        self.cluster.client()
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client(), self.ns(), &ApiResource::erase::<K>(&()))
-    }
-
-    async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
-        let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
-        let name = obj.name_any();
-        self.dynamic::<K>()
-            .create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("creating {} {name}: {e}", K::kind(&())));
-    }
-
-    async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        self.dynamic::<K>()
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten()
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
+    /// A CatalogSource `name` of `source_type` at `address`, an OwnNamespace group, the catalog
+    /// READY, and the Subscription `widget` (channel `stable`) at widget 1.1.0, `Succeeded`.
+    async fn install_widget_from_address(
+        &self,
+        name: &str,
+        source_type: &str,
+        address: &str,
+        display_name: &str,
+    ) {
+        self.create::<CatalogSource>(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": self.ns()},
+            "spec": {"sourceType": source_type, "address": address, "displayName": display_name},
+        }))
+        .await;
+        self.own_namespace_group().await;
+        self.wait_catalog_ready(name).await;
+        self.subscription("widget", "widget-operator", name, json!({"channel": "stable"}))
+            .await;
+        self.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+        self.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+            .await;
     }
 
     async fn list<K: kube::Resource<DynamicType = ()>>(&self) -> Vec<Value> {
@@ -271,20 +188,7 @@ impl Env {
     }
 
     async fn apply_catalog(&self, name: &str, blobs: &[Value]) {
-        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": self.ns()},
-            "data": {"catalog.json": text.join("\n")},
-        });
-        let api: Api<ConfigMap> = self.ns.api();
-        api.patch(
-            name,
-            &PatchParams::apply("olm-rs-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .expect("applying the catalog ConfigMap");
+        apply_catalog_config_map(&self.ns, "olm-rs-e2e", name, &catalog_json(blobs)).await;
     }
 
     async fn catalog_source(&self, name: &str, config_map: &str) {
@@ -462,19 +366,6 @@ impl Env {
 // ---------------------------------------------------------------------------------------------
 // Catalogs from the YAML fixtures.
 
-fn fixture(path: &str) -> Value {
-    let full = repo_root().join("tests/fixtures/e2e").join(path);
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()));
-    let decoded = olm_rs::codec::decode_documents(path, &text);
-    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
-    decoded
-        .documents
-        .into_iter()
-        .next()
-        .map(|d| d.value)
-        .unwrap_or_else(|| panic!("{path} is empty"))
-}
-
 /// One bundle of a channel: version and upgrade edges.
 #[derive(Clone, Copy)]
 struct B<'a> {
@@ -594,10 +485,6 @@ fn kinds_of_plan(plan: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -818,7 +705,7 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
     // Ready: the leader's caches synced (the readiness task used to wait forever).
     let mut readyz = String::new();
     for _ in 0..100 {
-        readyz = env.controller.get("/readyz");
+        readyz = env.controller.get("/readyz", Duration::from_secs(10));
         if readyz.starts_with("HTTP/1.1 200") {
             break;
         }
@@ -859,7 +746,7 @@ async fn tutorial_flow(env: &Env, approver: Approver) {
             "{event:?}"
         );
     }
-    let metrics = env.controller.metrics();
+    let metrics = metrics(&env.controller);
     let line = metrics
         .lines()
         .find(|l| {
@@ -1762,29 +1649,16 @@ async fn subscription_config_is_merged_into_the_deployment_and_follows_a_patch_w
     );
 }
 
-/// A CatalogSource with `sourceType: grpc` and `spec.address` reads the registry that
-/// `kubectl-olm catalog serve` runs on loopback; a Subscription installs from it; when the
-/// registry goes away the catalog stays served and the status says so.
-#[tokio::test]
-async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_serve() {
-    let Some(env) = env("e2e-grpc").await else {
-        return;
-    };
-    let mut blobs = widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]);
-    // ListBundles carries the manifests of bundles without an image only (the others are pulled
-    // from their image, which this cluster has not got).
-    for blob in &mut blobs {
-        if blob["schema"] == "olm.bundle" {
-            blob["image"] = json!("");
-        }
-    }
+/// `kubectl-olm catalog serve <dir> <flag> 127.0.0.1:0` on `blobs` (a `catalog.json` in a
+/// temporary directory, kept alive by the first value): the child, its first stdout line and the
+/// address it names.
+fn catalog_serve(blobs: &[Value], flag: &str) -> (tempfile::TempDir, Child, String, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-    std::fs::write(dir.path().join("catalog.json"), text.join("\n")).expect("writing the catalog");
+    std::fs::write(dir.path().join("catalog.json"), catalog_json(blobs)).expect("writing the catalog");
     let mut server = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
         .args(["catalog", "serve"])
         .arg(dir.path())
-        .args(["--grpc", "127.0.0.1:0"])
+        .args([flag, "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .spawn()
         .expect("starting kubectl-olm catalog serve");
@@ -1802,24 +1676,28 @@ async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_se
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
+    (dir, server, line, address)
+}
 
-    env.create::<CatalogSource>(json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-        "metadata": {"name": "e2e-grpc", "namespace": env.ns()},
-        "spec": {"sourceType": "grpc", "address": address, "displayName": "e2e over gRPC"},
-    }))
-    .await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e-grpc").await;
-    env.subscription(
-        "widget",
-        "widget-operator",
-        "e2e-grpc",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
-    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+/// A CatalogSource with `sourceType: grpc` and `spec.address` reads the registry that
+/// `kubectl-olm catalog serve` runs on loopback; a Subscription installs from it; when the
+/// registry goes away the catalog stays served and the status says so.
+#[tokio::test]
+async fn a_subscription_installs_from_a_grpc_catalog_source_served_by_catalog_serve() {
+    let Some(env) = env("e2e-grpc").await else {
+        return;
+    };
+    let mut blobs = widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]);
+    // ListBundles carries the manifests of bundles without an image only (the others are pulled
+    // from their image, which this cluster has not got).
+    for blob in &mut blobs {
+        if blob["schema"] == "olm.bundle" {
+            blob["image"] = json!("");
+        }
+    }
+    let (_dir, mut server, _, address) = catalog_serve(&blobs, "--grpc");
+
+    env.install_widget_from_address("e2e-grpc", "grpc", &address, "e2e over gRPC")
         .await;
 
     // The registry goes away: the last good catalog stays served, and the status says so.
@@ -1850,59 +1728,16 @@ async fn a_subscription_installs_from_an_http_catalog_source_served_by_catalog_s
         return;
     };
     let blobs = widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]);
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-    std::fs::write(dir.path().join("catalog.json"), text.join("\n")).expect("writing the catalog");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
-        .args(["catalog", "serve"])
-        .arg(dir.path())
-        .args(["--http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting kubectl-olm catalog serve");
-    let mut line = String::new();
-    {
-        use std::io::BufRead as _;
-        let stdout = server.stdout.take().expect("piped stdout");
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the serve line");
-    }
-    let base = line
-        .split(" on ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let (_dir, mut server, line, base) = catalog_serve(&blobs, "--http");
     assert!(base.starts_with("http://127.0.0.1:"), "{line}");
 
-    env.create::<CatalogSource>(json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-        "metadata": {"name": "e2e-http", "namespace": env.ns()},
-        "spec": {"sourceType": "http", "address": base, "displayName": "e2e over HTTP"},
-    }))
-    .await;
-    env.own_namespace_group().await;
-    env.wait_catalog_ready("e2e-http").await;
-    env.subscription(
-        "widget",
-        "widget-operator",
-        "e2e-http",
-        json!({"channel": "stable"}),
-    )
-    .await;
-    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
-    env.wait_csv_phase(&csv_name("widget", "1.1.0"), "Succeeded")
+    env.install_widget_from_address("e2e-http", "http", &base, "e2e over HTTP")
         .await;
     let _ = server.kill();
     let _ = server.wait();
 
     // The controller's own catalogd API serves what it loaded, under /catalogs/NAMESPACE/NAME.
-    let served = format!(
-        "http://{}/catalogs/{}/e2e-http",
-        env.controller.serve_http,
-        env.ns()
-    );
+    let served = format!("http://{}/catalogs/{}/e2e-http", env.serve_http, env.ns());
     let output = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
         .args(["catalog", "channels", "widget-operator", "--catalog", &served])
         .output()

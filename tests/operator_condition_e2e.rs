@@ -11,20 +11,15 @@
 
 mod support;
 
-use std::{
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::ConfigMap,
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
+    api::{DynamicObject, Patch, PatchParams},
 };
 use olm_rs::api::{
     v1::OperatorGroup,
@@ -32,60 +27,13 @@ use olm_rs::api::{
     v2::OperatorCondition,
 };
 use serde_json::{Value, json};
-use support::cluster::{TestCluster, TestNamespace, repo_root, wait_for};
+use support::{
+    cluster::{TestCluster, TestNamespace, wait_for},
+    e2e::{self, Controller, apply_catalog_config_map, catalog_json, fixture, tmp_path},
+};
 
 /// How long one wait may take (installs need several reconciles and a kwok rollout).
 const WAIT: Duration = Duration::from_secs(120);
-
-/// The controller as a child process, killed when dropped.
-struct Controller {
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Controller {
-    fn start(cluster: &TestCluster, tag: &str) -> Self {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("olm-oc-e2e-{tag}.log"));
-        let out = std::fs::File::create(&log).expect("creating the controller log");
-        let err = out.try_clone().expect("cloning the log handle");
-        let metrics = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port");
-        let child = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .arg("--metrics-bind")
-            .arg(metrics.to_string())
-            .env("RUST_LOG", "info,olm_rs=debug")
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .expect("starting olm-controller");
-        Self {
-            child: Some(child),
-            log,
-        }
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            eprintln!(
-                "--- controller log {} (tail) ---\n{}",
-                self.log.display(),
-                lines[lines.len().saturating_sub(60)..].join("\n")
-            );
-        }
-    }
-}
 
 /// The cluster, the test's namespace and its controller (dropped first).
 struct Env {
@@ -99,7 +47,12 @@ impl Env {
         let cluster = TestCluster::connect().await?;
         cluster.install_olm_crds("olm-rs-e2e");
         let ns = cluster.namespace(tag).await;
-        let controller = Controller::start(&cluster, &format!("{tag}-{}", ns.name()));
+        let controller = Controller::start(
+            cluster.kubeconfig_path(),
+            tmp_path(&format!("olm-oc-e2e-{tag}-{}.log", ns.name())),
+            Vec::new(),
+            &[],
+        );
         Some(Self {
             _controller: controller,
             ns,
@@ -111,25 +64,12 @@ impl Env {
         self.ns.name()
     }
 
-    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self, client: Client) -> Api<DynamicObject> {
-        Api::namespaced_with(client, self.ns(), &ApiResource::erase::<K>(&()))
-    }
-
     async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
-        let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
-        self.dynamic::<K>(self.cluster.client())
-            .create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("creating a {}: {e}", K::kind(&())));
+        e2e::create::<K>(self.cluster.client(), self.ns(), body).await;
     }
 
     async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        self.dynamic::<K>(self.cluster.client())
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten()
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
+        e2e::get::<K>(self.cluster.client(), self.ns(), name).await
     }
 
     /// Waits until `check` returns `Some` for the object `name` of kind `K`.
@@ -164,42 +104,16 @@ impl Env {
     }
 
     async fn apply_catalog(&self, bundles: &[(&str, Option<&str>)]) {
-        let blobs = widget_catalog(bundles);
-        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "e2e-catalog", "namespace": self.ns()},
-            "data": {"catalog.json": text.join("\n")},
-        });
-        let api: Api<ConfigMap> = self.ns.api();
-        api.patch(
-            "e2e-catalog",
-            &PatchParams::apply("olm-rs-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .expect("applying the catalog ConfigMap");
+        let text = catalog_json(&widget_catalog(bundles));
+        apply_catalog_config_map(&self.ns, "olm-rs-e2e", "e2e-catalog", &text).await;
     }
 
     /// Merge-patches the OperatorCondition `name` through `client` (`v2`).
     async fn patch_condition(&self, client: Client, name: &str, patch: Value) -> kube::Result<DynamicObject> {
-        self.dynamic::<OperatorCondition>(client)
+        e2e::dynamic::<OperatorCondition>(client, self.ns())
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
     }
-}
-
-fn fixture(path: &str) -> Value {
-    let full = repo_root().join("tests/fixtures/e2e").join(path);
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()));
-    let decoded = olm_rs::codec::decode_documents(path, &text);
-    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
-    decoded
-        .documents
-        .into_iter()
-        .next()
-        .map(|d| d.value)
-        .unwrap_or_else(|| panic!("{path} is empty"))
 }
 
 fn csv_name(version: &str) -> String {

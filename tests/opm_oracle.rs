@@ -63,26 +63,6 @@ fn copy_for_opm(from: &Path, to: &Path) {
     }
 }
 
-/// `opm`, built by `tests/peers/opm/build`; `None` (skip) when missing, a failure under CI=true.
-fn opm() -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("OLMRS_PEERS_BIN").map_or_else(|| root().join("target/peers/bin"), PathBuf::from);
-    let path = dir.join("opm");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} is required under CI=true: run tests/peers/opm/build",
-        path.display()
-    );
-    eprintln!(
-        "skipping: {} not built (run tests/peers/opm/build)",
-        path.display()
-    );
-    None
-}
-
 /// Every catalog compared: `catalog/` and each fixture catalog directory.
 fn catalogs() -> Vec<PathBuf> {
     let mut dirs = vec![root().join("catalog")];
@@ -227,7 +207,9 @@ fn theirs(opm: &Path, dir: &Path) -> (Heads, Rows) {
 
 #[test]
 fn our_verdicts_heads_and_edges_are_opms_on_every_fixture_catalog() {
-    let Some(opm) = opm() else { return };
+    let Some(opm) = olm_test_support::peer_bin("opm") else {
+        return;
+    };
     let kubectl_olm = Path::new(env!("CARGO_BIN_EXE_kubectl-olm"));
     let mut disagreements = Vec::new();
     let mut compared = 0;

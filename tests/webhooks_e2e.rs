@@ -22,14 +22,14 @@ use k8s_openapi::{
     api::{
         admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
         apps::v1::Deployment,
-        core::v1::{ConfigMap, Secret, Service},
+        core::v1::{Secret, Service},
         rbac::v1::{Role, RoleBinding},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
-    Api, Client, ResourceExt,
-    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
+    Api, ResourceExt,
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
 };
 use olm_rs::api::{
     v1::OperatorGroup,
@@ -38,7 +38,8 @@ use olm_rs::api::{
 use serde_json::{Value, json};
 use support::{
     LoggedChild,
-    cluster::{TestCluster, TestNamespace, repo_root, wait_for},
+    cluster::{TestCluster, TestNamespace, wait_for},
+    e2e::{InNamespace, apply_catalog_config_map, catalog_json, fixture},
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -114,19 +115,6 @@ fn csv_name(version: &str) -> String {
     format!("{PACKAGE}.v{version}")
 }
 
-fn fixture(path: &str) -> Value {
-    let full = repo_root().join("tests/fixtures/e2e").join(path);
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()));
-    let decoded = olm_rs::codec::decode_documents(path, &text);
-    assert!(decoded.error.is_none(), "{path}: {:?}", decoded.error);
-    decoded
-        .documents
-        .into_iter()
-        .next()
-        .map(|d| d.value)
-        .expect("a document")
-}
-
 /// A catalog of `hooked-operator` with one channel of `versions`, each replacing the one before.
 fn catalog(versions: &[&str]) -> Vec<Value> {
     catalog_with(versions, |_| {})
@@ -168,56 +156,20 @@ fn catalog_with(versions: &[&str], edit: impl Fn(&mut Value)) -> Vec<Value> {
     blobs
 }
 
+impl InNamespace for Env {
+    fn parts(&self) -> (&TestCluster, &TestNamespace) {
+        (&self.cluster, &self.ns)
+    }
+}
+
 impl Env {
-    fn client(&self) -> Client {
-        self.cluster.client()
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn dynamic<K: kube::Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client(), self.ns(), &ApiResource::erase::<K>(&()))
-    }
-
-    async fn create<K: kube::Resource<DynamicType = ()>>(&self, body: Value) {
-        let obj: DynamicObject = serde_json::from_value(body).expect("a valid object");
-        self.dynamic::<K>()
-            .create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("creating {} {}: {e}", K::kind(&()), obj.name_any()));
-    }
-
-    async fn get<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Option<Value> {
-        self.dynamic::<K>()
-            .get_opt(name)
-            .await
-            .ok()
-            .flatten()
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
-    }
-
     /// Serves `versions` from a ConfigMap catalog, with an AllNamespaces OperatorGroup.
     async fn serve(&self, versions: &[&str]) {
         self.serve_blobs(&catalog(versions)).await;
     }
 
     async fn serve_blobs(&self, blobs: &[Value]) {
-        let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
-        let cm = json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "hooked-catalog", "namespace": self.ns()},
-            "data": {"catalog.json": text.join("\n")},
-        });
-        let api: Api<ConfigMap> = self.ns.api();
-        api.patch(
-            "hooked-catalog",
-            &PatchParams::apply("olm-rs-e2e").force(),
-            &Patch::Apply(&cm),
-        )
-        .await
-        .expect("applying the catalog ConfigMap");
+        apply_catalog_config_map(&self.ns, "olm-rs-e2e", "hooked-catalog", &catalog_json(blobs)).await;
     }
 
     async fn start(&self, versions: &[&str]) {

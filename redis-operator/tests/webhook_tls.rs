@@ -5,7 +5,7 @@
 //! certificate is rotated on disk and a client trusting only the new CA connects without a
 //! restart. Needs no cluster.
 
-use std::{path::Path, process::Command, sync::Arc};
+use std::{path::Path, sync::Arc};
 
 use operator_runtime::https::CertFiles;
 use serde_json::{Value, json};
@@ -13,75 +13,11 @@ use serde_json::{Value, json};
 /// Writes `<name>-ca.crt`, `<name>.crt` (for 127.0.0.1 and localhost, signed by the CA) and
 /// `<name>.key` into `dir`.
 fn make_certificate(dir: &Path, name: &str) {
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ext = format!("{name}.ext");
-    std::fs::write(
-        dir.join(&ext),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("ext file");
-    let (ca_key, ca_crt) = (format!("{name}-ca.key"), format!("{name}-ca.crt"));
-    let (key, csr, crt) = (
-        format!("{name}.key.new"),
-        format!("{name}.csr"),
-        format!("{name}.crt.new"),
-    );
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    run(&[
-        &["req", "-x509"][..],
-        &ec,
-        &[
-            "-keyout",
-            &ca_key,
-            "-out",
-            &ca_crt,
-            "-subj",
-            "/CN=olm-test-ca",
-            "-days",
-            "1",
-        ],
-    ]
-    .concat());
-    run(&[
-        &["req"][..],
-        &ec,
-        &["-keyout", &key, "-out", &csr, "-subj", "/CN=localhost"],
-    ]
-    .concat());
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        &csr,
-        "-CA",
-        &ca_crt,
-        "-CAkey",
-        &ca_key,
-        "-CAcreateserial",
-        "-out",
-        &crt,
-        "-days",
-        "1",
-        "-extfile",
-        &ext,
-    ]);
+    let cert = olm_test_support::https::openssl_serving_cert(&["localhost", "127.0.0.1"]);
+    std::fs::write(dir.join(format!("{name}-ca.crt")), cert.ca_pem).expect("ca");
+    let (key, crt) = (format!("{name}.key.new"), format!("{name}.crt.new"));
+    std::fs::write(dir.join(&key), cert.key_pem).expect("key");
+    std::fs::write(dir.join(&crt), cert.cert_pem).expect("crt");
     // Renamed into place at the end, as the kubelet swaps a projected Secret's files.
     std::fs::rename(dir.join(&key), dir.join(format!("{name}.key"))).expect("key");
     std::fs::rename(dir.join(&crt), dir.join(format!("{name}.crt"))).expect("crt");

@@ -209,34 +209,50 @@ pub async fn serve(listener: TcpListener, metrics: Arc<dyn MetricsText>, ready: 
         };
         let (metrics, ready) = (Arc::clone(&metrics), Arc::clone(&ready));
         tokio::spawn(async move {
-            let service = service_fn(move |req: Request<Incoming>| {
-                let routed = route_with(
+            let route = move |req: Request<Incoming>| {
+                std::future::ready(route_with(
                     req.method().as_str(),
                     req.uri().path(),
                     ready.get(),
                     &ready.stale(),
                     &*metrics,
-                );
-                async move {
-                    let status = hyper::StatusCode::from_u16(routed.status)
-                        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-                    let mut response = hyper::Response::new(Full::new(Bytes::from(routed.body)));
-                    *response.status_mut() = status;
-                    response.headers_mut().insert(
-                        CONTENT_TYPE,
-                        hyper::header::HeaderValue::from_static(routed.content_type),
-                    );
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(err) = conn.await {
-                tracing::debug!(error = %err, "probe or metrics connection ended with an error");
-            }
+                ))
+            };
+            serve_connection(TokioIo::new(stream), route, "probe or metrics").await;
         });
+    }
+}
+
+/// Serves one HTTP/1.1 connection (a read timeout of [`READ_TIMEOUT`] on its headers), each
+/// request answered with the [`Response`] `route` makes of it; an error ending the connection is
+/// logged at debug level as a `what` connection's.
+pub(crate) async fn serve_connection<I, F, Fut>(io: TokioIo<I>, route: F, what: &str)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    F: Fn(Request<Incoming>) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let service = service_fn(move |req: Request<Incoming>| {
+        let routed = route(req);
+        async move {
+            let routed = routed.await;
+            let status = hyper::StatusCode::from_u16(routed.status)
+                .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = hyper::Response::new(Full::new(Bytes::from(routed.body)));
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(routed.content_type),
+            );
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_TIMEOUT)
+        .serve_connection(io, service);
+    if let Err(err) = conn.await {
+        tracing::debug!(error = %err, "{what} connection ended with an error");
     }
 }
 

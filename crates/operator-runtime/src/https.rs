@@ -13,16 +13,14 @@
 //! the request body ([`MAX_BODY`]).
 
 use std::{
-    convert::Infallible,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::SystemTime,
 };
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::{Request, body::Incoming, header::CONTENT_TYPE, service::service_fn};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use http_body_util::{BodyExt, Limited};
+use hyper::{Request, body::Incoming};
+use hyper_util::rt::TokioIo;
 use rustls::{
     ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -32,7 +30,7 @@ use rustls::{
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::http::{READ_TIMEOUT, Response};
+use crate::http::{READ_TIMEOUT, Response, serve_connection};
 
 /// The largest request body accepted (a ConversionReview of many objects stays well below).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -207,28 +205,11 @@ pub async fn serve(listener: TcpListener, config: ServerConfig, handler: Arc<dyn
                     return;
                 }
             };
-            let service = service_fn(move |req: Request<Incoming>| {
+            let route = move |req: Request<Incoming>| {
                 let handler = Arc::clone(&handler);
-                async move {
-                    let routed = respond(req, &*handler).await;
-                    let status = hyper::StatusCode::from_u16(routed.status)
-                        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-                    let mut response = hyper::Response::new(Full::new(Bytes::from(routed.body)));
-                    *response.status_mut() = status;
-                    response.headers_mut().insert(
-                        CONTENT_TYPE,
-                        hyper::header::HeaderValue::from_static(routed.content_type),
-                    );
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(err) = conn.await {
-                tracing::debug!(error = %err, "webhook connection ended with an error");
-            }
+                async move { respond(req, &*handler).await }
+            };
+            serve_connection(TokioIo::new(stream), route, "webhook").await;
         });
     }
 }

@@ -406,9 +406,10 @@ pub fn conversion_review_reply(
     })
 }
 
-/// A CA and a serving certificate for `dns_names` (the first is the subject's CN), made with the
-/// `openssl` CLI: ECDSA P-256, valid one day, `serverAuth`. For a webhook behind a Service the
-/// name the API server checks is `<service>.<namespace>.svc`.
+/// A CA and a serving certificate for `dns_names` (the first is the subject's CN; a name that
+/// parses as an IP address is an IP subject alternative name), made with the `openssl` CLI:
+/// ECDSA P-256, valid one day, `serverAuth`. For a webhook behind a Service the name the API
+/// server checks is `<service>.<namespace>.svc`.
 ///
 /// # Panics
 /// When `openssl` fails (the message names the step and its stderr).
@@ -453,7 +454,13 @@ pub fn openssl_serving_cert(dns_names: &[&str]) -> ServingCert {
     openssl(&args);
     let san = dns_names
         .iter()
-        .map(|n| format!("DNS:{n}"))
+        .map(|n| {
+            if n.parse::<std::net::IpAddr>().is_ok() {
+                format!("IP:{n}")
+            } else {
+                format!("DNS:{n}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",");
     std::fs::write(

@@ -36,6 +36,30 @@ pub fn tool_answers(program: &str, args: &[&str], package: &str) -> bool {
     found
 }
 
+/// A peer binary built by `tests/peers/opm/build` (`opm`, `registry-client`), in
+/// `$OLMRS_PEERS_BIN` or `<repo>/target/peers/bin`; `None` (skip, with a message) when it is
+/// missing, a failure under `CI=true`.
+pub fn peer_bin(name: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("OLMRS_PEERS_BIN").map_or_else(
+        || cluster::repo_root().join("target/peers/bin"),
+        std::path::PathBuf::from,
+    );
+    let path = dir.join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{} is required under CI=true: run tests/peers/opm/build",
+        path.display()
+    );
+    eprintln!(
+        "skipping: {} not built (run tests/peers/opm/build)",
+        path.display()
+    );
+    None
+}
+
 /// A binary of another package of the workspace (`olm-controller` for the Redis operator's
 /// end-to-end suite), from the target directory this test was built in. `cargo test --workspace`
 /// (what `make test` runs) builds every package's binaries before any test runs; cargo exposes
