@@ -303,11 +303,18 @@ fn validate_reports_the_problems_large_fbc_contains() {
         "oci:// related image"
     );
     assert!(about("sosivio", "invalid digest"), "empty digest after @");
-    assert!(
-        about("lightbits-operator", "value must be set"),
-        "property without value"
-    );
     assert!(about("planetscale", "invalid icon"), "icon that is not base64");
+    // An icon whose base64 ends with a space: Go's decoder skips only line breaks.
+    assert!(
+        about("azure-service-operator", "invalid icon"),
+        "base64 with a trailing space"
+    );
+    // lightbits-operator's properties carry an explicit `"value": null`, which opm accepts
+    // (it refuses only a missing `value`; tests/opm_oracle.rs), so it is not a problem.
+    assert!(
+        !about("lightbits-operator", "value must be set"),
+        "an explicit null value is accepted, as opm accepts it"
+    );
     for e in errors {
         assert!(
             e["file"].as_str().unwrap().starts_with(dir.to_str().unwrap()),
