@@ -16,7 +16,6 @@
 //! `value`).
 
 #[path = "../benches/support.rs"]
-#[allow(dead_code, reason = "the bench helpers; only corpus_dir is used here")]
 mod support;
 
 use std::{
