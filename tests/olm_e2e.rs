@@ -1405,6 +1405,20 @@ async fn operator_group_problems_fail_the_csv_with_upstream_reasons() {
         .expect("deleting the AllNamespaces group");
     env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
         .await;
+    // The deleted group's aggregated ClusterRoles go with it (upstream `operatorGroupDeleted`).
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    let selector = format!(
+        "olm.owner=all,olm.owner.namespace={},olm.owner.kind=OperatorGroup",
+        env.ns()
+    );
+    wait_for("the deleted group's ClusterRoles to be deleted", WAIT, || {
+        let (crs, selector) = (crs.clone(), selector.clone());
+        async move {
+            let list = crs.list(&ListParams::default().labels(&selector)).await.ok()?;
+            list.items.is_empty().then_some(())
+        }
+    })
+    .await;
 }
 
 /// Deleting the Subscription and the CSV garbage-collects Deployments and RBAC; CRDs stay.
