@@ -265,6 +265,7 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
                     .get(crate::plan::user_roles::PROVIDED_APIS)
                     .map(|v| crate::plan::user_roles::parse_provided_apis(v))
                     .unwrap_or_default(),
+                static_apis: g.spec.static_provided_apis == Some(true),
             })
             .collect(),
         ..Observed::default()

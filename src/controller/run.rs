@@ -364,7 +364,7 @@ pub(super) async fn run_controllers(
         .owns_stream(sa_stream)
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
-            move |og| mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref()),
+            move |og| mappers::csvs_for_operator_group(&c1.state(), &og),
         )
         .watches_stream(
             trigger(&sync, Api::<ClusterServiceVersion>::all(client.clone()), wc()),

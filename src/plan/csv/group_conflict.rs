@@ -18,7 +18,8 @@
 //! already lists them and a rival does too, removes them again (`RemoveAPIs`), so whichever
 //! CSV syncs next loses. Here the OperatorGroup controller writes the annotation from the
 //! member CSVs that passed this check (phase set, not failed for this reason); when both
-//! groups already list the API, the group whose `<namespace>/<name>` sorts later loses, so
+//! groups already list the API, a `spec.staticProvidedAPIs` group keeps it (upstream's static
+//! group never yields either), else the group whose `<namespace>/<name>` sorts later loses, so
 //! the outcome does not depend on sync order.
 
 use std::collections::BTreeSet;
@@ -36,6 +37,8 @@ pub struct ProvidingGroup {
     pub namespaces: Option<Vec<String>>,
     /// Its `olm.providedAPIs`, parsed.
     pub provided_apis: BTreeSet<ApiKey>,
+    /// `spec.staticProvidedAPIs`: its annotation is fixed, so it never yields an API.
+    pub static_apis: bool,
 }
 
 impl ProvidingGroup {
@@ -87,8 +90,8 @@ pub fn conflicting_group(
         .filter(|g| g.key() != own.key())
         .filter(|g| intersect(own_targets.as_ref(), g.targets().as_ref()))
         .filter(|g| !g.provided_apis.is_disjoint(apis))
-        // Both already list the APIs: the group sorting first keeps them.
-        .find(|g| !subset || g.key() < own.key())
+        // Both already list the APIs: a static group keeps them, else the one sorting first.
+        .find(|g| !subset || (!own.static_apis && (g.static_apis || g.key() < own.key())))
         .map(|g| format!("{}/{}", g.namespace, g.name))
 }
 
@@ -103,6 +106,7 @@ mod tests {
             name: name.into(),
             namespaces: targets.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
             provided_apis: parse_provided_apis(apis),
+            static_apis: false,
         }
     }
 
@@ -162,5 +166,13 @@ mod tests {
         let groups = [first.clone(), second.clone()];
         assert_eq!(conflicting_group(&first, &apis, &groups), None);
         assert_eq!(conflicting_group(&second, &apis, &groups), Some("a/og".into()));
+        // A static group keeps its APIs whatever its name.
+        let fixed = ProvidingGroup {
+            static_apis: true,
+            ..second.clone()
+        };
+        let groups = [first.clone(), fixed.clone()];
+        assert_eq!(conflicting_group(&first, &apis, &groups), Some("b/og".into()));
+        assert_eq!(conflicting_group(&fixed, &apis, &groups), None);
     }
 }

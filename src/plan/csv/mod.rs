@@ -622,6 +622,7 @@ fn inter_group_conflict(
             name: group.to_owned(),
             namespaces: Some(targets.to_vec()),
             provided_apis: std::collections::BTreeSet::new(),
+            static_apis: false,
         });
     group_conflict::conflicting_group(&own, &apis, &observed.providing_groups)?;
     let name = csv.name_any();

@@ -1595,6 +1595,7 @@ fn rival_providing(csv: &ClusterServiceVersion, targets: &[&str]) -> group_confl
             .into_iter()
             .map(|a| a.key)
             .collect(),
+        static_apis: false,
     }
 }
 
