@@ -1405,6 +1405,55 @@ async fn operator_group_problems_fail_the_csv_with_upstream_reasons() {
         .expect("deleting the AllNamespaces group");
     env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
         .await;
+    // The deleted group's aggregated ClusterRoles go with it (upstream `operatorGroupDeleted`).
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    let selector = format!(
+        "olm.owner=all,olm.owner.namespace={},olm.owner.kind=OperatorGroup",
+        env.ns()
+    );
+    wait_for("the deleted group's ClusterRoles to be deleted", WAIT, || {
+        let (crs, selector) = (crs.clone(), selector.clone());
+        async move {
+            let list = crs.list(&ListParams::default().labels(&selector)).await.ok()?;
+            list.items.is_empty().then_some(())
+        }
+    })
+    .await;
+
+    // A group elsewhere targeting all namespaces that already provides the widget API (static,
+    // so nothing rewrites its annotation): the CSV fails InterOperatorGroupOwnerConflict with
+    // upstream's message; deleting that group lets it install again.
+    let rival_ns = env.cluster.namespace("e2e-og-rival").await;
+    let rivals: Api<OperatorGroup> = rival_ns.api();
+    let rival: OperatorGroup = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "rival", "namespace": rival_ns.name(),
+            "annotations": {"olm.providedAPIs": "Widget.v1.e2e.olm-rs.io"}},
+        "spec": {"staticProvidedAPIs": true},
+    }))
+    .expect("the rival OperatorGroup");
+    rivals
+        .create(&PostParams::default(), &rival)
+        .await
+        .expect("creating the rival group");
+    let csv = env
+        .wait_obj::<ClusterServiceVersion, _>(
+            "InterOperatorGroupOwnerConflict",
+            &csv_name("widget", "1.0.0"),
+            |c| (str_at(c, "/status/reason") == "InterOperatorGroupOwnerConflict").then(|| c.clone()),
+        )
+        .await;
+    assert_eq!(str_at(&csv, "/status/phase"), "Failed");
+    assert_eq!(
+        str_at(&csv, "/status/message"),
+        "intersecting operatorgroups provide the same apis"
+    );
+    rivals
+        .delete("rival", &DeleteParams::default())
+        .await
+        .expect("deleting the rival group");
+    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
+        .await;
 }
 
 /// Deleting the Subscription and the CSV garbage-collects Deployments and RBAC; CRDs stay.

@@ -251,6 +251,23 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
                 fail_forward: g.spec.fail_forward(),
             })
             .collect(),
+        // Every group of the cluster, for the inter-group API conflict (upstream lists all).
+        providing_groups: stores
+            .operator_groups
+            .state()
+            .iter()
+            .map(|g| plan_csv::group_conflict::ProvidingGroup {
+                namespace: g.namespace().unwrap_or_default(),
+                name: g.name_any(),
+                namespaces: g.status.as_ref().and_then(|s| s.namespaces.clone()),
+                provided_apis: g
+                    .annotations()
+                    .get(crate::plan::user_roles::PROVIDED_APIS)
+                    .map(|v| crate::plan::user_roles::parse_provided_apis(v))
+                    .unwrap_or_default(),
+                static_apis: g.spec.static_provided_apis == Some(true),
+            })
+            .collect(),
         ..Observed::default()
     };
     // The CSV's own minKubeVersion requirement (issue 15): read once per process.

@@ -40,6 +40,32 @@ pub fn operator_group_of(role: &k8s_openapi::api::rbac::v1::ClusterRole) -> Opti
     Some(ObjectRef::new(name).within(ns))
 }
 
+/// The CSVs to sync after an OperatorGroup event: those of its namespace and, anywhere, those
+/// providing an API its `olm.providedAPIs` lists (upstream `findCSVsThatProvideAnyOf`), so an
+/// `InterOperatorGroupOwnerConflict` appears and clears with the rival group.
+pub fn csvs_for_operator_group(
+    csvs: &[Arc<ClusterServiceVersion>],
+    og: &impl Resource,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    let ns = og.meta().namespace.as_deref();
+    let apis = og
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(crate::plan::user_roles::PROVIDED_APIS))
+        .map(|v| crate::plan::user_roles::parse_provided_apis(v))
+        .unwrap_or_default();
+    csvs.iter()
+        .filter(|c| {
+            c.meta().namespace.as_deref() == ns
+                || (!apis.is_empty()
+                    && crate::plan::user_roles::provided_apis(c)
+                        .is_ok_and(|p| p.iter().any(|a| apis.contains(&a.key))))
+        })
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
 /// Every object of the store in `namespace`.
 pub fn siblings_in_namespace<K>(objects: &[Arc<K>], namespace: Option<&str>) -> Vec<ObjectRef<K>>
 where
@@ -190,6 +216,38 @@ mod tests {
             [("a.v1".to_owned(), ns)]
         );
         assert!(names(&sub(json!({}), None, None, "")).is_empty());
+    }
+
+    #[test]
+    fn a_group_event_syncs_its_namespace_and_the_csvs_providing_its_apis_anywhere() {
+        let csv = |ns: &str, name: &str, kind: &str| -> Arc<ClusterServiceVersion> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {"customresourcedefinitions": {"owned": [
+                        {"name": "widgets.w.io", "version": "v1", "kind": kind}]}}
+                }))
+                .expect("a CSV"),
+            )
+        };
+        let csvs = [
+            csv("a", "mine", "Other"),
+            csv("b", "provider", "Widget"),
+            csv("c", "unrelated", "Other"),
+        ];
+        let og: OperatorGroup = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": "og", "namespace": "a",
+                "annotations": {"olm.providedAPIs": "Widget.v1.w.io"}},
+            "spec": {}
+        }))
+        .expect("an OperatorGroup");
+        let names: Vec<String> = csvs_for_operator_group(&csvs, &og)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(names, ["mine", "provider"]);
     }
 
     #[test]

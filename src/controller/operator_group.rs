@@ -11,6 +11,12 @@
 //! `olm.og.<group>.{admin,edit,view}-<hash>` ClusterRoles, and, once a member CSV has
 //! Succeeded, the per-API `<crd>-<version>-{admin,edit,view,crdview}` ClusterRoles owned by
 //! the CRD (or APIService), all by server-side apply. A CSV change requeues its group.
+//!
+//! A deleted group's aggregated roles are deleted, as upstream's `operatorGroupDeleted`
+//! ([`sweep_orphaned_roles`]). kube-runtime never reconciles an object that is gone, so the
+//! sweep runs at every group reconcile and in [`sweep_task`]: shortly after any OperatorGroup
+//! event (a deletion included) or a group role event naming a missing group, and every five
+//! minutes; always after the caches' first list, so a cold store never reads as "no group".
 
 use std::{sync::Arc, time::Duration};
 
@@ -119,6 +125,7 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         }
     }
     ensure_user_roles(&og, &ns, &ctx).await?;
+    sweep_orphaned_roles(&ctx).await?;
     // Selector targets change when namespaces are labelled: look again now and then.
     Ok(Action::requeue(Duration::from_secs(300)))
 }
@@ -234,4 +241,60 @@ async fn apply_role(api: &Api<ClusterRole>, role: ClusterRole, ctx: &Context) ->
         .await
         .map_err(Error::apply(format!("ClusterRole {name}")))?;
     Ok(())
+}
+
+/// Deletes the group roles whose OperatorGroup is gone ([`user_roles::orphaned_group_roles`]);
+/// the caller has waited for the caches' first list.
+pub async fn sweep_orphaned_roles(ctx: &Context) -> Result<()> {
+    let groups: std::collections::BTreeSet<(String, String)> = ctx
+        .shared
+        .stores
+        .operator_groups
+        .state()
+        .iter()
+        .map(|g| (g.namespace().unwrap_or_default(), g.name_any()))
+        .collect();
+    let roles = ctx.shared.stores.cluster_roles.state();
+    let orphans = user_roles::orphaned_group_roles(roles.iter().map(AsRef::as_ref), &groups);
+    let api: Api<ClusterRole> = Api::all(ctx.client());
+    for name in orphans {
+        match api.delete(&name, &kube::api::DeleteParams::default()).await {
+            Ok(_) => tracing::info!(role = %name, "deleted the ClusterRole of a deleted OperatorGroup"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Delete {
+                    what: format!("ClusterRole {name}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How often the sweep runs without a signal.
+const SWEEP_PERIOD: Duration = Duration::from_secs(300);
+/// How long a signal waits before the sweep, so the OperatorGroup store has seen the deletion
+/// the signal came from (the trigger and the store watch are separate streams).
+const SWEEP_DELAY: Duration = Duration::from_secs(2);
+
+/// Runs [`sweep_orphaned_roles`] after each signal (coalesced) and every [`SWEEP_PERIOD`],
+/// once the caches are synced, until the signal sender is dropped.
+pub async fn sweep_task(ctx: Arc<Context>, mut signals: futures::channel::mpsc::UnboundedReceiver<()>) {
+    use futures::StreamExt;
+    let mut synced = ctx.shared.synced.clone();
+    let _ = synced.wait_for(|s| *s).await;
+    loop {
+        match tokio::time::timeout(SWEEP_PERIOD, signals.next()).await {
+            Ok(None) => return,
+            Ok(Some(())) => {
+                tokio::time::sleep(SWEEP_DELAY).await;
+                while signals.try_recv().is_ok() {}
+            }
+            Err(_) => {}
+        }
+        if let Err(err) = sweep_orphaned_roles(&ctx).await {
+            tracing::warn!(error = %err, "could not delete the ClusterRoles of deleted OperatorGroups");
+        }
+    }
 }

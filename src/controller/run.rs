@@ -295,13 +295,22 @@ pub(super) async fn run_controllers(
         .shutdown_on_signal();
 
     // OperatorGroups: a sibling group appearing or leaving changes TooManyOperatorGroups.
+    // Any group event, and a group role naming a missing group, also wakes the sweep that
+    // deletes deleted groups' roles (`operator_group::sweep_task`).
     let og_store = stores.operator_groups.clone();
     let og_store2 = stores.operator_groups.clone();
+    let og_store3 = stores.operator_groups.clone();
+    let (sweep_tx, sweep_signals) = futures::channel::mpsc::unbounded::<()>();
+    let sweep_tx2 = sweep_tx.clone();
     let og_ctl = Controller::for_stream(og_stream, operator_groups)
         .with_config(cfg())
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
-            move |og| mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref()),
+            move |og| {
+                // The sweep task stopped: nothing left to tell.
+                let _ = sweep_tx.unbounded_send(());
+                mappers::siblings_in_namespace(&og_store.state(), og.namespace().as_deref())
+            },
         )
         // Member CSVs change the group's provided APIs and user roles.
         .watches_stream(
@@ -309,7 +318,13 @@ pub(super) async fn run_controllers(
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
         // A group's own ClusterRole changed or went: put it back.
-        .watches_stream(cluster_role_stream, |role| mappers::operator_group_of(&role))
+        .watches_stream(cluster_role_stream, move |role| {
+            let group = mappers::operator_group_of(&role);
+            if group.as_ref().is_some_and(|g| og_store3.get(g).is_none()) {
+                let _ = sweep_tx2.unbounded_send(());
+            }
+            group
+        })
         .shutdown_on_signal();
 
     // Subscriptions: their InstallPlans, CSVs, catalogs and OperatorGroups.
@@ -349,7 +364,7 @@ pub(super) async fn run_controllers(
         .owns_stream(sa_stream)
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
-            move |og| mappers::siblings_in_namespace(&c1.state(), og.namespace().as_deref()),
+            move |og| mappers::csvs_for_operator_group(&c1.state(), &og),
         )
         .watches_stream(
             trigger(&sync, Api::<ClusterServiceVersion>::all(client.clone()), wc()),
@@ -440,6 +455,10 @@ pub(super) async fn run_controllers(
 
     let catsrc_ctx = Context::new(&shared, "catalogsource");
     let og_ctx = Context::new(&shared, "operatorgroup");
+    let sweep = tokio::spawn(operator_group::sweep_task(
+        Context::new(&shared, "operatorgroup-sweep"),
+        sweep_signals,
+    ));
     let sub_ctx = Context::new(&shared, "subscription");
     let ip_ctx = Context::new(&shared, "installplan");
     let csv_ctx = Context::new(&shared, "csv");
@@ -503,6 +522,7 @@ pub(super) async fn run_controllers(
     );
     readiness.abort();
     supervisor.abort();
+    sweep.abort();
     let _ = stop_serving.send(true);
     servers.drained().await;
     tracing::info!("controllers stopped");

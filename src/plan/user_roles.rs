@@ -8,8 +8,11 @@
 //!    (group, version, kind, plural = its `name`). An API is keyed `<Kind>.<version>.<group>`
 //!    ([`ApiKey::gvk`]); the plural is not part of the key.
 //! 2. **`olm.providedAPIs`** ([`provided_apis_annotation`]): the keys of every API provided by
-//!    a CSV of the group's namespace (copied CSVs excluded), sorted and comma-joined. A group
-//!    with `spec.staticProvidedAPIs: true` keeps the annotation it was given.
+//!    a CSV of the group's namespace, sorted and comma-joined; copied CSVs, CSVs not yet
+//!    checked by the CSV controller (no phase) and CSVs failed
+//!    `InterOperatorGroupOwnerConflict` are left out ([`claims_its_apis`]), so a CSV whose API
+//!    another group provides never makes its own group a provider. A group with
+//!    `spec.staticProvidedAPIs: true` keeps the annotation it was given.
 //! 3. **Per-API roles** ([`provided_api_cluster_roles`], upstream `ensureClusterRolesForCSV`):
 //!    per owned CRD version, `<crd>-<version>-{admin,edit,view}` granting `*`,
 //!    `create/update/patch/delete`, `get/list/watch` on the resource, plus
@@ -24,13 +27,18 @@
 //!    base-62 SHA-224 of `<namespace>/<group>/<role>` ([`operator_group_role_name`]), labelled
 //!    with the owner labels and `olm.managed`, aggregating (one selector per API, sorted) the
 //!    per-API roles of the APIs in `olm.providedAPIs` and the member CSVs. With no API the
-//!    role has no aggregation rule. Upstream deletes them, by their owner labels, when the
-//!    group is deleted (`operatorGroupDeleted`).
+//!    role has no aggregation rule.
+//! 5. **Deleted groups' roles** ([`orphaned_group_roles`], upstream `operatorGroupDeleted`):
+//!    a group role whose owner labels name an OperatorGroup that no longer exists is deleted.
 //!
 //! # Where we differ from upstream
 //!
-//! A deleted OperatorGroup's three roles stay: nothing deletes them yet (the controller only
-//! sees groups that exist).
+//! Upstream deletes the roles in its OperatorGroup delete handler. Here a sweep compares the
+//! stored group roles with the stored groups (a reconcile of a deleted group never runs): at
+//! every OperatorGroup reconcile, shortly after any OperatorGroup event or a group role event
+//! naming a missing group, and every five minutes
+//! ([`crate::controller::operator_group::sweep_orphaned_roles`]); so a role left by a group
+//! deleted while olm-rs was down goes too.
 //!
 //! The per-API roles' owner reference names the CRD with kind `CustomResourceDefinition`
 //! (upstream writes the lowercase `customresourcedefinition`).
@@ -49,7 +57,7 @@ use crate::{
     api::{
         labels::{MANAGED, OWNER, OWNER_KIND, OWNER_NAMESPACE},
         v1::OperatorGroup,
-        v1alpha1::ClusterServiceVersion,
+        v1alpha1::{ClusterServiceVersion, CsvPhase, CsvReason},
     },
     plan::copied_csv::is_copy,
 };
@@ -162,14 +170,25 @@ pub fn provided_apis(csv: &ClusterServiceVersion) -> Result<Vec<ProvidedApi>, Us
     Ok(out)
 }
 
-/// The API keys provided by the CSVs of a namespace, copies excluded (upstream `IsCopied`:
-/// [`is_copy`]); CSVs whose APIs cannot be listed are skipped (their own controller reports
-/// them).
+/// Whether a CSV's APIs count for its group's annotation: not a copy (upstream `IsCopied`:
+/// [`is_copy`]), past the CSV controller's group checks (a phase is set) and not failed
+/// `InterOperatorGroupOwnerConflict` (another group provides its APIs; see
+/// [`crate::plan::csv::group_conflict`]).
+pub fn claims_its_apis(csv: &ClusterServiceVersion) -> bool {
+    let status = csv.status.as_ref();
+    let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
+    let conflicted = phase == CsvPhase::Failed
+        && status.and_then(|s| s.reason.as_ref()) == Some(&CsvReason::InterOperatorGroupOwnerConflict);
+    !is_copy(csv) && phase != CsvPhase::None && !conflicted
+}
+
+/// The API keys provided by the CSVs of a namespace that claim them ([`claims_its_apis`]);
+/// CSVs whose APIs cannot be listed are skipped (their own controller reports them).
 pub fn namespace_provided_apis<'a>(
     csvs: impl IntoIterator<Item = &'a ClusterServiceVersion>,
 ) -> BTreeSet<ApiKey> {
     csvs.into_iter()
-        .filter(|csv| !is_copy(csv))
+        .filter(|csv| claims_its_apis(csv))
         .filter_map(|csv| provided_apis(csv).ok())
         .flatten()
         .map(|p| p.key)
@@ -327,6 +346,29 @@ pub fn operator_group_cluster_roles(og: &OperatorGroup, apis: &BTreeSet<ApiKey>)
                 rules: None,
             }
         })
+        .collect()
+}
+
+/// The names of the group roles (rule 4: labelled `olm.owner.kind=OperatorGroup` with
+/// `olm.owner` and `olm.owner.namespace`) whose OperatorGroup is not in `groups` (its
+/// `(namespace, name)`s): delete them (rule 5, upstream `operatorGroupDeleted`).
+pub fn orphaned_group_roles<'a>(
+    roles: impl IntoIterator<Item = &'a ClusterRole>,
+    groups: &BTreeSet<(String, String)>,
+) -> Vec<String> {
+    roles
+        .into_iter()
+        .filter(|role| {
+            let labels = role.labels();
+            if labels.get(OWNER_KIND).map(String::as_str) != Some("OperatorGroup") {
+                return false;
+            }
+            match (labels.get(OWNER_NAMESPACE), labels.get(OWNER)) {
+                (Some(ns), Some(name)) => !groups.contains(&(ns.clone(), name.clone())),
+                _ => false,
+            }
+        })
+        .map(ResourceExt::name_any)
         .collect()
 }
 

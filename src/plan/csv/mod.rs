@@ -17,7 +17,9 @@
 //! the CSV must carry the group's member annotations (when they differ, the decision asks
 //! the shell to write them and continues with the wanted values), and the CSV's install
 //! modes must support the group's targets (`InvalidInstallModes`, `NoTargetNamespaces`,
-//! `UnsupportedOperatorGroup`; see [`super::operator_group`]).
+//! `UnsupportedOperatorGroup`; see [`super::operator_group`]). A CSV providing an API that
+//! another OperatorGroup with intersecting targets already provides fails
+//! `InterOperatorGroupOwnerConflict` and its Deployments are deleted ([`group_conflict`]).
 //!
 //! **The phases:**
 //!
@@ -46,7 +48,8 @@
 //!   `InstallReady`; unhealthy → `Failed` `ComponentUnhealthy` (or `InstallCheckFailed`
 //!   past the progress deadline).
 //! - `Failed`: with a fail-forward OperatorGroup and a replacement → `Replacing`; failed
-//!   for an OperatorGroup reason that the pre-checks no longer see → `Pending`
+//!   for an OperatorGroup reason (or `InterOperatorGroupOwnerConflict`) that the pre-checks
+//!   no longer see → `Pending`
 //!   `RequirementsUnknown`; requirements unmet → `Pending` `RequirementsNotMet`; components
 //!   healthy again → `Succeeded`; otherwise → `Pending` `NeedsReinstall`. An
 //!   `InstallComponentFailedNoRetry` CSV stays frozen, an `OwnerConflict` stays while the
@@ -301,6 +304,9 @@ pub struct Observed {
     /// Why the OperatorCondition of the CSV this one replaces holds the upgrade, when it does
     /// ([`super::operator_condition::upgrade_blocker`]).
     pub replacee_not_upgradeable: Option<UpgradeBlock>,
+    /// Every OperatorGroup of the cluster with its targets and `olm.providedAPIs`
+    /// ([`group_conflict`]).
+    pub providing_groups: Vec<group_conflict::ProvidingGroup>,
 }
 
 #[cfg(test)]
@@ -569,6 +575,9 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
     if let Err(e) = webhooks::validate(csv) {
         return with_patch(CsvDecision::to(CsvPhase::Failed, e.reason(), e.to_string()));
     }
+    if let Some(conflict) = inter_group_conflict(csv, &namespace, &group.name, targets, observed) {
+        return with_patch(conflict);
+    }
 
     let webhooks = webhooks::plan(csv, targets, &observed.webhooks, now);
     let desired = desired_deployments(csv, &annotations, observed.overrides.as_ref()).map(|mut d| {
@@ -585,6 +594,50 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
         webhooks,
     };
     with_patch(ctx.transition(&phase, reason.as_ref(), &status, now))
+}
+
+/// Requeue period of a CSV failed `InterOperatorGroupOwnerConflict` (a rival group in another
+/// namespace changing does not wake it).
+pub const GROUP_CONFLICT_REQUEUE: Duration = Duration::from_secs(60);
+
+/// `Failed` `InterOperatorGroupOwnerConflict` when another OperatorGroup with intersecting
+/// targets provides one of the CSV's APIs ([`group_conflict`]); its Deployments go.
+fn inter_group_conflict(
+    csv: &ClusterServiceVersion,
+    namespace: &str,
+    group: &str,
+    targets: &[String],
+    observed: &Observed,
+) -> Option<CsvDecision> {
+    // An owned CRD without a group fails elsewhere (requirements); it provides nothing here.
+    let apis = super::user_roles::provided_apis(csv).ok()?;
+    let apis = apis.into_iter().map(|a| a.key).collect();
+    let own = observed
+        .providing_groups
+        .iter()
+        .find(|g| g.namespace == namespace && g.name == group)
+        .cloned()
+        .unwrap_or_else(|| group_conflict::ProvidingGroup {
+            namespace: namespace.to_owned(),
+            name: group.to_owned(),
+            namespaces: Some(targets.to_vec()),
+            provided_apis: std::collections::BTreeSet::new(),
+            static_apis: false,
+        });
+    group_conflict::conflicting_group(&own, &apis, &observed.providing_groups)?;
+    let name = csv.name_any();
+    let mut d = CsvDecision::to(
+        CsvPhase::Failed,
+        CsvReason::InterOperatorGroupOwnerConflict,
+        group_conflict::CONFLICT_MESSAGE,
+    );
+    d.stale_deployments = observed
+        .deployments
+        .iter()
+        .filter(|(_, dep)| dep.owner.as_deref() == Some(name.as_str()))
+        .map(|(n, _)| n.clone())
+        .collect();
+    Some(d.requeue(GROUP_CONFLICT_REQUEUE))
 }
 
 struct Context<'a> {
@@ -881,7 +934,8 @@ impl Context<'_> {
                 CsvReason::NoTargetNamespaces
                 | CsvReason::NoOperatorGroup
                 | CsvReason::TooManyOperatorGroups
-                | CsvReason::UnsupportedOperatorGroup,
+                | CsvReason::UnsupportedOperatorGroup
+                | CsvReason::InterOperatorGroupOwnerConflict,
             ) => {
                 return CsvDecision::to(
                     CsvPhase::Pending,
@@ -1007,6 +1061,7 @@ fn rollout_wait(name: &str, d: &ObservedDeployment) -> Option<String> {
 pub mod config;
 mod deployments;
 mod failures;
+pub mod group_conflict;
 mod requirements;
 pub mod webhooks;
 mod writes;

@@ -1584,3 +1584,54 @@ fn a_status_that_changes_carries_an_empty_cleanup_as_go_writes_it() {
     assert!(!d.apply_to(&mut settled, &t(1)));
     assert!(settled.cleanup.is_none());
 }
+
+fn rival_providing(csv: &ClusterServiceVersion, targets: &[&str]) -> group_conflict::ProvidingGroup {
+    group_conflict::ProvidingGroup {
+        namespace: "elsewhere".into(),
+        name: "rival".into(),
+        namespaces: Some(targets.iter().map(|s| (*s).to_owned()).collect()),
+        provided_apis: crate::plan::user_roles::provided_apis(csv)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.key)
+            .collect(),
+        static_apis: false,
+    }
+}
+
+#[test]
+fn an_api_another_intersecting_group_provides_fails_the_csv_and_deletes_its_deployments() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let observed = Observed {
+        providing_groups: vec![rival_providing(&csv, &[""])],
+        ..with_healthy(ready(), &csv)
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::Failed, CsvReason::InterOperatorGroupOwnerConflict)
+    );
+    assert_eq!(d.message, "intersecting operatorgroups provide the same apis");
+    assert_eq!(d.stale_deployments, vec!["redis-operator".to_owned()]);
+    assert_eq!(d.requeue_after, Some(GROUP_CONFLICT_REQUEUE));
+}
+
+#[test]
+fn a_rival_group_with_disjoint_targets_does_not_conflict_and_a_gone_conflict_goes_pending() {
+    let csv = Csv::test().phase(CsvPhase::Pending).build();
+    let observed = Observed {
+        providing_groups: vec![rival_providing(&csv, &["elsewhere"])],
+        ..ready()
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+    let failed = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::InterOperatorGroupOwnerConflict)
+        .build();
+    let d = decide(&failed, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
+}

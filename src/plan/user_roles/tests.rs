@@ -112,7 +112,25 @@ fn the_annotation_is_sorted_and_skips_copied_csvs() {
         reason: Some(crate::api::v1alpha1::CsvReason::Copied),
         ..Default::default()
     });
-    let csvs = [redis_csv(), copied, unlabelled];
+    let with_status = |phase: CsvPhase, reason: CsvReason| {
+        let mut csv = redis_csv();
+        csv.spec.custom_resource_definitions.as_mut().expect("crds").owned[0].kind = "Other".into();
+        csv.status = Some(crate::api::v1alpha1::ClusterServiceVersionStatus {
+            phase: Some(phase),
+            reason: Some(reason),
+            ..Default::default()
+        });
+        csv
+    };
+    // Not yet checked by the CSV controller, or failed for a rival group's API: left out.
+    let unchecked = redis_csv_unchecked_other();
+    let conflicted = with_status(CsvPhase::Failed, CsvReason::InterOperatorGroupOwnerConflict);
+    let mut claiming = redis_csv();
+    claiming.status = Some(crate::api::v1alpha1::ClusterServiceVersionStatus {
+        phase: Some(CsvPhase::Pending),
+        ..Default::default()
+    });
+    let csvs = [claiming, copied, unlabelled, unchecked, conflicted];
     let apis = namespace_provided_apis(csvs.iter());
     assert_eq!(
         provided_apis_annotation(&apis),
@@ -274,4 +292,43 @@ fn a_stored_role_holding_what_is_desired_is_current_and_any_difference_is_not() 
     let mut orphaned = admin.clone();
     orphaned.metadata.owner_references = None;
     assert!(!role_is_current(&admin, &orphaned));
+}
+
+fn redis_csv_unchecked_other() -> ClusterServiceVersion {
+    let mut csv = redis_csv();
+    csv.spec.custom_resource_definitions.as_mut().expect("crds").owned[0].kind = "Other".into();
+    csv.status = None;
+    csv
+}
+
+#[test]
+fn group_roles_whose_group_is_gone_are_listed_for_deletion() {
+    let live = og(serde_json::json!({}), false);
+    let gone: OperatorGroup = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "gone", "namespace": "seed-manual"}, "spec": {}
+    }))
+    .expect("an OperatorGroup");
+    let apis = BTreeSet::new();
+    let mut roles = operator_group_cluster_roles(&live, &apis);
+    let orphans = operator_group_cluster_roles(&gone, &apis);
+    roles.extend(orphans.clone());
+    // A per-API role (no owner labels) and a CSV-owned role are never swept.
+    let mut csv_role = orphans[0].clone();
+    csv_role.metadata.name = Some("csv-role".into());
+    csv_role
+        .labels_mut()
+        .insert(OWNER_KIND.into(), "ClusterServiceVersion".into());
+    roles.push(csv_role);
+    roles.extend(provided_api_cluster_roles(
+        &provided_apis(&redis_csv()).expect("apis")[0],
+        &ApiOwner {
+            name: "redisclusters.cache.example.com".into(),
+            uid: "u".into(),
+        },
+    ));
+    let groups: BTreeSet<(String, String)> = [(live.namespace().expect("ns"), live.name_any())].into();
+    let want: Vec<String> = orphans.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(orphaned_group_roles(roles.iter(), &groups), want);
+    assert_eq!(want.len(), 3);
 }

@@ -1,0 +1,178 @@
+//! group_conflict: a CSV may not provide an API that another OperatorGroup with intersecting
+//! target namespaces already provides (upstream `resolver.ReconcileAPIIntersection`, applied
+//! in `olm/operator.go:syncClusterServiceVersion` before the phase switch).
+//!
+//! # The rule
+//!
+//! - A group's targets are its `status.namespaces` plus its own namespace; `[""]`
+//!   (AllNamespaces) stays as it is and intersects every group with at least one target.
+//! - The other groups whose targets intersect the CSV's group's targets are the rivals; the
+//!   APIs they provide are the union of their `olm.providedAPIs`.
+//! - The CSV's provided APIs ([`crate::plan::user_roles::provided_apis`]) meeting a rival's
+//!   APIs → `Failed` `InterOperatorGroupOwnerConflict` "intersecting operatorgroups provide
+//!   the same apis", and its Deployments are deleted (upstream `cleanupCSVDeployments`).
+//!
+//! # Where we differ from upstream, and why
+//!
+//! Upstream's CSV sync adds the CSV's APIs to its group's annotation and, when the group
+//! already lists them and a rival does too, removes them again (`RemoveAPIs`), so whichever
+//! CSV syncs next loses. Here the OperatorGroup controller writes the annotation from the
+//! member CSVs that passed this check (phase set, not failed for this reason); when both
+//! groups already list the API, a `spec.staticProvidedAPIs` group keeps it (upstream's static
+//! group never yields either), else the group whose `<namespace>/<name>` sorts later loses, so
+//! the outcome does not depend on sync order.
+
+use std::collections::BTreeSet;
+
+use crate::plan::user_roles::ApiKey;
+
+/// An OperatorGroup of the cluster and the APIs it provides, as observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProvidingGroup {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its `status.namespaces` (`None` until written).
+    pub namespaces: Option<Vec<String>>,
+    /// Its `olm.providedAPIs`, parsed.
+    pub provided_apis: BTreeSet<ApiKey>,
+    /// `spec.staticProvidedAPIs`: its annotation is fixed, so it never yields an API.
+    pub static_apis: bool,
+}
+
+impl ProvidingGroup {
+    /// Its targets: `None` for AllNamespaces, else its namespaces plus its own (upstream
+    /// `NewOperatorGroup`; a group without status has no target).
+    fn targets(&self) -> Option<BTreeSet<&str>> {
+        let list = self.namespaces.as_deref().unwrap_or_default();
+        if list.first().is_some_and(String::is_empty) {
+            return None;
+        }
+        let mut set: BTreeSet<&str> = list.iter().map(String::as_str).collect();
+        if !set.is_empty() {
+            set.insert(&self.namespace);
+        }
+        Some(set)
+    }
+
+    fn key(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+}
+
+/// Whether two target sets share a namespace (`None` = AllNamespaces meets any non-empty set).
+fn intersect(a: Option<&BTreeSet<&str>>, b: Option<&BTreeSet<&str>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (None, Some(s)) | (Some(s), None) => !s.is_empty(),
+        (Some(a), Some(b)) => a.iter().any(|n| b.contains(n)),
+    }
+}
+
+/// The upstream message of the conflict.
+pub const CONFLICT_MESSAGE: &str = "intersecting operatorgroups provide the same apis";
+
+/// The rival group (`<namespace>/<name>`) that already provides one of `apis`, when the CSV
+/// of group `own` (in `groups`, or absent) may not provide them (module doc).
+pub fn conflicting_group(
+    own: &ProvidingGroup,
+    apis: &BTreeSet<ApiKey>,
+    groups: &[ProvidingGroup],
+) -> Option<String> {
+    if apis.is_empty() {
+        return None;
+    }
+    let own_targets = own.targets();
+    let subset = apis.is_subset(&own.provided_apis);
+    groups
+        .iter()
+        .filter(|g| g.key() != own.key())
+        .filter(|g| intersect(own_targets.as_ref(), g.targets().as_ref()))
+        .filter(|g| !g.provided_apis.is_disjoint(apis))
+        // Both already list the APIs: a static group keeps them, else the one sorting first.
+        .find(|g| !subset || (!own.static_apis && (g.static_apis || g.key() < own.key())))
+        .map(|g| format!("{}/{}", g.namespace, g.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::user_roles::parse_provided_apis;
+
+    fn group(ns: &str, name: &str, targets: Option<&[&str]>, apis: &str) -> ProvidingGroup {
+        ProvidingGroup {
+            namespace: ns.into(),
+            name: name.into(),
+            namespaces: targets.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+            provided_apis: parse_provided_apis(apis),
+            static_apis: false,
+        }
+    }
+
+    const API: &str = "RedisCluster.v1.cache.example.com";
+
+    #[test]
+    fn a_rival_with_intersecting_targets_and_the_same_api_conflicts() {
+        let apis = parse_provided_apis(API);
+        let own = group("a", "og-a", Some(&["a"]), "");
+        // AllNamespaces intersects everything.
+        let all = group("d", "og-d", Some(&[""]), API);
+        assert_eq!(
+            conflicting_group(&own, &apis, &[own.clone(), all]),
+            Some("d/og-d".into())
+        );
+        // A group targeting the CSV's namespace.
+        let targeting = group("d", "og-d", Some(&["x", "a"]), API);
+        assert_eq!(
+            conflicting_group(&own, &apis, &[targeting]),
+            Some("d/og-d".into())
+        );
+        // The CSV's group is AllNamespaces: any rival with a target intersects.
+        let own_all = group("a", "og-a", Some(&[""]), "");
+        let single = group("d", "og-d", Some(&["d"]), API);
+        assert_eq!(
+            conflicting_group(&own_all, &apis, &[single]),
+            Some("d/og-d".into())
+        );
+    }
+
+    #[test]
+    fn disjoint_targets_other_apis_or_no_status_do_not_conflict() {
+        let apis = parse_provided_apis(API);
+        let own = group("a", "og-a", Some(&["a"]), "");
+        let disjoint = group("d", "og-d", Some(&["d"]), API);
+        let other_api = group("e", "og-e", Some(&[""]), "Other.v1.x.io");
+        let no_status = group("f", "og-f", None, API);
+        assert_eq!(
+            conflicting_group(&own, &apis, &[disjoint, other_api, no_status]),
+            None
+        );
+        // A CSV providing nothing never conflicts; its own group is not a rival.
+        let all = group("d", "og-d", Some(&[""]), API);
+        assert_eq!(conflicting_group(&own, &BTreeSet::new(), &[all]), None);
+        let own_listing = group("a", "og-a", Some(&["a"]), API);
+        assert_eq!(
+            conflicting_group(&own_listing, &apis, std::slice::from_ref(&own_listing)),
+            None
+        );
+    }
+
+    #[test]
+    fn when_both_groups_list_the_api_the_later_group_loses() {
+        let apis = parse_provided_apis(API);
+        let first = group("a", "og", Some(&[""]), API);
+        let second = group("b", "og", Some(&[""]), API);
+        let groups = [first.clone(), second.clone()];
+        assert_eq!(conflicting_group(&first, &apis, &groups), None);
+        assert_eq!(conflicting_group(&second, &apis, &groups), Some("a/og".into()));
+        // A static group keeps its APIs whatever its name.
+        let fixed = ProvidingGroup {
+            static_apis: true,
+            ..second.clone()
+        };
+        let groups = [first.clone(), fixed.clone()];
+        assert_eq!(conflicting_group(&first, &apis, &groups), Some("b/og".into()));
+        assert_eq!(conflicting_group(&fixed, &apis, &groups), None);
+    }
+}
