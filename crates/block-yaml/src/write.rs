@@ -224,6 +224,23 @@ mod tests {
 
     use super::*;
 
+    /// The yaml_write fuzz target's first crash: a value nested past serde-saphyr's depth budget
+    /// (64) is written, but the reference decoder refuses to read it back; one level less reads
+    /// back unchanged. The target now leaves such values out.
+    #[test]
+    fn values_nested_past_the_reference_decoders_budget_are_refused_by_it_not_by_the_writer() {
+        let nested = |levels: usize| (0..levels).fold(json!("x"), |inner, _| json!([inner]));
+        let deep = nested(63);
+        let (docs, error) = crate::reference::documents::<crate::json::JsonDocument>(&to_yaml(&deep));
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(docs.into_iter().next().map(|d| d.0), Some(deep));
+        let (_, error) = crate::reference::documents::<crate::json::JsonDocument>(&to_yaml(&nested(70)));
+        assert!(
+            error.is_some_and(|e| e.to_string().contains("Depth")),
+            "the reference decoder's depth budget"
+        );
+    }
+
     #[test]
     fn nested_maps_and_sequences_are_written_kubectl_style() {
         let v = json!({"a": {"b": 1, "c": [ {"d": "x", "e": true}, "z" ], "f": []}, "g": {}});
