@@ -23,7 +23,7 @@
 //! - **`Upgradeable` gates upgrades away from the CSV** ([`upgrade_blocker`]): a CSV replacing
 //!   it stays `Pending` `OperatorConditionNotUpgradeable` while the replaced CSV's
 //!   OperatorCondition has an `Upgradeable` override that is not `True`, or (without an
-//!   override) an `Upgradeable` status condition that is `False` or was observed at another
+//!   override) an `Upgradeable` status condition that is `False` or was observed at an older
 //!   generation than the object's. No OperatorCondition, or no `Upgradeable` condition, is
 //!   upgradeable. Overrides always win over the operator's conditions.
 //!
@@ -242,7 +242,7 @@ pub enum UpgradeBlock {
         /// The condition's message.
         message: String,
     },
-    /// The `Upgradeable` status condition was observed at another generation than the
+    /// The `Upgradeable` status condition was observed at an older generation than the
     /// object's: OLM has not yet copied what the operator says now.
     Outdated {
         /// The stale condition's status.
@@ -266,7 +266,7 @@ impl std::fmt::Display for UpgradeBlock {
             Self::Outdated { status } => write!(
                 f,
                 "the operatorcondition status {UPGRADEABLE:?}={status:?} is outdated (observed at \
-                 another generation; it is refreshed from spec.conditions)"
+                 an older generation; it is refreshed from spec.conditions)"
             ),
         }
     }
@@ -289,7 +289,9 @@ pub fn upgrade_blocker(oc: Option<&OperatorCondition>) -> Option<UpgradeBlock> {
         .conditions
         .iter()
         .find(|c| c.type_ == UPGRADEABLE)?;
-    if c.observed_generation.unwrap_or_default() != oc.meta().generation.unwrap_or_default() {
+    // As upstream: only an older generation is outdated (an operator writing the status
+    // directly through the v1 API may record a newer one).
+    if c.observed_generation.unwrap_or_default() < oc.meta().generation.unwrap_or_default() {
         return Some(UpgradeBlock::Outdated {
             status: c.status.clone(),
         });

@@ -253,12 +253,23 @@ fn upgradeable_false_in_the_status_holds_the_upgrade_with_its_message() {
 }
 
 #[test]
-fn a_status_condition_observed_at_another_generation_is_outdated_and_holds() {
+fn a_status_condition_observed_at_an_older_generation_is_outdated_and_holds() {
     let stale = oc(json!({"status": {"conditions": [cond("True", "", 1)]}}));
     assert_eq!(
         upgrade_blocker(Some(&stale)),
         Some(UpgradeBlock::Outdated {
             status: "True".into()
+        })
+    );
+    // A newer observedGeneration (written straight into the status) is not outdated, as
+    // upstream (`ObservedGeneration < Generation`).
+    let ahead = oc(json!({"status": {"conditions": [cond("True", "", 3)]}}));
+    assert_eq!(upgrade_blocker(Some(&ahead)), None);
+    let ahead_false = oc(json!({"status": {"conditions": [cond("False", "busy", 3)]}}));
+    assert_eq!(
+        upgrade_blocker(Some(&ahead_false)),
+        Some(UpgradeBlock::NotUpgradeable {
+            message: "busy".into()
         })
     );
 }
