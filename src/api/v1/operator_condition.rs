@@ -1,12 +1,13 @@
 //! `operators.coreos.com/v1` OperatorCondition: served, not stored (the API server converts by
 //! relabelling). The `v2` object ([`crate::api::v2::OperatorCondition`]) without
-//! `spec.conditions`: operators built on the v1 API write `status.conditions` directly.
+//! `spec.conditions`: operators built on the v1 API write `status.conditions` directly. The
+//! status and the override entries are v2's types.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::api::v2::OperatorConditionStatus;
 use crate::api::v2::OverrideCondition;
 
 /// OperatorConditionSpec allows a cluster admin to convey information about the state of an
@@ -38,13 +39,4 @@ pub struct OperatorConditionSpec {
     /// Conditions set by a cluster admin; they take precedence over the operator's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<OverrideCondition>,
-}
-
-/// The operator's conditions (the status may trail the actual state of the operator).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OperatorConditionStatus {
-    /// The operator's conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
 }
