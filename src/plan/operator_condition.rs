@@ -42,7 +42,7 @@ use kube::{Resource, ResourceExt};
 use super::steps::CSV_KIND;
 use crate::api::{
     GROUP,
-    labels::{COMPONENT_LABEL_PREFIX, MANAGED},
+    labels::MANAGED,
     v1alpha1::{self, ClusterServiceVersion},
     v2::{self, OperatorCondition, OperatorConditionSpec, OperatorConditionStatus, UPGRADEABLE},
 };
@@ -103,12 +103,7 @@ pub fn desired(csv: &ClusterServiceVersion) -> Option<OperatorCondition> {
     oc.metadata.namespace = csv.namespace();
     // The CSV's Operator component label, as upstream's adoption controller puts on every object
     // the CSV owns (so the Operator lists it).
-    let component_labels: BTreeMap<String, String> = csv
-        .labels()
-        .iter()
-        .filter(|(k, _)| k.starts_with(COMPONENT_LABEL_PREFIX))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let component_labels = super::csv::component_labels(csv);
     oc.metadata.labels = (!component_labels.is_empty()).then_some(component_labels);
     oc.metadata.owner_references = Some(vec![controller_ref(v1alpha1::API_VERSION, CSV_KIND, &name, uid)]);
     Some(oc)

@@ -1067,7 +1067,7 @@ pub mod webhooks;
 mod writes;
 
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
-pub use deployments::{deployment_up_to_date, desired_deployments, strategy_switch_patch};
+pub use deployments::{component_labels, deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use failures::{
     ApplyFailure, OwnPlanState, apply_failed, held_by_plan, own_plan_state, plan_failed, repeats_failure,
 };
