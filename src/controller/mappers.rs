@@ -31,13 +31,7 @@ pub fn catalog_sources_for_config_map(
 /// The OperatorGroup a ClusterRole belongs to (`olm.owner.kind=OperatorGroup` with its name and
 /// namespace labels), if any.
 pub fn operator_group_of(role: &k8s_openapi::api::rbac::v1::ClusterRole) -> Option<ObjectRef<OperatorGroup>> {
-    let labels = role.labels();
-    if labels.get(crate::api::labels::OWNER_KIND).map(String::as_str) != Some("OperatorGroup") {
-        return None;
-    }
-    let name = labels.get(crate::api::labels::OWNER)?;
-    let ns = labels.get(crate::api::labels::OWNER_NAMESPACE)?;
-    Some(ObjectRef::new(name).within(ns))
+    crate::plan::user_roles::owning_group(role).map(|(ns, name)| ObjectRef::new(name).within(ns))
 }
 
 /// The CSVs to sync after an OperatorGroup event: those of its namespace and, anywhere, those

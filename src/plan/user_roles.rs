@@ -294,7 +294,6 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The three roles of an OperatorGroup aggregating the per-API roles of `apis` (rule 4).
 /// Whether the stored `current` role already holds everything `desired` sets: its labels, owner
 /// references, aggregation rule, and (for a role that aggregates nothing) its rules. An
 /// aggregated role's rules are filled by the API server's aggregation controller, so they are
@@ -313,6 +312,7 @@ pub fn role_is_current(desired: &ClusterRole, current: &ClusterRole) -> bool {
     labels_held && owners_held && desired.aggregation_rule == current.aggregation_rule && rules_held
 }
 
+/// The three roles of an OperatorGroup aggregating the per-API roles of `apis` (rule 4).
 pub fn operator_group_cluster_roles(og: &OperatorGroup, apis: &BTreeSet<ApiKey>) -> Vec<ClusterRole> {
     let ns = og.namespace().unwrap_or_default();
     let name = og.name_any();
@@ -349,8 +349,17 @@ pub fn operator_group_cluster_roles(og: &OperatorGroup, apis: &BTreeSet<ApiKey>)
         .collect()
 }
 
-/// The names of the group roles (rule 4: labelled `olm.owner.kind=OperatorGroup` with
-/// `olm.owner` and `olm.owner.namespace`) whose OperatorGroup is not in `groups` (its
+/// The OperatorGroup (`(namespace, name)`) a group role belongs to (rule 4: labelled
+/// `olm.owner.kind=OperatorGroup` with `olm.owner` and `olm.owner.namespace`), if it is one.
+pub fn owning_group(role: &ClusterRole) -> Option<(&str, &str)> {
+    let labels = role.metadata.labels.as_ref()?;
+    if labels.get(OWNER_KIND).map(String::as_str) != Some("OperatorGroup") {
+        return None;
+    }
+    Some((labels.get(OWNER_NAMESPACE)?, labels.get(OWNER)?))
+}
+
+/// The names of the group roles ([`owning_group`]) whose OperatorGroup is not in `groups` (its
 /// `(namespace, name)`s): delete them (rule 5, upstream `operatorGroupDeleted`).
 pub fn orphaned_group_roles<'a>(
     roles: impl IntoIterator<Item = &'a ClusterRole>,
@@ -359,14 +368,7 @@ pub fn orphaned_group_roles<'a>(
     roles
         .into_iter()
         .filter(|role| {
-            let labels = role.labels();
-            if labels.get(OWNER_KIND).map(String::as_str) != Some("OperatorGroup") {
-                return false;
-            }
-            match (labels.get(OWNER_NAMESPACE), labels.get(OWNER)) {
-                (Some(ns), Some(name)) => !groups.contains(&(ns.clone(), name.clone())),
-                _ => false,
-            }
+            owning_group(role).is_some_and(|(ns, name)| !groups.contains(&(ns.to_owned(), name.to_owned())))
         })
         .map(ResourceExt::name_any)
         .collect()
