@@ -14,9 +14,10 @@
 //!
 //! A deleted group's aggregated roles are deleted, as upstream's `operatorGroupDeleted`
 //! ([`sweep_orphaned_roles`]). kube-runtime never reconciles an object that is gone, so the
-//! sweep runs at every group reconcile and in [`sweep_task`]: shortly after any OperatorGroup
-//! event (a deletion included) or a group role event naming a missing group, and every five
-//! minutes; always after the caches' first list, so a cold store never reads as "no group".
+//! sweep runs in one [`sweep_task`] (not in the group reconcile, which member CSV changes
+//! trigger often): shortly after any OperatorGroup event (a deletion included) or a group role
+//! event naming a missing group, and every five minutes; always after the caches' first list,
+//! so a cold store never reads as "no group".
 
 use std::{sync::Arc, time::Duration};
 
@@ -125,7 +126,6 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         }
     }
     ensure_user_roles(&og, &ns, &ctx).await?;
-    sweep_orphaned_roles(&ctx).await?;
     // Selector targets change when namespaces are labelled: look again now and then.
     Ok(Action::requeue(Duration::from_secs(300)))
 }

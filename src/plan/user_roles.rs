@@ -34,11 +34,10 @@
 //! # Where we differ from upstream
 //!
 //! Upstream deletes the roles in its OperatorGroup delete handler. Here a sweep compares the
-//! stored group roles with the stored groups (a reconcile of a deleted group never runs): at
-//! every OperatorGroup reconcile, shortly after any OperatorGroup event or a group role event
-//! naming a missing group, and every five minutes
-//! ([`crate::controller::operator_group::sweep_orphaned_roles`]); so a role left by a group
-//! deleted while olm-rs was down goes too.
+//! stored group roles with the stored groups (a reconcile of a deleted group never runs):
+//! shortly after any OperatorGroup event or a group role event naming a missing group, and
+//! every five minutes ([`crate::controller::operator_group::sweep_task`]); so a role left by a
+//! group deleted while olm-rs was down goes too.
 //!
 //! The per-API roles' owner reference names the CRD with kind `CustomResourceDefinition`
 //! (upstream writes the lowercase `customresourcedefinition`).
