@@ -11,6 +11,10 @@
 //! - The CSV's provided APIs ([`crate::plan::user_roles::provided_apis`]) meeting a rival's
 //!   APIs → `Failed` `InterOperatorGroupOwnerConflict` "intersecting operatorgroups provide
 //!   the same apis", and its Deployments are deleted (upstream `cleanupCSVDeployments`).
+//! - Else, in a `spec.staticProvidedAPIs` group, providing an API its `olm.providedAPIs`
+//!   does not list (upstream `AddAPIs` on a static group) → `Failed`
+//!   `CannotModifyStaticOperatorGroupProvidedAPIs` ([`static_group_refusal`]), Deployments
+//!   deleted likewise.
 //!
 //! # Where we differ from upstream, and why
 //!
@@ -95,6 +99,30 @@ pub fn conflicting_group(
         .map(|g| format!("{}/{}", g.namespace, g.name))
 }
 
+/// The upstream message of a CSV refused by a static group, which [`static_group_refusal`]
+/// follows with the object, the field and the fix.
+pub const STATIC_MESSAGE: &str = "static provided api operatorgroup cannot be modified by these apis";
+
+/// Why the `spec.staticProvidedAPIs` group `own` refuses a CSV providing `apis`: some are not
+/// in its `olm.providedAPIs` (an admin fixed that list; OLM never extends it). `None` for a
+/// group that is not static or already lists them all.
+pub fn static_group_refusal(own: &ProvidingGroup, apis: &BTreeSet<ApiKey>) -> Option<String> {
+    if !own.static_apis {
+        return None;
+    }
+    let missing: Vec<String> = apis.difference(&own.provided_apis).map(ApiKey::gvk).collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{STATIC_MESSAGE}: OperatorGroup {}/{} has spec.staticProvidedAPIs: true and its \
+             olm.providedAPIs annotation does not list {}; add them to the annotation, or unset \
+             spec.staticProvidedAPIs",
+            own.namespace,
+            own.name,
+            missing.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +202,28 @@ mod tests {
         let groups = [first.clone(), fixed.clone()];
         assert_eq!(conflicting_group(&first, &apis, &groups), Some("b/og".into()));
         assert_eq!(conflicting_group(&fixed, &apis, &groups), None);
+    }
+
+    #[test]
+    fn a_static_group_refuses_a_csv_providing_an_api_its_annotation_does_not_list() {
+        let apis = parse_provided_apis(&format!("{API},Other.v1.x.io"));
+        let listing_one = ProvidingGroup {
+            static_apis: true,
+            ..group("a", "og", Some(&["a"]), API)
+        };
+        let refusal = static_group_refusal(&listing_one, &apis).expect("refused");
+        assert!(refusal.starts_with(STATIC_MESSAGE), "{refusal}");
+        assert!(
+            refusal.contains("OperatorGroup a/og") && refusal.contains("does not list Other.v1.x.io;"),
+            "names the group and only the missing API: {refusal}"
+        );
+        let listing_all = ProvidingGroup {
+            provided_apis: apis.clone(),
+            ..listing_one.clone()
+        };
+        assert_eq!(static_group_refusal(&listing_all, &apis), None);
+        // A group that is not static extends its annotation instead.
+        let dynamic = group("a", "og", Some(&["a"]), API);
+        assert_eq!(static_group_refusal(&dynamic, &apis), None);
     }
 }

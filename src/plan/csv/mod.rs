@@ -19,7 +19,9 @@
 //! modes must support the group's targets (`InvalidInstallModes`, `NoTargetNamespaces`,
 //! `UnsupportedOperatorGroup`; see [`super::operator_group`]). A CSV providing an API that
 //! another OperatorGroup with intersecting targets already provides fails
-//! `InterOperatorGroupOwnerConflict` and its Deployments are deleted ([`group_conflict`]).
+//! `InterOperatorGroupOwnerConflict`, one providing an API its `spec.staticProvidedAPIs` group
+//! does not list fails `CannotModifyStaticOperatorGroupProvidedAPIs`, and its Deployments are
+//! deleted ([`group_conflict`]).
 //!
 //! **The phases:**
 //!
@@ -48,7 +50,8 @@
 //!   `InstallReady`; unhealthy → `Failed` `ComponentUnhealthy` (or `InstallCheckFailed`
 //!   past the progress deadline).
 //! - `Failed`: with a fail-forward OperatorGroup and a replacement → `Replacing`; failed
-//!   for an OperatorGroup reason (or `InterOperatorGroupOwnerConflict`) that the pre-checks
+//!   for an OperatorGroup reason (or `InterOperatorGroupOwnerConflict`,
+//!   `CannotModifyStaticOperatorGroupProvidedAPIs`) that the pre-checks
 //!   no longer see → `Pending`
 //!   `RequirementsUnknown`; requirements unmet → `Pending` `RequirementsNotMet`; components
 //!   healthy again → `Succeeded`; otherwise → `Pending` `NeedsReinstall`. An
@@ -601,7 +604,8 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
 pub const GROUP_CONFLICT_REQUEUE: Duration = Duration::from_secs(60);
 
 /// `Failed` `InterOperatorGroupOwnerConflict` when another OperatorGroup with intersecting
-/// targets provides one of the CSV's APIs ([`group_conflict`]); its Deployments go.
+/// targets provides one of the CSV's APIs, else `CannotModifyStaticOperatorGroupProvidedAPIs`
+/// when its static group does not list them ([`group_conflict`]); its Deployments go.
 fn inter_group_conflict(
     csv: &ClusterServiceVersion,
     namespace: &str,
@@ -624,13 +628,18 @@ fn inter_group_conflict(
             provided_apis: std::collections::BTreeSet::new(),
             static_apis: false,
         });
-    group_conflict::conflicting_group(&own, &apis, &observed.providing_groups)?;
+    let (reason, message) =
+        if group_conflict::conflicting_group(&own, &apis, &observed.providing_groups).is_some() {
+            (
+                CsvReason::InterOperatorGroupOwnerConflict,
+                group_conflict::CONFLICT_MESSAGE.to_owned(),
+            )
+        } else {
+            let refusal = group_conflict::static_group_refusal(&own, &apis)?;
+            (CsvReason::CannotModifyStaticOperatorGroupProvidedApis, refusal)
+        };
     let name = csv.name_any();
-    let mut d = CsvDecision::to(
-        CsvPhase::Failed,
-        CsvReason::InterOperatorGroupOwnerConflict,
-        group_conflict::CONFLICT_MESSAGE,
-    );
+    let mut d = CsvDecision::to(CsvPhase::Failed, reason, message);
     d.stale_deployments = observed
         .deployments
         .iter()
@@ -935,7 +944,8 @@ impl Context<'_> {
                 | CsvReason::NoOperatorGroup
                 | CsvReason::TooManyOperatorGroups
                 | CsvReason::UnsupportedOperatorGroup
-                | CsvReason::InterOperatorGroupOwnerConflict,
+                | CsvReason::InterOperatorGroupOwnerConflict
+                | CsvReason::CannotModifyStaticOperatorGroupProvidedApis,
             ) => {
                 return CsvDecision::to(
                     CsvPhase::Pending,

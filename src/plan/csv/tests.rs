@@ -1635,3 +1635,45 @@ fn a_rival_group_with_disjoint_targets_does_not_conflict_and_a_gone_conflict_goe
     let d = decide(&failed, &observed, &t(0));
     assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
 }
+
+#[test]
+fn a_static_group_not_listing_the_csvs_api_fails_it_until_the_annotation_lists_it() {
+    let csv = Csv::test().phase(CsvPhase::Pending).build();
+    let mut own = rival_providing(&csv, &["operators"]);
+    own.namespace = "operators".into();
+    own.name = "og".into();
+    own.static_apis = true;
+    let listed = own.provided_apis.clone();
+    own.provided_apis.clear();
+    let observed = Observed {
+        providing_groups: vec![own.clone()],
+        ..with_healthy(ready(), &csv)
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (
+            CsvPhase::Failed,
+            CsvReason::CannotModifyStaticOperatorGroupProvidedApis
+        )
+    );
+    assert!(
+        d.message.starts_with(group_conflict::STATIC_MESSAGE)
+            && d.message.contains("OperatorGroup operators/og"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.stale_deployments, vec!["redis-operator".to_owned()]);
+    // The admin lists the API: the failed CSV starts over.
+    own.provided_apis = listed;
+    let observed = Observed {
+        providing_groups: vec![own],
+        ..ready()
+    };
+    let failed = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::CannotModifyStaticOperatorGroupProvidedApis)
+        .build();
+    let d = decide(&failed, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
+}
