@@ -278,7 +278,6 @@ pub(super) async fn run_controllers(
         catalogd: std::sync::OnceLock::new(),
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),
-        discovery_misses: Mutex::default(),
         status_writes: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
