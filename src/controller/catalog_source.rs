@@ -94,7 +94,6 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
                 .map(|c| c.last_observed_state.clone());
             let served = serve_from_registry(cache, &ns, &name, &addr, poll, previous).await;
             observed_state = Some(served.state);
-            status.latest_image_registry_poll = served.read_at;
             address = Some(addr);
             poll_every = Some(poll.map_or(GRPC_CHECK, |p| p.min(GRPC_CHECK)));
             served.result
@@ -115,7 +114,6 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             )
             .await;
             observed_state = Some(served.state);
-            status.latest_image_registry_poll = served.read_at;
             address = Some(url);
             poll_every = Some(poll.unwrap_or(GRPC_CHECK));
             served.result
@@ -393,8 +391,6 @@ const GRPC_CHECK: Duration = Duration::from_secs(60);
 struct FromRegistry {
     /// `connectionState.lastObservedState`.
     state: &'static str,
-    /// When the catalog served was read (`status.latestImageRegistryPoll`).
-    read_at: Option<Time>,
     result: std::result::Result<Served, (&'static str, String)>,
 }
 
@@ -451,10 +447,11 @@ async fn serve_from_http(
 ) -> FromRegistry {
     let cached = cache.get(ns, name);
     let tag = cached.as_ref().map(|c| c.resource_version.as_str());
+    // When the catalog served was read, for the message of a failed read.
     let read_at = tag
         .and_then(|t| http_tag_parts(t, url))
         .and_then(|(secs, _)| Timestamp::from_second(secs).ok())
-        .map(Time);
+        .map(|at| at.to_string());
     let options = catalogd::ClientOptions {
         ca_bundle: registry.ca_bundle.clone(),
         insecure: registry.insecure.clone(),
@@ -462,14 +459,13 @@ async fn serve_from_http(
         read_timeout: Duration::from_secs(30),
         ..catalogd::ClientOptions::default()
     };
-    let failed = |err: catalogd::ClientError, read_at: Option<Time>| {
+    let failed = |err: catalogd::ClientError| {
         let invalid_spec = matches!(
             err,
             catalogd::ClientError::InvalidUrl { .. } | catalogd::ClientError::PlainHttp { .. }
         );
         let reach = reachability(&err, matches!(err, catalogd::ClientError::Timeout { .. }));
         let error = reach.error();
-        let at = read_at.as_ref().map(|t| t.0.to_string());
         FromRegistry {
             state: reach.state(),
             result: Err(if invalid_spec {
@@ -477,30 +473,28 @@ async fn serve_from_http(
             } else {
                 (
                     reason::REGISTRY_SERVER_ERROR,
-                    http_unreachable_message(url, error, at.as_deref()),
+                    http_unreachable_message(url, error, read_at.as_deref()),
                 )
             }),
-            read_at,
         }
     };
     let client = match shared_client.get() {
         Some(client) => client.clone(),
         None => match catalogd::client::client(&options) {
             Ok(client) => shared_client.get_or_init(|| client).clone(),
-            Err(err) => return failed(err, read_at),
+            Err(err) => return failed(err),
         },
     };
     let since = http_if_modified_since(tag, url);
     let fetched = match catalogd::fetch(&client, url, &options, since).await {
         Ok(fetched) => fetched,
-        Err(err) => return failed(err, read_at),
+        Err(err) => return failed(err),
     };
     let catalogd::Fetched::Catalog(fetched) = fetched else {
         // 304: what is served is current.
         let left_out = cached.map(|c| c.problems.clone()).unwrap_or_default();
         return FromRegistry {
             state: connection_state::READY,
-            read_at,
             result: Ok((None, left_out)),
         };
     };
@@ -509,7 +503,6 @@ async fn serve_from_http(
         config: fetched.config,
         problems: fetched.problems.iter().map(ToString::to_string).collect(),
         tag: http_tag(url, now.as_second(), fetched.last_modified.as_deref()),
-        at: now,
     };
     tracing::info!(catalogsource = %format!("{ns}/{name}"), url, "read the catalog");
     link_and_cache(
@@ -518,7 +511,6 @@ async fn serve_from_http(
         name,
         read,
         &format!("catalog server {url}"),
-        read_at,
         cached.is_some(),
     )
 }
@@ -536,31 +528,30 @@ async fn serve_from_registry(
     let cached = cache
         .get(ns, name)
         .and_then(|c| read_from(&c.resource_version, address).map(|at| (c, at)));
-    let read_at = cached.as_ref().map(|(_, at)| Time(*at));
+    // When the catalog served was read, for the message of a failed read.
+    let read_at = cached.as_ref().map(|(_, at)| at.to_string());
     let options = ClientOptions {
         timeout: Duration::from_secs(20),
         ..ClientOptions::default()
     };
-    let unreachable = |err: &ClientError, read_at: Option<Time>| {
+    let unreachable = |err: &ClientError| {
         let reach = reachability(err, matches!(err, ClientError::Timeout { .. }));
         let error = reach.error();
-        let at = read_at.as_ref().map(|t| t.0.to_string());
         FromRegistry {
             state: reach.state(),
             result: Err((
                 reason::REGISTRY_SERVER_ERROR,
-                grpc_unreachable_message(address, error, at.as_deref()),
+                grpc_unreachable_message(address, error, read_at.as_deref()),
             )),
-            read_at,
         }
     };
     let conn = match Connection::connect(address, &options).await {
         Ok(conn) => conn,
-        Err(err) => return unreachable(&err, read_at),
+        Err(err) => return unreachable(&err),
     };
     let heads = match registry_heads(&conn).await {
         Ok(heads) => heads,
-        Err(err) => return unreachable(&err, read_at),
+        Err(err) => return unreachable(&err),
     };
     let observed = GrpcObserved {
         cached: cached.is_some(),
@@ -575,21 +566,19 @@ async fn serve_from_registry(
         let left_out = cached.map(|(c, _)| c.problems.clone()).unwrap_or_default();
         return FromRegistry {
             state: connection_state::READY,
-            read_at,
             result: Ok((None, left_out)),
         };
     };
     tracing::info!(catalogsource = %format!("{ns}/{name}"), registry = address, "reading the catalog: {why}");
     let fetched = match conn.fetch().await {
         Ok(fetched) => fetched,
-        Err(err) => return unreachable(&err, read_at),
+        Err(err) => return unreachable(&err),
     };
     let now = Timestamp::now();
     let read = Read {
         config: fetched.config,
         problems: fetched.problems,
         tag: registry_tag(address, now.as_second()),
-        at: now,
     };
     link_and_cache(
         cache,
@@ -597,7 +586,6 @@ async fn serve_from_registry(
         name,
         read,
         &format!("registry {address}"),
-        read_at,
         cached.is_some(),
     )
 }
@@ -609,20 +597,17 @@ struct Read {
     problems: Vec<String>,
     /// The cache tag ([`registry_tag`], [`http_tag`]).
     tag: String,
-    /// When it was read.
-    at: Timestamp,
 }
 
 /// Links a catalog read from `source` (`registry HOST:PORT`, `catalog server URL`) and caches
-/// it; one that does not link leaves the catalog cached before (read at `read_at`, when
-/// `had_cached`) in place, and says so.
+/// it; one that does not link leaves the catalog cached before (when `had_cached`) in place,
+/// and says so.
 fn link_and_cache(
     cache: &CatalogCache,
     ns: &str,
     name: &str,
     read: Read,
     source: &str,
-    read_at: Option<Time>,
     had_cached: bool,
 ) -> FromRegistry {
     match load::link(read.config, Vec::new(), &read.tag) {
@@ -632,13 +617,11 @@ fn link_and_cache(
             cache.insert(ns, name, Arc::new(catalog));
             FromRegistry {
                 state: connection_state::READY,
-                read_at: Some(Time(read.at)),
                 result: Ok((None, left_out)),
             }
         }
         Err(refused) => FromRegistry {
             state: connection_state::READY,
-            read_at,
             result: Err((
                 reason::REGISTRY_SERVER_ERROR,
                 format!(

@@ -28,8 +28,6 @@ pub struct Shared {
     pub catalogd: std::sync::OnceLock<reqwest::Client>,
     pub(super) backoff: operator_runtime::backoff::PerObject<String>,
     pub(super) discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
-    /// Kinds found not served, and when (see [`Shared::discover_served`]).
-    pub(super) discovery_misses: Mutex<HashMap<GroupVersionKind, std::time::Instant>>,
     pub(super) status_writes: Mutex<HashMap<String, StatusWrite>>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,
     pub(super) synced: tokio::sync::watch::Receiver<bool>,
@@ -63,34 +61,6 @@ impl Shared {
         let found = kube::discovery::pinned_kind(&self.client, gvk).await?;
         lock(&self.discovery).insert(gvk.clone(), found.clone());
         Ok(found)
-    }
-
-    /// Like [`Shared::discover`], for readers that may skip a kind the cluster does not serve:
-    /// a kind found missing is not looked up again for `retry_after` (`None` meanwhile), so a
-    /// periodic reader does not pay a discovery request per pass for a CRD nobody installed.
-    pub async fn discover_served(
-        &self,
-        gvk: &GroupVersionKind,
-        retry_after: Duration,
-    ) -> Option<(ApiResource, ApiCapabilities)> {
-        if lock(&self.discovery_misses)
-            .get(gvk)
-            .is_some_and(|at| at.elapsed() < retry_after)
-        {
-            return None;
-        }
-        match self.discover(gvk).await {
-            Ok(found) => Some(found),
-            Err(e) => {
-                // Only a definite "not served" is remembered; a failed request is retried.
-                let unserved = matches!(&e, kube::Error::Discovery(_))
-                    || matches!(&e, kube::Error::Api(s) if s.code == 404);
-                if unserved {
-                    lock(&self.discovery_misses).insert(gvk.clone(), std::time::Instant::now());
-                }
-                None
-            }
-        }
     }
 
     /// Whether writing `status` for the object `key` (a controller/namespace/name key) at

@@ -8,12 +8,12 @@
 //!   (an empty spec); one that does is reconciled.
 //! - [`reconcile`] gathers the objects carrying the Operator's label, kind by kind
 //!   ([`crate::plan::operator::COMPONENT_KINDS`]): Subscriptions, InstallPlans, CSVs,
-//!   ServiceAccounts and install Deployments from the controllers' reflector stores (no
-//!   request; a Deployment someone else labels is not an install Deployment and is not shown,
-//!   where upstream would list it), the other kinds listed (metadata only where no conditions
-//!   are copied, from the API server's watch cache), and applies the status
-//!   [`crate::plan::operator::desired_status`] computes when it changed. Kinds the cluster does
-//!   not serve are skipped. Changes to other component kinds (RBAC, CRDs) are picked up on the
+//!   OperatorConditions, ServiceAccounts and install Deployments from the controllers'
+//!   reflector stores (no request; a Deployment someone else labels is not an install
+//!   Deployment and is not shown, where upstream would list it; no OperatorCondition while its
+//!   CRD is not served, the store being empty), the other kinds listed (metadata only where no
+//!   conditions are copied, from the API server's watch cache), and applies the status
+//!   [`crate::plan::operator::desired_status`] computes when it changed. Changes to other component kinds (RBAC, CRDs) are picked up on the
 //!   next trigger or the periodic resync.
 //!
 //! OLM never deletes an Operator (the plan module's doc says why).
@@ -55,9 +55,6 @@ use crate::{
 /// changes are not watched).
 pub const RESYNC: Duration = Duration::from_secs(600);
 
-/// How long a component kind the cluster does not serve is skipped before it is looked up again.
-const UNSERVED_RETRY: Duration = Duration::from_secs(60);
-
 /// The field manager of the Operator objects and their status.
 const CONTROLLER: &str = "operator";
 
@@ -92,7 +89,8 @@ async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action>
 
 /// The objects of one kind carrying the component label `key`, read from the controllers'
 /// reflector stores when one holds every such object (Subscriptions, InstallPlans, CSVs,
-/// ServiceAccounts; install Deployments, the ones OLM labels); `None` for a kind to list.
+/// OperatorConditions, ServiceAccounts; install Deployments, the ones OLM labels); `None` for a
+/// kind to list.
 fn stored_kind(stores: &Stores, kind: &ComponentKind, key: &str) -> Option<Vec<Component>> {
     let component = |meta: &ObjectMeta, status: Option<Value>| Component {
         api_version: kind.api_version(),
@@ -131,6 +129,9 @@ fn stored_kind(stores: &Stores, kind: &ComponentKind, key: &str) -> Option<Vec<C
         ("operators.coreos.com", "Subscription") => with_status(&stores.subscriptions, key, component),
         ("operators.coreos.com", "InstallPlan") => with_status(&stores.install_plans, key, component),
         ("operators.coreos.com", "ClusterServiceVersion") => with_status(&stores.csvs, key, component),
+        ("operators.coreos.com", "OperatorCondition") => {
+            with_status(&stores.operator_conditions, key, component)
+        }
         ("apps", "Deployment") => with_status(&stores.deployments, key, component),
         ("", "ServiceAccount") => labelled(&stores.service_accounts, key)
             .iter()
@@ -144,9 +145,8 @@ fn stored_kind(stores: &Stores, kind: &ComponentKind, key: &str) -> Option<Vec<C
 /// The objects of one kind carrying the component label `key`, listed from the API server.
 async fn list_kind(ctx: &Context, kind: &ComponentKind, key: &str) -> Result<Vec<Component>> {
     let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
-    // Not served (OperatorCondition before its CRD is installed): nothing to list, and not
-    // looked up again for a minute.
-    let Some((resource, _)) = ctx.shared.discover_served(&gvk, UNSERVED_RETRY).await else {
+    // Every listed kind is built in; one the cluster does not serve has nothing to list.
+    let Ok((resource, _)) = ctx.shared.discover(&gvk).await else {
         return Ok(Vec::new());
     };
     let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);

@@ -187,20 +187,17 @@ pub(super) async fn run_controllers(
     // reflector's own stream.
     let oc_api = Api::<crate::api::v2::OperatorCondition>::all(client.clone());
     let oc_gvk = GroupVersionKind::gvk(crate::api::GROUP, "v2", crate::plan::operator_condition::KIND);
-    let (oc_events, oc_synced) = if kube::discovery::pinned_kind(&client, &oc_gvk).await.is_ok() {
-        let flag = sync.flag("operatorconditions");
-        let events = sync
-            .health()
-            .supervised("operatorconditions", move || watcher(oc_api.clone(), wc()));
-        (events.boxed(), flag.synced())
-    } else {
-        tracing::info!("the OperatorCondition CRD is not installed: no OperatorConditions until it is");
-        let events = sync
-            .health()
-            .supervised_optional("operatorconditions", move || watcher(oc_api.clone(), wc()));
-        (events.boxed(), Arc::default())
-    };
-    let (operator_conditions, oc_stream) = super::stores::reflect_events(oc_events, Arc::clone(&oc_synced));
+    let (operator_conditions, oc_stream, oc_synced) =
+        if kube::discovery::pinned_kind(&client, &oc_gvk).await.is_ok() {
+            let flag = sync.flag("operatorconditions");
+            let synced = flag.synced();
+            let (store, stream) = reflected(oc_api, wc(), flag);
+            (store, stream.boxed(), synced)
+        } else {
+            tracing::info!("the OperatorCondition CRD is not installed: no OperatorConditions until it is");
+            let (store, stream, synced) = reflected_optional(&sync, "operatorconditions", oc_api, wc());
+            (store, stream.boxed(), synced)
+        };
     let (oc_changes_tx, oc_changes) =
         futures::channel::mpsc::unbounded::<crate::api::v2::OperatorCondition>();
     let oc_stream = oc_stream.inspect(move |event| {
@@ -212,11 +209,11 @@ pub(super) async fn run_controllers(
 
     // OLMConfig (issue 15): optional like the Operator CRD, never a readiness gate. Changes of
     // its copied-CSV switch send the AllNamespaces groups' CSVs back through the CSV controller.
-    let olm_config_api = Api::<crate::api::v1::OLMConfig>::all(client.clone());
-    let (olm_configs, olm_config_stream) = super::stores::reflect_events(
-        sync.health()
-            .supervised_optional("olmconfigs", move || watcher(olm_config_api.clone(), wc())),
-        Arc::new(AtomicBool::new(false)),
+    let (olm_configs, olm_config_stream, _) = reflected_optional(
+        &sync,
+        "olmconfigs",
+        Api::<crate::api::v1::OLMConfig>::all(client.clone()),
+        wc(),
     );
     let (switch_tx, switch_changes) = futures::channel::mpsc::unbounded::<()>();
     let olm_config_stream = olm_config_stream.inspect({
@@ -278,7 +275,6 @@ pub(super) async fn run_controllers(
         catalogd: std::sync::OnceLock::new(),
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),
-        discovery_misses: Mutex::default(),
         status_writes: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
@@ -415,14 +411,11 @@ pub(super) async fn run_controllers(
         .shutdown_on_signal();
 
     // Operators (issue 15): not a readiness gate (an old install may lack the CRD).
-    let operators_synced = Arc::new(AtomicBool::new(false));
-    // Supervised like every watch, but never named in /readyz: a cluster without the Operator
-    // CRD answers 404 for good.
-    let operator_api = Api::<crate::api::v1::Operator>::all(client.clone());
-    let (operators, operator_stream) = super::stores::reflect_events(
-        sync.health()
-            .supervised_optional("operators", move || watcher(operator_api.clone(), wc())),
-        Arc::clone(&operators_synced),
+    let (operators, operator_stream, operators_synced) = reflected_optional(
+        &sync,
+        "operators",
+        Api::<crate::api::v1::Operator>::all(client.clone()),
+        wc(),
     );
     let operator_triggers =
         operator::triggers(&sync, client.clone(), operators.clone(), operators_synced, wc);

@@ -125,6 +125,37 @@ where
     reflect_events(events, flag.synced)
 }
 
+/// A reflector for a kind whose CRD an install may lack (OperatorCondition, OLMConfig,
+/// Operator): supervised like every watch but never a readiness gate, nor named stale in
+/// `/readyz` while the CRD is missing. Also returns its `synced` flag, set once a first list is
+/// in (never, while the CRD is missing).
+pub fn reflected_optional<K>(
+    sync: &SyncTracker,
+    name: &'static str,
+    api: Api<K>,
+    wc: watcher::Config,
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
+    Arc<AtomicBool>,
+)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let synced = Arc::new(AtomicBool::new(false));
+    let events = sync
+        .health
+        .supervised_optional(name, move || watcher(api.clone(), wc.clone()));
+    let (store, stream) = reflect_events(events, Arc::clone(&synced));
+    (store, stream, synced)
+}
+
 /// Feeds a (supervised) watcher's events into a new store, sets `synced` on the first complete
 /// list, and returns the store with the stream of applied objects whose resourceVersion changed.
 pub(super) fn reflect_events<K>(

@@ -480,7 +480,6 @@ impl Fixture {
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
             discovery: std::sync::Mutex::default(),
-            discovery_misses: std::sync::Mutex::default(),
             status_writes: std::sync::Mutex::default(),
             event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
             synced: synced_rx,

@@ -369,7 +369,7 @@ fn plan_http(cs: &CatalogSource) -> SourcePlan {
 
 /// The cache tag of a catalog read from `url` at `secs` (Unix seconds) whose server said
 /// `Last-Modified: last_modified`: the URL, so a changed `spec.address` reads again; the read
-/// time, for `latestImageRegistryPoll`; `Last-Modified`, for the next conditional GET.
+/// time, for the message of a later failed read; `Last-Modified`, for the next conditional GET.
 #[must_use]
 pub fn http_tag(url: &str, secs: i64, last_modified: Option<&str>) -> String {
     format!("{url}#{secs}#{}", last_modified.unwrap_or_default())

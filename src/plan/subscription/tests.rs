@@ -49,6 +49,19 @@ fn healthy_catalogs() -> Vec<CatalogHealthObservation> {
     }]
 }
 
+/// The status of `sub` alone (healthy catalogs, no CSV, no plan, no resolution): what its spec
+/// makes the status say.
+fn spec_status(sub: &Subscription) -> SubscriptionStatus {
+    next_status(&StatusInput {
+        subscription: sub,
+        catalog_health: &healthy_catalogs(),
+        csvs: &[],
+        install_plans: &[],
+        resolution: ResolutionStep::NotRun,
+        now: &time(100),
+    })
+}
+
 fn cond(st: &SubscriptionStatus, t: Cond) -> Option<&SubscriptionCondition> {
     st.condition(&t)
 }
@@ -654,22 +667,10 @@ fn resolution_waits_while_a_referenced_plan_is_pending() {
 
 #[test]
 fn a_config_selector_is_reported_as_not_applied_until_it_is_removed() {
-    let health = healthy_catalogs();
-    let now = time(100);
-    let status_of = |sub: &Subscription| {
-        next_status(&StatusInput {
-            subscription: sub,
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &[],
-            resolution: ResolutionStep::NotRun,
-            now: &now,
-        })
-    };
     let mut sub = subscription("Automatic", None);
     sub.spec.config =
         Some(serde_json::from_value(json!({"selector": {"matchLabels": {"app": "x"}}})).unwrap());
-    let st = status_of(&sub);
+    let st = spec_status(&sub);
     let c = cond(&st, Cond::ConfigIgnored).expect("the condition");
     assert_eq!(c.status, ConditionStatus::True);
     assert_eq!(
@@ -683,25 +684,13 @@ fn a_config_selector_is_reported_as_not_applied_until_it_is_removed() {
     );
     sub.status = Some(st);
     sub.spec.config = Some(serde_json::from_value(json!({"nodeSelector": {"disk": "ssd"}})).unwrap());
-    assert!(cond(&status_of(&sub), Cond::ConfigIgnored).is_none());
+    assert!(cond(&spec_status(&sub), Cond::ConfigIgnored).is_none());
 }
 
 #[test]
 fn an_unknown_approval_value_is_reported_naming_the_field_until_it_is_fixed() {
-    let health = healthy_catalogs();
-    let now = time(100);
-    let status_of = |sub: &Subscription| {
-        next_status(&StatusInput {
-            subscription: sub,
-            catalog_health: &health,
-            csvs: &[],
-            install_plans: &[],
-            resolution: ResolutionStep::NotRun,
-            now: &now,
-        })
-    };
     let mut sub = subscription("Sometimes", None);
-    let st = status_of(&sub);
+    let st = spec_status(&sub);
     let c = cond(&st, Cond::InstallPlanApprovalInvalid).expect("the condition");
     assert_eq!(c.status, ConditionStatus::True);
     assert_eq!(
@@ -715,7 +704,7 @@ fn an_unknown_approval_value_is_reported_naming_the_field_until_it_is_fixed() {
     );
     sub.status = Some(st);
     sub.spec.install_plan_approval = Some(Approval::Manual);
-    let fixed = status_of(&sub);
+    let fixed = spec_status(&sub);
     assert!(cond(&fixed, Cond::InstallPlanApprovalInvalid).is_none());
 }
 
