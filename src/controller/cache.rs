@@ -87,7 +87,12 @@ pub fn builtin_from_dir(dir: &Path) -> Result<Result<LoadedCatalog, Refused>, Bu
 pub struct CatalogCache {
     entries: RwLock<HashMap<(String, String), Arc<LoadedCatalog>>>,
     builtin: Result<Arc<LoadedCatalog>, Refused>,
+    /// `(namespace, name)` of every catalog stored ([`CatalogCache::loads`]).
+    loads: tokio::sync::broadcast::Sender<(String, String)>,
 }
+
+/// How many announced loads a slow listener may fall behind before it misses some.
+const LOAD_ANNOUNCEMENTS: usize = 256;
 
 impl CatalogCache {
     /// A cache whose built-in catalog is the embedded one, or the files of `dir` when given.
@@ -103,6 +108,7 @@ impl CatalogCache {
         Ok(Self {
             entries: RwLock::default(),
             builtin: builtin.map(Arc::new),
+            loads: tokio::sync::broadcast::channel(LOAD_ANNOUNCEMENTS).0,
         })
     }
 
@@ -120,13 +126,36 @@ impl CatalogCache {
         map.get(&(namespace.to_owned(), name.to_owned())).cloned()
     }
 
-    /// Stores (or replaces) a CatalogSource's catalog.
+    /// Stores (or replaces) a CatalogSource's catalog, and announces it ([`CatalogCache::loads`]).
     pub fn insert(&self, namespace: &str, name: &str, catalog: Arc<LoadedCatalog>) {
-        let mut map = match self.entries.write() {
-            Ok(m) => m,
-            Err(p) => p.into_inner(),
-        };
-        map.insert((namespace.to_owned(), name.to_owned()), catalog);
+        let key = (namespace.to_owned(), name.to_owned());
+        {
+            let mut map = match self.entries.write() {
+                Ok(m) => m,
+                Err(p) => p.into_inner(),
+            };
+            map.insert(key.clone(), catalog);
+        }
+        // Nobody listening (tests, the CLI) is fine.
+        let _ = self.loads.send(key);
+    }
+
+    /// `(namespace, name)` of each catalog stored from now on. A load does not always change
+    /// the CatalogSource's status (after a restart or a leader change the cache starts empty
+    /// while the CatalogSource already says `READY`), so the Subscriptions that wait for a
+    /// catalog are woken by this, not by the CatalogSource's watch. A listener more than
+    /// [`LOAD_ANNOUNCEMENTS`] behind skips the oldest; their Subscriptions are retried by their
+    /// own requeue.
+    pub fn loads(&self) -> impl futures::Stream<Item = (String, String)> + Send + 'static {
+        futures::stream::unfold(self.loads.subscribe(), |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(key) => return Some((key, rx)),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
     }
 
     /// Drops a CatalogSource's catalog (it became invalid or was deleted).
@@ -142,6 +171,21 @@ impl CatalogCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn every_catalog_stored_is_announced_to_each_listener_from_then_on() {
+        use futures::StreamExt;
+        let cache = CatalogCache::new(None).unwrap();
+        let builtin = cache.builtin().unwrap();
+        cache.insert("olm", "before", Arc::clone(&builtin));
+        let (mut first, mut second) = (Box::pin(cache.loads()), Box::pin(cache.loads()));
+        cache.insert("olm", "ops", Arc::clone(&builtin));
+        cache.insert("team-a", "mine", builtin);
+        for loads in [&mut first, &mut second] {
+            assert_eq!(loads.next().await, Some(("olm".to_owned(), "ops".to_owned())));
+            assert_eq!(loads.next().await, Some(("team-a".to_owned(), "mine".to_owned())));
+        }
+    }
 
     #[test]
     fn the_embedded_builtin_catalog_is_the_shipped_one_with_redis_operator_and_its_channels() {

@@ -81,12 +81,26 @@ pub fn subscriptions_for_catalog(
     cs: &impl Resource,
     global_namespace: &str,
 ) -> Vec<ObjectRef<Subscription>> {
-    let ns = cs.namespace().unwrap_or_default();
-    let name = cs.name_any();
+    subscriptions_for_catalog_named(
+        subs,
+        &cs.namespace().unwrap_or_default(),
+        &cs.name_any(),
+        global_namespace,
+    )
+}
+
+/// [`subscriptions_for_catalog`] by the CatalogSource's namespace and name (a catalog load
+/// announced by the cache, [`super::cache::CatalogCache::loads`]).
+pub fn subscriptions_for_catalog_named(
+    subs: &[Arc<Subscription>],
+    ns: &str,
+    name: &str,
+    global_namespace: &str,
+) -> Vec<ObjectRef<Subscription>> {
     subs.iter()
         .filter(|s| {
             let names_it = s.spec.source == name && s.spec.source_namespace == ns;
-            let same_ns = s.namespace().as_deref() == Some(ns.as_str());
+            let same_ns = s.namespace().as_deref() == Some(ns);
             names_it || same_ns || ns == global_namespace
         })
         .map(|s| ObjectRef::from_obj(s.as_ref()))

@@ -345,6 +345,22 @@ pub(super) async fn run_controllers(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::siblings_in_namespace(&s3.state(), og.namespace().as_deref()),
         )
+        // A catalog loaded into the cache (after a restart its CatalogSource's status may not
+        // change, so its watch says nothing).
+        .reconcile_on(shared.catalogs.loads().flat_map({
+            let (subs, global) = (
+                stores.subscriptions.clone(),
+                shared.config.global_namespace.clone(),
+            );
+            move |(ns, name)| {
+                futures::stream::iter(mappers::subscriptions_for_catalog_named(
+                    &subs.state(),
+                    &ns,
+                    &name,
+                    &global,
+                ))
+            }
+        }))
         .shutdown_on_signal();
 
     let ip_ctl = Controller::for_stream(ip_stream, install_plans)

@@ -89,9 +89,6 @@ use crate::{
     resolve::{Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv},
 };
 
-/// How soon a Subscription that failed on a catalog still loading is looked at again.
-const CATALOG_LOADING_REQUEUE: Duration = Duration::from_secs(2);
-
 /// Reconciles one Subscription.
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action> {
     instrumented(Arc::clone(&sub), Arc::clone(&ctx), reconcile_inner(sub, ctx)).await
@@ -161,9 +158,6 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             (cs, model)
         })
         .collect();
-    let catalog_loading = loaded
-        .iter()
-        .any(|(cs, model)| model.is_none() && catalog_failure(cs).is_none());
     let health: Vec<CatalogHealthObservation> = loaded
         .iter()
         .map(|(cs, model)| CatalogHealthObservation {
@@ -294,9 +288,6 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
                 .unwrap_or_default();
             Action::requeue(status::held_requeue(held_since))
         }
-        // A catalog still loading (see `catalog_failure`) is looked at again soon: its load
-        // may wake nothing.
-        Outcome::Failed(..) if catalog_loading => Action::requeue(CATALOG_LOADING_REQUEUE),
         Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
         Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
@@ -396,9 +387,9 @@ fn catalog_problem(cs: &CatalogSource) -> String {
 }
 
 /// The failure a CatalogSource reports (its status message while not READY), if any. A visible
-/// catalog without a model and without a failure is still loading: after a restart or a leader
-/// change, our cache is empty while the CatalogSource already says READY, so its load writes no
-/// new status and wakes no Subscription.
+/// catalog without a model and without a failure is still loading (after a restart or a leader
+/// change the cache starts empty while the CatalogSource already says READY); its load wakes the
+/// Subscriptions that wait for it ([`super::cache::CatalogCache::loads`]).
 fn catalog_failure(cs: &CatalogSource) -> Option<String> {
     let status = cs.status.as_ref();
     let ready = status
