@@ -110,26 +110,35 @@ fn the_checked_in_crds_match_the_generated_ones() {
 }
 
 #[test]
-fn names_short_names_and_categories_match_upstream() {
+fn names_short_names_scope_and_categories_match_upstream() {
     let expect = [
-        ("subscriptions", "Subscription", vec!["sub", "subs"]),
-        ("installplans", "InstallPlan", vec!["ip"]),
+        ("subscriptions", "Subscription", vec!["sub", "subs"], "Namespaced"),
+        ("installplans", "InstallPlan", vec!["ip"], "Namespaced"),
         (
             "clusterserviceversions",
             "ClusterServiceVersion",
             vec!["csv", "csvs"],
+            "Namespaced",
         ),
-        ("catalogsources", "CatalogSource", vec!["catsrc"]),
-        ("operatorgroups", "OperatorGroup", vec!["og"]),
+        ("catalogsources", "CatalogSource", vec!["catsrc"], "Namespaced"),
+        ("operatorgroups", "OperatorGroup", vec!["og"], "Namespaced"),
+        ("operators", "Operator", vec![], "Cluster"),
+        (
+            "operatorconditions",
+            "OperatorCondition",
+            vec!["condition"],
+            "Namespaced",
+        ),
+        ("olmconfigs", "OLMConfig", vec![], "Cluster"),
     ];
-    for (plural, kind, short) in expect {
+    for (plural, kind, short, scope) in expect {
         let c = crd(plural);
         assert_eq!(
             c.metadata.name.as_deref(),
             Some(format!("{plural}.operators.coreos.com").as_str())
         );
         assert_eq!(c.spec.group, "operators.coreos.com");
-        assert_eq!(c.spec.scope, "Namespaced");
+        assert_eq!(c.spec.scope, scope, "{plural}");
         assert_eq!(c.spec.names.kind, kind);
         assert_eq!(
             c.spec.names.list_kind.as_deref(),
@@ -146,14 +155,8 @@ fn names_short_names_and_categories_match_upstream() {
 
 #[test]
 fn the_operator_crd_is_cluster_scoped_v1_without_short_names_or_required_spec_like_upstream() {
+    // Names, scope and categories: `names_short_names_scope_and_categories_match_upstream`.
     let c = crd("operators");
-    assert_eq!(c.metadata.name.as_deref(), Some("operators.operators.coreos.com"));
-    assert_eq!(c.spec.scope, "Cluster");
-    assert_eq!(c.spec.names.kind, "Operator");
-    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OperatorList"));
-    assert_eq!(c.spec.names.singular.as_deref(), Some("operator"));
-    assert!(c.spec.names.short_names.clone().unwrap_or_default().is_empty());
-    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
     let versions: Vec<(&str, bool, bool)> = c
         .spec
         .versions
@@ -175,20 +178,8 @@ fn the_operator_crd_is_cluster_scoped_v1_without_short_names_or_required_spec_li
 
 #[test]
 fn the_operator_condition_crd_serves_v1_and_stores_v2_like_upstream() {
+    // Names, scope and categories: `names_short_names_scope_and_categories_match_upstream`.
     let c = crd("operatorconditions");
-    assert_eq!(
-        c.metadata.name.as_deref(),
-        Some("operatorconditions.operators.coreos.com")
-    );
-    assert_eq!(c.spec.scope, "Namespaced");
-    assert_eq!(c.spec.names.kind, "OperatorCondition");
-    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OperatorConditionList"));
-    assert_eq!(c.spec.names.singular.as_deref(), Some("operatorcondition"));
-    assert_eq!(
-        c.spec.names.short_names.clone().unwrap_or_default(),
-        ["condition"]
-    );
-    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
     let mut versions: Vec<(&str, bool, bool)> = c
         .spec
         .versions
@@ -231,17 +222,8 @@ fn the_operator_condition_crd_serves_v1_and_stores_v2_like_upstream() {
 
 #[test]
 fn the_olmconfig_crd_is_a_cluster_scoped_v1_singleton_kind_like_upstream() {
+    // Names, scope and categories: `names_short_names_scope_and_categories_match_upstream`.
     let c = crd("olmconfigs");
-    assert_eq!(
-        c.metadata.name.as_deref(),
-        Some("olmconfigs.operators.coreos.com")
-    );
-    assert_eq!(c.spec.scope, "Cluster");
-    assert_eq!(c.spec.names.kind, "OLMConfig");
-    assert_eq!(c.spec.names.list_kind.as_deref(), Some("OLMConfigList"));
-    assert_eq!(c.spec.names.singular.as_deref(), Some("olmconfig"));
-    assert!(c.spec.names.short_names.clone().unwrap_or_default().is_empty());
-    assert_eq!(c.spec.names.categories.clone().unwrap_or_default(), ["olm"]);
     let v = version(&c, "v1");
     assert!(v.served && v.storage);
     assert!(v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());

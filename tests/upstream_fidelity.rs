@@ -7,7 +7,7 @@
 mod fidelity;
 
 use fidelity::{
-    ALLOWED, Difference, Renames, compare, csv_names, items, normalise, normalise_text, unexplained, upstream,
+    ALLOWED, Difference, Renames, compare, csv_names, normalise, normalise_text, unexplained, upstream,
 };
 use serde_json::{Value, json};
 
@@ -25,14 +25,7 @@ const TRANSCRIPTS: &[&str] = &[
 ];
 
 fn olmrs(file: &str) -> Vec<Value> {
-    let path = fidelity::fixtures_dir().join("olmrs").join(file);
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    let objects = items(file, &text);
-    let csvs = csv_names(&objects);
-    objects
-        .iter()
-        .map(|o| normalise(o, &Renames::default(), &csvs))
-        .collect()
+    fidelity::transcript("olmrs", file)
 }
 
 fn walk<'a>(value: &'a Value, out: &mut Vec<(&'a str, &'a Value)>) {

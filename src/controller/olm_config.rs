@@ -153,17 +153,25 @@ fn all_namespaces(group: &OperatorGroup) -> bool {
 }
 
 /// The original CSVs in the namespaces of AllNamespaces OperatorGroups.
-pub fn csvs_of_all_namespaces_groups(
-    csvs: &[Arc<ClusterServiceVersion>],
+fn originals_of_all_namespaces_groups<'a>(
+    csvs: &'a [Arc<ClusterServiceVersion>],
     groups: &[Arc<OperatorGroup>],
-) -> Vec<ObjectRef<ClusterServiceVersion>> {
+) -> impl Iterator<Item = &'a Arc<ClusterServiceVersion>> {
     let namespaces: BTreeSet<String> = groups
         .iter()
         .filter(|g| all_namespaces(g))
         .filter_map(|g| g.namespace())
         .collect();
     csvs.iter()
-        .filter(|c| c.namespace().is_some_and(|ns| namespaces.contains(&ns)) && !is_copy(c))
+        .filter(move |c| c.namespace().is_some_and(|ns| namespaces.contains(&ns)) && !is_copy(c))
+}
+
+/// References to the original CSVs in the namespaces of AllNamespaces OperatorGroups.
+pub fn csvs_of_all_namespaces_groups(
+    csvs: &[Arc<ClusterServiceVersion>],
+    groups: &[Arc<OperatorGroup>],
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    originals_of_all_namespaces_groups(csvs, groups)
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }
@@ -179,9 +187,7 @@ pub async fn reconcile(config: Arc<OLMConfig>, ctx: Arc<Context>) -> Result<Acti
     let stores = &ctx.shared.stores;
     let groups = stores.operator_groups.state();
     let csvs = stores.csvs.state();
-    let mut originals: Vec<Original> = csvs_of_all_namespaces_groups(&csvs, &groups)
-        .into_iter()
-        .filter_map(|r| stores.csvs.get(&r))
+    let mut originals: Vec<Original> = originals_of_all_namespaces_groups(&csvs, &groups)
         .filter(|c| !is_uncopiable(c))
         .map(|c| Original {
             namespace: c.namespace().unwrap_or_default(),
