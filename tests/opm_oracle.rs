@@ -8,7 +8,8 @@
 //! `tests/peers/opm/build` builds (pinned in `tests/peers/go.mod`); without it the test is
 //! skipped (a failure under `CI=true`). The public corpus is compared too, package directory by
 //! package directory: by default one package in 25 of each catalog (unpacked into
-//! `target/corpus`, as the benchmarks do), and all 871 when `OLMRS_ORACLE_CORPUS` names the
+//! `target/corpus`, as the benchmarks do; without it only the fixtures are compared, a failure
+//! under `CI=true`), and all 871 when `OLMRS_ORACLE_CORPUS` names the
 //! directory the corpus is unpacked in (about ten minutes). Its first full run (large-fbc, v4.16, v4.20: every head and bundle row agreed) found two
 //! verdicts apart, both fixed since: an icon whose base64 ends with a space (opm refuses it, as
 //! Go's decoder skips only line breaks) and `lightbits-operator`, whose properties of a type opm
@@ -98,6 +99,11 @@ fn catalogs() -> Vec<PathBuf> {
             .filter(|p| p.is_dir())
             .collect();
         catalogs.sort();
+        assert!(
+            !catalogs.is_empty(),
+            "OLMRS_ORACLE_CORPUS={}: no catalog directory in it; unpack the corpus there",
+            corpus.to_string_lossy()
+        );
         for catalog in catalogs {
             dirs.extend(packages(&catalog));
         }
@@ -105,7 +111,7 @@ fn catalogs() -> Vec<PathBuf> {
         // By default every CORPUS_SAMPLE-th package directory of each corpus catalog (about 35
         // of 871, well under a minute), so `make test` compares real catalogs too.
         for name in ["large-fbc", "v4.16", "v4.20"] {
-            if let Some(catalog) = support::corpus_dir(name) {
+            if let Some(catalog) = support::corpus_dir_for_test(name) {
                 dirs.extend(packages(&catalog).into_iter().step_by(CORPUS_SAMPLE));
             }
         }

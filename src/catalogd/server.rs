@@ -56,7 +56,9 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Answers one request (pure: see [`route`]).
+/// Answers one request (see [`route`]). Routing is CPU work (a filtered body compressed on the
+/// fly, a catalog's body written on its first request after a reload), so the server calls it on
+/// the blocking pool, never on a runtime worker.
 pub trait Routes: Send + Sync + 'static {
     /// The response to `req`.
     fn route(&self, req: &route::Request<'_>) -> route::Response;
@@ -69,11 +71,11 @@ impl Routes for Content {
 }
 
 fn answer(
-    content: &dyn Routes,
+    routes: &dyn Routes,
     req: &Request<Incoming>,
     client: SocketAddr,
 ) -> hyper::Response<Full<bytes::Bytes>> {
-    let routed = content.route(&route::Request {
+    let routed = routes.route(&route::Request {
         method: req.method().as_str(),
         path: req.uri().path(),
         query: req.uri().query(),
@@ -113,7 +115,6 @@ pub async fn serve_routes(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) {
-    let content = routes;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -128,12 +129,20 @@ pub async fn serve_routes(
             },
             () = &mut shutdown => break,
         };
-        let content = Arc::clone(&content);
+        let routes = Arc::clone(&routes);
         let mut stopping = stopping.clone();
         connections.spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
-                let response = answer(content.as_ref(), &req, client);
-                async move { Ok::<_, Infallible>(response) }
+                let routes = Arc::clone(&routes);
+                async move {
+                    let routed = tokio::task::spawn_blocking(move || answer(routes.as_ref(), &req, client));
+                    Ok::<_, Infallible>(routed.await.unwrap_or_else(|err| {
+                        tracing::error!(error = %err, client = %client, "routing a catalog HTTP request failed");
+                        let mut response = hyper::Response::new(Full::default());
+                        *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+                        response
+                    }))
+                }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -163,5 +172,75 @@ pub async fn serve_routes(
     if drained.is_err() {
         debug!("catalog HTTP connections still open after the drain timeout were closed");
         connections.abort_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::{Read, Write},
+        sync::{Mutex, mpsc},
+    };
+
+    use super::*;
+
+    /// `/slow` waits (up to 10 s) for `/fast` to be routed; `/fast` says it was.
+    struct Blocking {
+        fast_routed: Mutex<mpsc::Sender<()>>,
+        wait: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl Routes for Blocking {
+        fn route(&self, req: &route::Request<'_>) -> route::Response {
+            let status = if req.path == "/slow" {
+                let waited = self.wait.lock().unwrap().recv_timeout(Duration::from_secs(10));
+                if waited.is_ok() { 200 } else { 504 }
+            } else {
+                let _ = self.fast_routed.lock().unwrap().send(());
+                200
+            };
+            route::Response {
+                status,
+                headers: Vec::new(),
+                body: bytes::Bytes::new(),
+            }
+        }
+    }
+
+    fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text.lines().next().unwrap_or_default().to_owned()
+    }
+
+    /// On a runtime of one thread, a request whose routing blocks does not hold up another one:
+    /// routing runs on the blocking pool.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_slow_route_does_not_block_the_runtime() {
+        let (tx, rx) = mpsc::channel();
+        let routes = Arc::new(Blocking {
+            fast_routed: Mutex::new(tx),
+            wait: Mutex::new(rx),
+        });
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopping) = watch::channel(false);
+        let mut stopped = stopping.clone();
+        let server = tokio::spawn(serve_routes(routes, listener, async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }));
+        let slow = tokio::task::spawn_blocking(move || get(addr, "/slow"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let fast = tokio::task::spawn_blocking(move || get(addr, "/fast"));
+        assert_eq!(fast.await.unwrap(), "HTTP/1.1 200 OK");
+        assert_eq!(slow.await.unwrap(), "HTTP/1.1 200 OK");
+        stop.send(true).unwrap();
+        server.await.unwrap();
     }
 }

@@ -19,7 +19,10 @@
 //! Every request is answered from the catalog cached at that moment: a reloaded catalog is
 //! served from the next request on. The gRPC index shares the cached model; the HTTP body is
 //! written from the model ([`crate::catalog::Model::to_config`], so blobs of other schemas are not
-//! served) on the first request after a (re)load, then kept until the catalog changes. A catalog
+//! served) on the first request after a (re)load, then kept until the catalog changes; that
+//! build runs on the blocking pool (as every HTTP request is routed, see
+//! [`crate::catalogd::server::Routes`]) and holds only its own catalog's slot, so requests for
+//! other catalogs are not held up. A catalog
 //! whose channels cannot be indexed (no single head) is served without them, with a warning
 //! naming them, as resolution ignores them.
 //!
@@ -81,6 +84,9 @@ impl FromStr for GrpcTarget {
 /// What was built from one cached catalog, kept until the cache holds another one.
 type Built<T> = (Arc<LoadedCatalog>, Arc<T>);
 
+/// Where one catalog's HTTP body is kept.
+type BodySlot = Mutex<Option<Built<Content>>>;
+
 /// The built value for `catalog`, from `slot` when it was built from this very catalog.
 fn memoized<T>(
     slot: &mut Option<Built<T>>,
@@ -140,7 +146,9 @@ impl grpc::Source for CachedRegistry {
 pub struct CachedContents {
     cache: Arc<CatalogCache>,
     global_namespace: String,
-    built: Mutex<HashMap<(String, String), Built<Content>>>,
+    /// One slot per CatalogSource, locked while its body is built (concurrent first requests
+    /// wait for that one build instead of repeating it).
+    built: Mutex<HashMap<(String, String), Arc<BodySlot>>>,
 }
 
 impl CachedContents {
@@ -162,12 +170,13 @@ impl Catalogs for CachedContents {
 
     fn content(&self, namespace: &str, name: &str) -> Option<Arc<Content>> {
         let key = (namespace.to_owned(), name.to_owned());
-        let mut built = lock(&self.built);
         let Some(catalog) = self.cache.get(namespace, name) else {
-            built.remove(&key);
+            lock(&self.built).remove(&key);
             return None;
         };
-        if let Some((from, content)) = built.get(&key)
+        let slot = Arc::clone(lock(&self.built).entry(key).or_default());
+        let mut slot = lock(&slot);
+        if let Some((from, content)) = slot.as_ref()
             && Arc::ptr_eq(from, &catalog)
         {
             return Some(Arc::clone(content));
@@ -175,11 +184,11 @@ impl Catalogs for CachedContents {
         match Content::from_config(&catalog.model.to_config(), SystemTime::now()) {
             Ok(content) => {
                 let content = Arc::new(content);
-                built.insert(key, (catalog, Arc::clone(&content)));
+                *slot = Some((catalog, Arc::clone(&content)));
                 Some(content)
             }
             Err(err) => {
-                built.remove(&key);
+                *slot = None;
                 tracing::warn!(
                     catalogsource = %format!("{namespace}/{name}"),
                     error = %operator_runtime::error_chain(&err),

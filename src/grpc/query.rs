@@ -102,6 +102,15 @@ enum Held {
     Shared(Arc<LoadedCatalog>),
 }
 
+impl Held {
+    fn model(&self) -> &Model {
+        match self {
+            Held::Owned(model) => model,
+            Held::Shared(catalog) => &catalog.model,
+        }
+    }
+}
+
 /// A model checked to be servable, answering the registry queries.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -132,42 +141,22 @@ impl Registry {
     /// out, one message each.
     #[must_use]
     pub fn lenient(model: Model) -> (Registry, Vec<String>) {
-        let (listed, errors) = Self::check(&model);
-        if errors.is_empty() {
-            return (
-                Registry {
-                    model: Held::Owned(model),
-                    listed,
-                },
-                Vec::new(),
-            );
-        }
-        let (trimmed, skipped) = Self::trim(&model, &errors);
-        let (listed, _) = Self::check(&trimmed);
-        (
-            Registry {
-                model: Held::Owned(trimmed),
-                listed,
-            },
-            skipped,
-        )
+        Self::without_broken(Held::Owned(model))
     }
 
     /// Like [`Registry::lenient`], sharing the model of a loaded catalog when nothing has to be
     /// left out (a trimmed copy otherwise).
     #[must_use]
     pub fn shared(catalog: Arc<LoadedCatalog>) -> (Registry, Vec<String>) {
-        let (listed, errors) = Self::check(&catalog.model);
+        Self::without_broken(Held::Shared(catalog))
+    }
+
+    fn without_broken(held: Held) -> (Registry, Vec<String>) {
+        let (listed, errors) = Self::check(held.model());
         if errors.is_empty() {
-            return (
-                Registry {
-                    model: Held::Shared(catalog),
-                    listed,
-                },
-                Vec::new(),
-            );
+            return (Registry { model: held, listed }, Vec::new());
         }
-        let (trimmed, skipped) = Self::trim(&catalog.model, &errors);
+        let (trimmed, skipped) = Self::trim(held.model(), &errors);
         let (listed, _) = Self::check(&trimmed);
         (
             Registry {
@@ -228,10 +217,7 @@ impl Registry {
     /// The model served.
     #[must_use]
     pub fn model(&self) -> &Model {
-        match &self.model {
-            Held::Owned(model) => model,
-            Held::Shared(catalog) => &catalog.model,
-        }
+        self.model.model()
     }
 
     /// How many messages `ListBundles` streams (one per bundle per channel).

@@ -356,6 +356,48 @@ fn providers_give_one_edge_per_replaces_and_skip_and_the_latest_only_heads() {
     assert_eq!(default.csv_name, "etcd.v1.1.0");
 }
 
+/// `lenient` and `shared` serve what `new` would refuse without its broken channels (and the
+/// packages left without their default channel), naming each part left out; a servable catalog
+/// is shared, not copied.
+#[test]
+fn a_model_with_a_broken_channel_is_served_without_it_naming_what_was_left_out() {
+    let text = r#"{"schema":"olm.package","name":"b","defaultChannel":"s"}
+{"schema":"olm.channel","package":"b","name":"s","entries":[{"name":"b.v1"},{"name":"b.v2"}]}
+{"schema":"olm.bundle","package":"b","name":"b.v1","image":"r/b:1","properties":[{"type":"olm.package","value":{"packageName":"b","version":"1.0.0"}}]}
+{"schema":"olm.bundle","package":"b","name":"b.v2","image":"r/b:2","properties":[{"type":"olm.package","value":{"packageName":"b","version":"2.0.0"}}]}"#;
+    let (mut cfg, problems) = DeclarativeConfig::from_str_with_problems("c.json", &catalog_text());
+    assert!(problems.is_empty(), "{problems:?}");
+    let (broken, problems) = DeclarativeConfig::from_str_with_problems("b.json", text);
+    assert!(problems.is_empty(), "{problems:?}");
+    cfg.merge(broken);
+    let model = Model::from_config(cfg);
+    assert!(Registry::new(model.clone()).is_err());
+    let (lenient, skipped) = Registry::lenient(model.clone());
+    assert_eq!(lenient.list_packages(), ["etcd", "other"]);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped[0].starts_with(r#"channel left out: package "b" channel "s""#),
+        "{skipped:?}"
+    );
+    assert!(skipped[1].starts_with(r#"package "b" left out"#), "{skipped:?}");
+    assert_eq!(lenient.listed_len(), registry().listed_len());
+
+    let catalog = |model| {
+        std::sync::Arc::new(crate::catalog::load::LoadedCatalog {
+            resource_version: "1".to_owned(),
+            model,
+            problems: Vec::new(),
+        })
+    };
+    let (shared, skipped) = Registry::shared(catalog(model));
+    assert_eq!(shared.list_packages(), ["etcd", "other"]);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    let whole = catalog(lenient.model().clone());
+    let (shared, skipped) = Registry::shared(std::sync::Arc::clone(&whole));
+    assert!(skipped.is_empty(), "{skipped:?}");
+    assert!(std::ptr::eq(shared.model(), &whole.model), "shared, not copied");
+}
+
 #[test]
 fn a_model_with_an_entry_without_its_bundle_is_refused_naming_it() {
     let text = r#"{"schema":"olm.package","name":"p","defaultChannel":"s"}
