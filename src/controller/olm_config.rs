@@ -110,6 +110,16 @@ pub async fn copies_disabled(ctx: &Context) -> Result<bool> {
     {
         return Ok(plan::copies_disabled(flag, Some(&config)));
     }
+    // A synced store that lacks it: there is none (an object it cannot decode would have kept
+    // the store from syncing).
+    if ctx
+        .shared
+        .stores
+        .olm_configs_synced
+        .load(std::sync::atomic::Ordering::Acquire)
+    {
+        return Ok(plan::copies_disabled(flag, None));
+    }
     // Read untyped: an object stored under upstream's CRD may lack `spec`.
     let api: Api<DynamicObject> = Api::all_with(ctx.client(), &ApiResource::erase::<OLMConfig>(&()));
     let config = match api.get_opt(OLM_CONFIG_NAME).await {

@@ -209,7 +209,7 @@ pub(super) async fn run_controllers(
 
     // OLMConfig (issue 15): optional like the Operator CRD, never a readiness gate. Changes of
     // its copied-CSV switch send the AllNamespaces groups' CSVs back through the CSV controller.
-    let (olm_configs, olm_config_stream, _) = reflected_optional(
+    let (olm_configs, olm_config_stream, olm_configs_synced) = reflected_optional(
         &sync,
         "olmconfigs",
         Api::<crate::api::v1::OLMConfig>::all(client.clone()),
@@ -239,6 +239,7 @@ pub(super) async fn run_controllers(
         operator_conditions: operator_conditions.clone(),
         operator_conditions_synced: oc_synced,
         olm_configs: olm_configs.clone(),
+        olm_configs_synced,
     };
     let catalogs = Arc::new(
         cache::CatalogCache::new(config.builtin_catalog.as_deref()).map_err(RunError::BuiltinCatalog)?,

@@ -41,6 +41,9 @@ pub struct Stores {
     pub operator_conditions_synced: Arc<AtomicBool>,
     /// OLMConfigs (the singleton `cluster`; empty while its optional CRD is missing).
     pub olm_configs: Store<crate::api::v1::OLMConfig>,
+    /// Whether the OLMConfig store has its first list (then an OLMConfig it lacks does not
+    /// exist, and is not read from the API server).
+    pub olm_configs_synced: Arc<AtomicBool>,
 }
 
 /// Tracks which reflector stores have seen their initial list, and supervises every watch.

@@ -476,6 +476,7 @@ impl Fixture {
                 // The generator stays off: no scenario expects its writes.
                 operator_conditions_synced: Arc::default(),
                 olm_configs,
+                olm_configs_synced: Arc::default(),
             },
             catalogd: std::sync::OnceLock::new(),
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
