@@ -183,6 +183,12 @@ pub fn cert_deployments(csv: &ClusterServiceVersion) -> Vec<String> {
     out
 }
 
+/// Whether the CSV has webhook descriptions or owned APIServices: without either, nothing
+/// here is observed, planned or applied.
+pub fn has_cert_resources(csv: &ClusterServiceVersion) -> bool {
+    !csv.spec.webhook_definitions.is_empty() || !owned_api_services(csv).is_empty()
+}
+
 /// The CSV's owned APIServices (`spec.apiservicedefinitions.owned`).
 pub fn owned_api_services(csv: &ClusterServiceVersion) -> &[ApiServiceDescription] {
     csv.spec
@@ -762,7 +768,7 @@ pub fn plan(
     now: &Time,
 ) -> WebhookPlan {
     let mut out = WebhookPlan::default();
-    if csv.spec.webhook_definitions.is_empty() && owned_api_services(csv).is_empty() {
+    if !has_cert_resources(csv) {
         return out;
     }
     let name = csv.name_any();
