@@ -22,6 +22,7 @@ use k8s_openapi::{
 use kube::{
     Api, Resource, ResourceExt,
     api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams},
+    runtime::reflector::ObjectRef,
 };
 use serde_json::json;
 
@@ -29,7 +30,7 @@ use super::{Context, Error, Result, ignore_not_found};
 use crate::{
     api::{
         labels,
-        v1alpha1::{ClusterServiceVersion, WebhookAdmissionType},
+        v1alpha1::{ClusterServiceVersion, CsvPhase, WebhookAdmissionType},
     },
     k8s::apply,
     plan::csv::{
@@ -88,8 +89,9 @@ fn api_services(ctx: &Context) -> Api<DynamicObject> {
     Api::all_with(ctx.client(), &resource)
 }
 
-/// An APIService as the plan reads it.
-fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
+/// An APIService as the plan reads it; `ctx` tells whether its owner CSV is `Replacing` or
+/// `Deleting` (from the CSV store).
+fn observed_api_service(ctx: &Context, object: &DynamicObject) -> ObservedApiService {
     let labels = object.labels();
     let owner = match (
         labels.get(labels::OWNER_KIND),
@@ -116,8 +118,19 @@ fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
         cs.iter()
             .any(|c| c["type"] == "Available" && c["status"] == "True")
     });
+    let owner_retiring = owner.as_ref().is_some_and(|(kind, ns, name)| {
+        kind == "ClusterServiceVersion"
+            && ctx
+                .shared
+                .stores
+                .csvs
+                .get(&ObjectRef::new(name).within(ns))
+                .and_then(|c| c.status.as_ref().and_then(|s| s.phase.clone()))
+                .is_some_and(|p| matches!(p, CsvPhase::Replacing | CsvPhase::Deleting))
+    });
     ObservedApiService {
         owner,
+        owner_retiring,
         ca_bundle,
         service,
         available,
@@ -142,7 +155,7 @@ pub async fn observe(csv: &ClusterServiceVersion, ctx: &Context, observed: &mut 
             observed
                 .webhooks
                 .api_services
-                .insert(name, observed_api_service(&found));
+                .insert(name, observed_api_service(ctx, &found));
         }
     }
     let ns = csv.namespace().unwrap_or_default();
@@ -305,7 +318,7 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
         observed
             .webhooks
             .api_services
-            .insert(name.to_owned(), observed_api_service(&applied));
+            .insert(name.to_owned(), observed_api_service(ctx, &applied));
     }
     let crds: Api<CustomResourceDefinition> = Api::all(client);
     for (crd, conversion) in &objects.conversions {

@@ -32,11 +32,11 @@
 //! `containerPort`, default 443), and each gets an APIService `<version>.<group>` labelled
 //! `olm.managed` and `olm.owner*`, `groupPriorityMinimum: 2000`, `versionPriority: 15`,
 //! pointing at the Service with the CA bundle. The CSV waits in `Installing` until every one is
-//! `Available` ([`WebhookPlan::unavailable`]); an APIService another CSV owns (not this one or
-//! the one it replaces) fails it `OwnerConflict`; a `Succeeded` CSV whose APIService, Secret or
-//! CA no longer match fails `APIServiceResourceIssue` and is reinstalled
-//! (`APIServiceResourcesNeedReinstall`) unless the APIService is not adoptable
-//! ([`WebhookPlan::api_service_issue`]).
+//! `Available` ([`WebhookPlan::unavailable`]); an APIService another CSV owns (not this one,
+//! the one it replaces, or one `Replacing` or `Deleting`) fails it `OwnerConflict`; a
+//! `Succeeded` CSV whose APIService, Secret or CA no longer match fails
+//! `APIServiceResourceIssue` and is reinstalled (`APIServiceResourcesNeedReinstall`) unless
+//! the APIService is not adoptable ([`WebhookPlan::api_service_issue`]).
 //!
 //! **Certificates** ([`rotation_due`], upstream `shouldRotateCerts`): a cert deployment's
 //! Secret is reused unless it is missing, lacks a key, does not parse, is not signed by its
@@ -342,6 +342,8 @@ pub struct ObservedWebhooks {
 pub struct ObservedApiService {
     /// Its `olm.owner.kind`, `olm.owner.namespace` and `olm.owner` labels.
     pub owner: Option<(String, String, String)>,
+    /// That owner is a CSV in phase `Replacing` or `Deleting` (it may be adopted).
+    pub owner_retiring: bool,
     /// `spec.caBundle`.
     pub ca_bundle: Option<Vec<u8>>,
     /// `spec.service` as `(namespace, name)`.
@@ -1280,8 +1282,8 @@ pub fn api_service_conflict(csv: &ClusterServiceVersion, observed: &ObservedWebh
         };
         let adoptable = seen.owner.as_ref().is_some_and(|(kind, ns, owner)| {
             kind == CSV_KIND
-                && ns == &namespace
-                && (owner == &me || (!replaces.is_empty() && owner == &replaces))
+                && (seen.owner_retiring
+                    || (ns == &namespace && (owner == &me || (!replaces.is_empty() && owner == &replaces))))
         });
         if !adoptable {
             let by = seen

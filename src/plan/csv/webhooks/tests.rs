@@ -769,6 +769,7 @@ fn seen_api_service(owner: &str, ca: &[u8], available: bool) -> ObservedApiServi
         ca_bundle: Some(ca.to_vec()),
         service: Some((NS.to_owned(), "wh-manager-service".to_owned())),
         available,
+        owner_retiring: false,
     }
 }
 
@@ -871,6 +872,18 @@ fn an_api_service_of_another_csv_is_an_owner_conflict() {
     let d = decide(&c, &observed_with(&c, w.clone(), &now), &now);
     assert_eq!((d.phase, d.reason), (CsvPhase::Failed, CsvReason::OwnerConflict));
     assert!(d.message.contains("someone-else.v3"), "{}", d.message);
+
+    // A CSV being replaced or deleted may hand it over, as upstream.
+    w.api_services
+        .get_mut("v1alpha1.metrics.example.com")
+        .unwrap()
+        .owner_retiring = true;
+    assert_eq!(api_service_conflict(&c, &w), None);
+    w.api_services
+        .get_mut("v1alpha1.metrics.example.com")
+        .unwrap()
+        .owner_retiring = false;
+    assert!(api_service_conflict(&c, &w).is_some());
 
     // The CSV it replaces may hand it over.
     c.spec.replaces = Some("someone-else.v3".to_owned());
