@@ -4,8 +4,11 @@
 //! controller's field manager, and on CSV deletion removes the configurations and strips the
 //! conversion webhook from CRDs the deleted CSV set it on (unless a CSV replaces it).
 //!
-//! Only CSVs with `spec.webhookdefinitions` cost anything here: one GET per cert Secret and
-//! one label-selected LIST per configuration kind per reconcile, and no stores.
+//! Only CSVs with `spec.webhookdefinitions` or owned APIServices cost anything here, and no
+//! stores: per reconcile, one GET per owned APIService and per cert Secret, and, when the CSV
+//! has admission webhooks, one label-selected metadata LIST per configuration kind (which
+//! also finds the stale ones). On deletion, every CSV costs two label-selected deletions (its
+//! configurations, should its spec have lost the descriptions).
 
 use k8s_openapi::{
     api::{
@@ -19,12 +22,16 @@ use k8s_openapi::{
 use kube::{
     Api, Resource, ResourceExt,
     api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams},
+    runtime::reflector::ObjectRef,
 };
 use serde_json::json;
 
 use super::{Context, Error, Result, ignore_not_found};
 use crate::{
-    api::{labels, v1alpha1::ClusterServiceVersion},
+    api::{
+        labels,
+        v1alpha1::{ClusterServiceVersion, CsvPhase, WebhookAdmissionType},
+    },
     k8s::apply,
     plan::csv::{
         Observed,
@@ -82,8 +89,9 @@ fn api_services(ctx: &Context) -> Api<DynamicObject> {
     Api::all_with(ctx.client(), &resource)
 }
 
-/// An APIService as the plan reads it.
-fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
+/// An APIService as the plan reads it; `ctx` tells whether its owner CSV is `Replacing` or
+/// `Deleting` (from the CSV store).
+fn observed_api_service(ctx: &Context, object: &DynamicObject) -> ObservedApiService {
     let labels = object.labels();
     let owner = match (
         labels.get(labels::OWNER_KIND),
@@ -110,8 +118,19 @@ fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
         cs.iter()
             .any(|c| c["type"] == "Available" && c["status"] == "True")
     });
+    let owner_retiring = owner.as_ref().is_some_and(|(kind, ns, name)| {
+        kind == "ClusterServiceVersion"
+            && ctx
+                .shared
+                .stores
+                .csvs
+                .get(&ObjectRef::new(name).within(ns))
+                .and_then(|c| c.status.as_ref().and_then(|s| s.phase.clone()))
+                .is_some_and(|p| matches!(p, CsvPhase::Replacing | CsvPhase::Deleting))
+    });
     ObservedApiService {
         owner,
+        owner_retiring,
         ca_bundle,
         service,
         available,
@@ -122,25 +141,22 @@ fn observed_api_service(object: &DynamicObject) -> ObservedApiService {
 /// its owned APIServices; the conversion CRDs are read with the owned CRDs (`observe` in the
 /// parent).
 pub async fn observe(csv: &ClusterServiceVersion, ctx: &Context, observed: &mut Observed) -> Result<()> {
-    let owned = plan::owned_api_services(csv);
-    if !owned.is_empty() {
-        let api = api_services(ctx);
-        for desc in owned {
-            let name = plan::api_service_name(desc);
-            if let Some(found) = api
-                .get_opt(&name)
-                .await
-                .map_err(Error::observe(format!("APIService {name}")))?
-            {
-                observed
-                    .webhooks
-                    .api_services
-                    .insert(name, observed_api_service(&found));
-            }
-        }
-    }
-    if csv.spec.webhook_definitions.is_empty() && owned.is_empty() {
+    if !plan::has_cert_resources(csv) {
         return Ok(());
+    }
+    let api = api_services(ctx);
+    for desc in plan::owned_api_services(csv) {
+        let name = plan::api_service_name(desc);
+        if let Some(found) = api
+            .get_opt(&name)
+            .await
+            .map_err(Error::observe(format!("APIService {name}")))?
+        {
+            observed
+                .webhooks
+                .api_services
+                .insert(name, observed_api_service(ctx, &found));
+        }
     }
     let ns = csv.namespace().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(ctx.client(), &ns);
@@ -156,6 +172,16 @@ pub async fn observe(csv: &ClusterServiceVersion, ctx: &Context, observed: &mut 
                 .secrets
                 .insert(deployment, CertSecret::from_secret(&secret));
         }
+    }
+    // Configurations are only ever made for admission webhooks: a CSV with none (conversion
+    // webhooks or APIServices only) has nothing to list.
+    let admission = csv
+        .spec
+        .webhook_definitions
+        .iter()
+        .any(|d| d.type_ != WebhookAdmissionType::ConversionWebhook);
+    if !admission {
+        return Ok(());
     }
     let lp = ListParams::default().labels(&owner_selector(csv));
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(ctx.client());
@@ -292,7 +318,7 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
         observed
             .webhooks
             .api_services
-            .insert(name.to_owned(), observed_api_service(&applied));
+            .insert(name.to_owned(), observed_api_service(ctx, &applied));
     }
     let crds: Api<CustomResourceDefinition> = Api::all(client);
     for (crd, conversion) in &objects.conversions {

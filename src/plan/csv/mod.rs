@@ -775,8 +775,7 @@ impl Context<'_> {
             Err(e) => return invalid_config(e),
         }
         d.stale_deployments = self.stale_deployments();
-        if !self.csv.spec.webhook_definitions.is_empty() || !webhooks::owned_api_services(self.csv).is_empty()
-        {
+        if webhooks::has_cert_resources(self.csv) {
             d.webhooks = Some(self.webhooks.objects.clone());
             d.certs_rotate_at = self.webhooks.rotating.clone();
         }

@@ -32,11 +32,11 @@
 //! `containerPort`, default 443), and each gets an APIService `<version>.<group>` labelled
 //! `olm.managed` and `olm.owner*`, `groupPriorityMinimum: 2000`, `versionPriority: 15`,
 //! pointing at the Service with the CA bundle. The CSV waits in `Installing` until every one is
-//! `Available` ([`WebhookPlan::unavailable`]); an APIService another CSV owns (not this one or
-//! the one it replaces) fails it `OwnerConflict`; a `Succeeded` CSV whose APIService, Secret or
-//! CA no longer match fails `APIServiceResourceIssue` and is reinstalled
-//! (`APIServiceResourcesNeedReinstall`) unless the APIService is not adoptable
-//! ([`WebhookPlan::api_service_issue`]).
+//! `Available` ([`WebhookPlan::unavailable`]); an APIService another CSV owns (not this one,
+//! the one it replaces, or one `Replacing` or `Deleting`) fails it `OwnerConflict`; a
+//! `Succeeded` CSV whose APIService, Secret or CA no longer match fails
+//! `APIServiceResourceIssue` and is reinstalled (`APIServiceResourcesNeedReinstall`) unless
+//! the APIService is not adoptable ([`WebhookPlan::api_service_issue`]).
 //!
 //! **Certificates** ([`rotation_due`], upstream `shouldRotateCerts`): a cert deployment's
 //! Secret is reused unless it is missing, lacks a key, does not parse, is not signed by its
@@ -51,8 +51,13 @@
 //! `generateName`; rules on all groups (`*`), on `operators.coreos.com`, or on the webhook
 //! configuration kinds of `admissionregistration.k8s.io`; a `deploymentName` the install
 //! strategy lacks; a `ConversionWebhook` without `conversionCRDs` or converting a CRD the CSV
-//! does not own. A `ConversionWebhook` in a CSV that supports more than `AllNamespaces`
-//! fails `UnsupportedOperatorGroup` (upstream `isSingletonOperator`).
+//! does not own; a `type` none of the three; no `admissionReviewVersions`; an admission
+//! webhook whose `sideEffects` is not `None`/`NoneOnDryRun`; one `containerPort` of a
+//! Deployment forwarded to two `targetPort`s (the Service would repeat the port). A
+//! `ConversionWebhook` in a CSV that supports more than `AllNamespaces` fails
+//! `UnsupportedOperatorGroup` (upstream `isSingletonOperator`); an owned APIService naming a
+//! Deployment the strategy lacks fails `APIServiceInstallFailed`. (Upstream checks none of the
+//! last five: the API server refuses the objects, and the CSV waits for them forever.)
 //!
 //! # Where we differ from upstream, and why
 //!
@@ -126,6 +131,12 @@ const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Port of a description without `containerPort`.
 const DEFAULT_PORT: i32 = 443;
 
+/// The Service port of a description's `containerPort`: 443 unless positive (upstream
+/// `getServicePort`); the webhook, conversion and APIService client configs call it too.
+fn port_of(container_port: Option<i32>) -> i32 {
+    container_port.filter(|p| *p > 0).unwrap_or(DEFAULT_PORT)
+}
+
 /// A deployment name as a DNS-1035 label (upstream `DomainName`: dots become dashes).
 pub fn domain_name(deployment: &str) -> String {
     deployment.replace('.', "-")
@@ -172,6 +183,12 @@ pub fn cert_deployments(csv: &ClusterServiceVersion) -> Vec<String> {
     out
 }
 
+/// Whether the CSV has webhook descriptions or owned APIServices: without either, nothing
+/// here is observed, planned or applied.
+pub fn has_cert_resources(csv: &ClusterServiceVersion) -> bool {
+    !csv.spec.webhook_definitions.is_empty() || !owned_api_services(csv).is_empty()
+}
+
 /// The CSV's owned APIServices (`spec.apiservicedefinitions.owned`).
 pub fn owned_api_services(csv: &ClusterServiceVersion) -> &[ApiServiceDescription] {
     csv.spec
@@ -186,32 +203,50 @@ pub fn api_service_name(desc: &ApiServiceDescription) -> String {
     format!("{}.{}", desc.version, desc.group)
 }
 
-/// The Service ports of a cert deployment: one per distinct `containerPort` of its webhook
-/// descriptions (to `targetPort`) and owned APIServices (to the same port).
-fn service_ports(csv: &ClusterServiceVersion, deployment: &str) -> Vec<ServicePort> {
-    let port = |container: Option<i32>, target: Option<IntOrString>| {
-        let port = container.filter(|p| *p > 0).unwrap_or(DEFAULT_PORT);
-        ServicePort {
-            name: Some(port.to_string()),
-            port,
-            target_port: Some(target.unwrap_or(IntOrString::Int(port))),
-            ..Default::default()
-        }
-    };
+/// What a cert deployment's Service must forward, per description naming it:
+/// `(description, port, targetPort)` (webhooks: `targetPort`, default the port; owned
+/// APIServices: the port).
+fn port_uses<'a>(
+    csv: &'a ClusterServiceVersion,
+    deployment: &'a str,
+) -> impl Iterator<Item = (String, i32, IntOrString)> + 'a {
     let webhooks = csv
         .spec
         .webhook_definitions
         .iter()
-        .filter(|d| d.deployment_name.as_deref() == Some(deployment))
-        .map(|d| port(d.container_port, d.target_port.clone()));
+        .filter(move |d| d.deployment_name.as_deref() == Some(deployment))
+        .map(|d| {
+            let port = port_of(d.container_port);
+            let target = d.target_port.clone().unwrap_or(IntOrString::Int(port));
+            (format!("WebhookDescription {}", d.generate_name), port, target)
+        });
     let api_services = owned_api_services(csv)
         .iter()
-        .filter(|d| d.deployment_name.as_deref() == Some(deployment))
-        .map(|d| port(d.container_port, None));
+        .filter(move |d| d.deployment_name.as_deref() == Some(deployment))
+        .map(|d| {
+            let port = port_of(d.container_port);
+            (
+                format!("APIService {}", api_service_name(d)),
+                port,
+                IntOrString::Int(port),
+            )
+        });
+    webhooks.chain(api_services)
+}
+
+/// The Service ports of a cert deployment: one per distinct `containerPort` of its webhook
+/// descriptions and owned APIServices ([`validate`] refuses one port forwarded to two
+/// target ports).
+fn service_ports(csv: &ClusterServiceVersion, deployment: &str) -> Vec<ServicePort> {
     let mut out: Vec<ServicePort> = Vec::new();
-    for p in webhooks.chain(api_services) {
-        if !out.contains(&p) {
-            out.push(p);
+    for (_, port, target) in port_uses(csv, deployment) {
+        if !out.iter().any(|p| p.port == port) {
+            out.push(ServicePort {
+                name: Some(port.to_string()),
+                port,
+                target_port: Some(target),
+                ..Default::default()
+            });
         }
     }
     out
@@ -307,6 +342,8 @@ pub struct ObservedWebhooks {
 pub struct ObservedApiService {
     /// Its `olm.owner.kind`, `olm.owner.namespace` and `olm.owner` labels.
     pub owner: Option<(String, String, String)>,
+    /// That owner is a CSV in phase `Replacing` or `Deleting` (it may be adopted).
+    pub owner_retiring: bool,
     /// `spec.caBundle`.
     pub ca_bundle: Option<Vec<u8>>,
     /// `spec.service` as `(namespace, name)`.
@@ -359,6 +396,53 @@ pub enum WebhookInvalid {
         "WebhookDescription {0}: CSVs with conversion webhooks must support only AllNamespaces (spec.installModes)"
     )]
     ConversionNotAllNamespaces(String),
+    /// A `type` that is none of the three OLM installs.
+    #[error(
+        "WebhookDescription {name}: type {type_:?} is not ValidatingAdmissionWebhook, MutatingAdmissionWebhook or ConversionWebhook"
+    )]
+    UnknownType {
+        /// The description.
+        name: String,
+        /// Its type.
+        type_: String,
+    },
+    /// An admission webhook whose `sideEffects` admissionregistration.k8s.io/v1 refuses.
+    #[error(
+        "WebhookDescription {name}: sideEffects {value:?} is not allowed by admissionregistration.k8s.io/v1; use None or NoneOnDryRun"
+    )]
+    SideEffects {
+        /// The description.
+        name: String,
+        /// Its sideEffects.
+        value: String,
+    },
+    /// No `admissionReviewVersions` (the API server requires at least one).
+    #[error("WebhookDescription {0}: admissionReviewVersions must name at least one version (e.g. v1)")]
+    NoReviewVersions(String),
+    /// One `containerPort` of a Deployment's Service forwarded to two target ports.
+    #[error(
+        "deployment {deployment}: {first} and {second} both use containerPort {port} but forward it to different targetPorts; give them the same targetPort or different containerPorts"
+    )]
+    PortConflict {
+        /// The cert deployment.
+        deployment: String,
+        /// The Service port.
+        port: i32,
+        /// The first description using it.
+        first: String,
+        /// The description forwarding it elsewhere.
+        second: String,
+    },
+    /// An owned APIService names a Deployment the install strategy does not have.
+    #[error(
+        "APIService {name}: deploymentName {deployment:?} of spec.apiservicedefinitions.owned is not a deployment of spec.install.spec.deployments"
+    )]
+    ApiServiceUnknownDeployment {
+        /// The APIService (`<version>.<group>`).
+        name: String,
+        /// Its deploymentName.
+        deployment: String,
+    },
 }
 
 impl WebhookInvalid {
@@ -366,6 +450,7 @@ impl WebhookInvalid {
     pub fn reason(&self) -> CsvReason {
         match self {
             Self::ConversionNotAllNamespaces(_) => CsvReason::UnsupportedOperatorGroup,
+            Self::ApiServiceUnknownDeployment { .. } => CsvReason::ApiServiceInstallFailed,
             _ => CsvReason::InvalidWebhookDescription,
         }
     }
@@ -428,6 +513,23 @@ pub fn validate(csv: &ClusterServiceVersion) -> Result<(), WebhookInvalid> {
         if !deployments.contains(deployment.as_str()) {
             return Err(WebhookInvalid::UnknownDeployment { name, deployment });
         }
+        if let WebhookAdmissionType::Other(type_) = &desc.type_ {
+            return Err(WebhookInvalid::UnknownType {
+                name,
+                type_: type_.clone(),
+            });
+        }
+        if desc.admission_review_versions.is_empty() {
+            return Err(WebhookInvalid::NoReviewVersions(name));
+        }
+        if desc.type_ != WebhookAdmissionType::ConversionWebhook
+            && !matches!(desc.side_effects.as_str(), "None" | "NoneOnDryRun")
+        {
+            return Err(WebhookInvalid::SideEffects {
+                name,
+                value: desc.side_effects.clone(),
+            });
+        }
         if desc.type_ == WebhookAdmissionType::ConversionWebhook {
             if !only_all_namespaces(csv) {
                 return Err(WebhookInvalid::ConversionNotAllNamespaces(name));
@@ -440,6 +542,34 @@ pub fn validate(csv: &ClusterServiceVersion) -> Result<(), WebhookInvalid> {
                     name,
                     crd: crd.clone(),
                 });
+            }
+        }
+    }
+    for desc in owned_api_services(csv) {
+        let deployment = desc.deployment_name.clone().unwrap_or_default();
+        if !deployments.contains(deployment.as_str()) {
+            return Err(WebhookInvalid::ApiServiceUnknownDeployment {
+                name: api_service_name(desc),
+                deployment,
+            });
+        }
+    }
+    for deployment in cert_deployments(csv) {
+        let mut targets: BTreeMap<i32, (String, IntOrString)> = BTreeMap::new();
+        for (desc, port, target) in port_uses(csv, &deployment) {
+            match targets.get(&port) {
+                Some((first, seen)) if *seen != target => {
+                    return Err(WebhookInvalid::PortConflict {
+                        deployment: deployment.clone(),
+                        port,
+                        first: first.clone(),
+                        second: desc,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    targets.insert(port, (desc, target));
+                }
             }
         }
     }
@@ -640,7 +770,7 @@ pub fn plan(
     now: &Time,
 ) -> WebhookPlan {
     let mut out = WebhookPlan::default();
-    if csv.spec.webhook_definitions.is_empty() && owned_api_services(csv).is_empty() {
+    if !has_cert_resources(csv) {
         return out;
     }
     let name = csv.name_any();
@@ -735,7 +865,7 @@ pub fn plan(
                 "service": {
                     "namespace": namespace,
                     "name": service_name(&deployment),
-                    "port": desc.container_port.filter(|p| *p > 0).unwrap_or(DEFAULT_PORT),
+                    "port": port_of(desc.container_port),
                 },
                 "caBundle": ByteString(cert.ca_pem.clone()),
             },
@@ -750,7 +880,7 @@ pub fn plan(
             continue;
         };
         let ca = ByteString(cert.ca_pem.clone());
-        let port = desc.container_port.unwrap_or(DEFAULT_PORT);
+        let port = port_of(desc.container_port);
         let service = ServiceReference {
             name: service_name(&deployment),
             namespace: namespace.clone(),
@@ -1138,9 +1268,9 @@ impl WebhookPlan {
     }
 }
 
-/// An owned APIService that exists and belongs to a CSV other than this one or the one it
-/// replaces (upstream `IsAPIServiceAdoptable`; one without owner labels is not adoptable
-/// either), as a message.
+/// An owned APIService that exists and belongs to a CSV other than this one, the one it
+/// replaces, or one being replaced or deleted (upstream `IsAPIServiceAdoptable`; one without
+/// owner labels is not adoptable either), as a message.
 pub fn api_service_conflict(csv: &ClusterServiceVersion, observed: &ObservedWebhooks) -> Option<String> {
     let namespace = csv.namespace().unwrap_or_default();
     let me = csv.name_any();
@@ -1152,8 +1282,8 @@ pub fn api_service_conflict(csv: &ClusterServiceVersion, observed: &ObservedWebh
         };
         let adoptable = seen.owner.as_ref().is_some_and(|(kind, ns, owner)| {
             kind == CSV_KIND
-                && ns == &namespace
-                && (owner == &me || (!replaces.is_empty() && owner == &replaces))
+                && (seen.owner_retiring
+                    || (ns == &namespace && (owner == &me || (!replaces.is_empty() && owner == &replaces))))
         });
         if !adoptable {
             let by = seen

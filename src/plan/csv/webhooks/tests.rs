@@ -148,6 +148,81 @@ fn an_unknown_deployment_is_invalid() {
 }
 
 #[test]
+fn descriptions_the_api_server_would_refuse_are_invalid() {
+    let mut c = csv_without_conversion();
+    c.spec.webhook_definitions[0].type_ = WebhookAdmissionType::empty();
+    let err = validate(&c).unwrap_err();
+    assert_eq!(err.reason(), CsvReason::InvalidWebhookDescription);
+    assert!(err.to_string().contains("type \"\" is not"), "{err}");
+
+    let mut c = csv_without_conversion();
+    c.spec.webhook_definitions[1].side_effects = "Some".to_owned();
+    let err = validate(&c).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("WebhookDescription mthing.example.com: sideEffects \"Some\""),
+        "{err}"
+    );
+    c.spec.webhook_definitions[1].side_effects = "NoneOnDryRun".to_owned();
+    assert_eq!(validate(&c), Ok(()));
+
+    let mut c = csv(true);
+    c.spec.webhook_definitions[2].admission_review_versions.clear();
+    assert_eq!(
+        validate(&c),
+        Err(WebhookInvalid::NoReviewVersions("cthing.example.com".to_owned()))
+    );
+}
+
+#[test]
+fn one_container_port_forwarded_to_two_target_ports_is_invalid() {
+    // The conversion webhook forwards 443 to 9443; a validating one on 443 to 8443 would
+    // repeat port 443 in the Service.
+    let mut c = csv(true);
+    c.spec.webhook_definitions[0].container_port = Some(443);
+    c.spec.webhook_definitions[0].target_port = Some(IntOrString::Int(8443));
+    let err = validate(&c).unwrap_err();
+    assert_eq!(err.reason(), CsvReason::InvalidWebhookDescription);
+    assert_eq!(
+        err.to_string(),
+        "deployment wh.manager: WebhookDescription vthing.example.com and WebhookDescription \
+         cthing.example.com both use containerPort 443 but forward it to different targetPorts; \
+         give them the same targetPort or different containerPorts"
+    );
+    // The same target twice is one Service port.
+    c.spec.webhook_definitions[0].target_port = Some(IntOrString::Int(9443));
+    assert_eq!(validate(&c), Ok(()));
+    let ports = service_ports(&c, "wh.manager");
+    assert_eq!(
+        ports.iter().map(|p| p.port).collect::<Vec<_>>(),
+        [443, 9443],
+        "{ports:?}"
+    );
+    // An APIService forwards its port to itself.
+    let mut c = with_api_service(csv(true));
+    c.spec.api_service_definitions.as_mut().unwrap().owned[0].container_port = None;
+    let err = validate(&c).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("and APIService v1alpha1.metrics.example.com both use containerPort 443"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_api_service_of_an_unknown_deployment_fails_its_install() {
+    let mut c = with_api_service(csv(true));
+    c.spec.api_service_definitions.as_mut().unwrap().owned[0].deployment_name = Some("nope".to_owned());
+    let err = validate(&c).unwrap_err();
+    assert_eq!(err.reason(), CsvReason::ApiServiceInstallFailed);
+    assert!(
+        err.to_string()
+            .starts_with("APIService v1alpha1.metrics.example.com: deploymentName \"nope\""),
+        "{err}"
+    );
+}
+
+#[test]
 fn conversion_webhooks_need_an_all_namespaces_only_csv_and_owned_crds() {
     let err = validate(&csv(false)).unwrap_err();
     assert_eq!(err.reason(), CsvReason::UnsupportedOperatorGroup);
@@ -694,6 +769,7 @@ fn seen_api_service(owner: &str, ca: &[u8], available: bool) -> ObservedApiServi
         ca_bundle: Some(ca.to_vec()),
         service: Some((NS.to_owned(), "wh-manager-service".to_owned())),
         available,
+        owner_retiring: false,
     }
 }
 
@@ -796,6 +872,18 @@ fn an_api_service_of_another_csv_is_an_owner_conflict() {
     let d = decide(&c, &observed_with(&c, w.clone(), &now), &now);
     assert_eq!((d.phase, d.reason), (CsvPhase::Failed, CsvReason::OwnerConflict));
     assert!(d.message.contains("someone-else.v3"), "{}", d.message);
+
+    // A CSV being replaced or deleted may hand it over, as upstream.
+    w.api_services
+        .get_mut("v1alpha1.metrics.example.com")
+        .unwrap()
+        .owner_retiring = true;
+    assert_eq!(api_service_conflict(&c, &w), None);
+    w.api_services
+        .get_mut("v1alpha1.metrics.example.com")
+        .unwrap()
+        .owner_retiring = false;
+    assert!(api_service_conflict(&c, &w).is_some());
 
     // The CSV it replaces may hand it over.
     c.spec.replaces = Some("someone-else.v3".to_owned());
