@@ -341,6 +341,11 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             observed.crds.insert(desc.name.clone(), state);
         }
     }
+    for api in plan_csv::required_api_service_names(csv) {
+        if let Some(found) = webhooks::required_api_service(ctx, &api).await? {
+            observed.required_api_services.insert(api, found);
+        }
+    }
     webhooks::observe(csv, ctx, &mut observed).await?;
     // ServiceAccounts and Deployments come from the reflector stores (metadata-only for
     // ServiceAccounts); the CSV controller is triggered by both, so a stale read is corrected

@@ -89,6 +89,30 @@ fn api_services(ctx: &Context) -> Api<DynamicObject> {
     Api::all_with(ctx.client(), &resource)
 }
 
+/// A required APIService (`<version>.<group>`) as the requirement check reads it; `None` when
+/// there is none.
+pub(super) async fn required_api_service(
+    ctx: &Context,
+    name: &str,
+) -> Result<Option<crate::plan::csv::RequiredApiService>> {
+    let found = api_services(ctx)
+        .get_opt(name)
+        .await
+        .map_err(Error::observe(format!("APIService {name}")))?;
+    Ok(found.map(|o| crate::plan::csv::RequiredApiService {
+        available: is_available(&o),
+        uid: o.metadata.uid.clone(),
+    }))
+}
+
+/// Condition `Available=True` of an APIService.
+fn is_available(object: &DynamicObject) -> bool {
+    object.data["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Available" && c["status"] == "True")
+    })
+}
+
 /// An APIService as the plan reads it; `ctx` tells whether its owner CSV is `Replacing` or
 /// `Deleting` (from the CSV store).
 fn observed_api_service(ctx: &Context, object: &DynamicObject) -> ObservedApiService {
@@ -114,10 +138,7 @@ fn observed_api_service(ctx: &Context, object: &DynamicObject) -> ObservedApiSer
             name.to_owned(),
         )
     });
-    let available = object.data["status"]["conditions"].as_array().is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["type"] == "Available" && c["status"] == "True")
-    });
+    let available = is_available(object);
     let owner_retiring = owner.as_ref().is_some_and(|(kind, ns, name)| {
         kind == "ClusterServiceVersion"
             && ctx

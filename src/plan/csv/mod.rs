@@ -161,6 +161,32 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// The env var naming the operator's OperatorCondition (= the CSV name).
 pub const OPERATOR_CONDITION_ENV: &str = "OPERATOR_CONDITION_NAME";
 
+/// A required APIService, as observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequiredApiService {
+    /// Condition `Available=True`.
+    pub available: bool,
+    /// Its uid.
+    pub uid: Option<String>,
+}
+
+/// The APIServices a CSV requires and does not own, by name `<version>.<group>`, sorted and
+/// without repeats (upstream `GetRequiredAPIServiceDescriptions`).
+pub fn required_api_service_names(csv: &ClusterServiceVersion) -> Vec<String> {
+    let Some(defs) = csv.spec.api_service_definitions.as_ref() else {
+        return Vec::new();
+    };
+    let name = |d: &v1alpha1::ApiServiceDescription| format!("{}.{}", d.version, d.group);
+    let owned: std::collections::BTreeSet<String> = defs.owned.iter().map(name).collect();
+    let required: std::collections::BTreeSet<String> = defs
+        .required
+        .iter()
+        .map(name)
+        .filter(|n| !owned.contains(n))
+        .collect();
+    required.into_iter().collect()
+}
+
 /// An OperatorGroup in the CSV's namespace, as observed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObservedOperatorGroup {
@@ -284,6 +310,9 @@ pub struct Observed {
     pub operator_groups: Vec<ObservedOperatorGroup>,
     /// Owned and required CRDs by name (a missing entry reads as absent).
     pub crds: BTreeMap<String, CrdState>,
+    /// The APIServices the CSV requires and does not own (`spec.apiservicedefinitions.required`)
+    /// by name `<version>.<group>`; a missing entry: no such APIService.
+    pub required_api_services: BTreeMap<String, RequiredApiService>,
     /// ServiceAccounts by name (a missing entry reads as absent).
     pub service_accounts: BTreeMap<String, ServiceAccountState>,
     /// The strategy's Deployments, and any labelled as owned by this CSV, by name.

@@ -1,5 +1,5 @@
 //! requirements: a CSV's `requirementStatus` (upstream `olm/requirements.go`): its owned and
-//! required CRDs, its ServiceAccounts with one `PolicyRule` dependent per rule, and the rule
+//! required CRDs, the APIServices it requires and does not own, its ServiceAccounts with one `PolicyRule` dependent per rule, and the rule
 //! that a new CSV waits only on the ServiceAccounts its own InstallPlan is still applying.
 //! Entries and messages are upstream's (the CSV's own `minKubeVersion` entry "CSV
 //! minKubeVersion (1.25.0) less than server version (v1.37.2)", a present ServiceAccount with
@@ -117,6 +117,33 @@ pub fn requirement_status(
             "v1",
             "CustomResourceDefinition",
             &desc.name,
+            status,
+            message,
+            uid,
+        );
+    }
+
+    // Required APIServices (upstream: NotPresent when missing or not available, Present with
+    // the uid); ours names which of the two.
+    for api in required_api_service_names(csv) {
+        let (status, message, uid) = match observed.required_api_services.get(&api) {
+            None => (
+                StatusReason::NotPresent,
+                "APIService is not present: install the operator that provides it".to_owned(),
+                None,
+            ),
+            Some(s) if !s.available => (
+                StatusReason::NotPresent,
+                "APIService is present but not Available".to_owned(),
+                s.uid.clone(),
+            ),
+            Some(s) => (StatusReason::Present, String::new(), s.uid.clone()),
+        };
+        push(
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            &api,
             status,
             message,
             uid,

@@ -1677,3 +1677,70 @@ fn a_static_group_not_listing_the_csvs_api_fails_it_until_the_annotation_lists_i
     let d = decide(&failed, &observed, &t(0));
     assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsUnknown));
 }
+
+#[test]
+fn required_api_services_not_owned_are_requirements_as_upstream_checks_them() {
+    let mut csv = Csv::test().build();
+    let desc = |group: &str, version: &str| v1alpha1::ApiServiceDescription {
+        name: "things".into(),
+        group: group.into(),
+        version: version.into(),
+        kind: "Thing".into(),
+        ..Default::default()
+    };
+    csv.spec.api_service_definitions = Some(v1alpha1::ApiServiceDefinitions {
+        owned: vec![desc("mine.example.com", "v1")],
+        required: vec![
+            desc("metrics.k8s.io", "v1beta1"),
+            desc("mine.example.com", "v1"),
+            desc("metrics.k8s.io", "v1beta1"),
+            desc("custom.example.com", "v1"),
+        ],
+    });
+    assert_eq!(
+        required_api_service_names(&csv),
+        ["v1.custom.example.com", "v1beta1.metrics.k8s.io"],
+        "owned ones and repeats left out, sorted"
+    );
+    let entry = |reqs: &[RequirementStatus], name: &str| {
+        reqs.iter()
+            .find(|r| r.kind == "APIService" && r.name == name)
+            .map(|r| (r.status.clone(), r.uuid.clone()))
+    };
+    // Missing: not met.
+    let (met, reqs) = requirement_status(&csv, &ready());
+    assert!(!met);
+    assert_eq!(
+        entry(&reqs, "v1beta1.metrics.k8s.io"),
+        Some((StatusReason::NotPresent, None))
+    );
+    // Present but one not Available: still not met.
+    let mut observed = ready();
+    for (name, available) in [("v1beta1.metrics.k8s.io", true), ("v1.custom.example.com", false)] {
+        observed.required_api_services.insert(
+            name.into(),
+            RequiredApiService {
+                available,
+                uid: Some(format!("uid-{name}")),
+            },
+        );
+    }
+    let (met, reqs) = requirement_status(&csv, &observed);
+    assert!(!met);
+    assert_eq!(
+        entry(&reqs, "v1.custom.example.com"),
+        Some((StatusReason::NotPresent, Some("uid-v1.custom.example.com".into())))
+    );
+    // Both Available: met, with their uids.
+    observed
+        .required_api_services
+        .get_mut("v1.custom.example.com")
+        .unwrap()
+        .available = true;
+    let (met, reqs) = requirement_status(&csv, &observed);
+    assert!(met);
+    assert_eq!(
+        entry(&reqs, "v1beta1.metrics.k8s.io"),
+        Some((StatusReason::Present, Some("uid-v1beta1.metrics.k8s.io".into())))
+    );
+}
