@@ -28,7 +28,6 @@ mod support;
 use std::{
     net::{IpAddr, SocketAddr, TcpStream},
     path::{Path, PathBuf},
-    process::Command,
     time::Duration,
 };
 
@@ -47,6 +46,7 @@ use serde_json::{Value, json};
 use support::{
     LoggedChild,
     cluster::{TestCluster, TestNamespace, repo_root, wait_for},
+    e2e,
     pod_net::{self, PodNetwork},
 };
 
@@ -451,15 +451,11 @@ async fn the_api_server_calls_the_redis_operators_webhooks_installed_by_olm() {
         cluster: &cluster,
         ns: &ns,
     };
-    let _controller = LoggedChild::spawn(
-        Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .arg("--metrics-bind")
-            .arg("127.0.0.1:0")
-            .env("RUST_LOG", "info,olm_rs=debug"),
+    let _controller = e2e::Controller::start(
+        cluster.kubeconfig_path(),
         log_path("olm-controller", env.ns()),
+        Vec::new(),
+        &[],
     );
 
     // Install 1.1.0 from the shipped catalog, AllNamespaces (what the bundle supports).

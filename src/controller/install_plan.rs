@@ -14,7 +14,8 @@
 //! - A CRD step that replaces an existing CRD is checked first as upstream checks it
 //!   ([`crate::plan::crd_safety`]): dropping a version still in `status.storedVersions` ("risk
 //!   of data loss updating ...") or a schema that rejects existing objects fails the step (a
-//!   webhook-converted CRD only logs the latter).
+//!   webhook-converted CRD only gets a `CRDValidation` Warning Event for the latter); the
+//!   objects are read a page at a time.
 //! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
 //!   bundle objects) are independent of each other and are applied concurrently. The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
@@ -190,7 +191,7 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         }
     }
 
-    let outcome = execute(&ctx, &ns, &mut status.plan).await;
+    let outcome = execute(&ctx, &reference, &ns, &mut status.plan).await;
     let waiting = status.plan.iter().any(|s| s.status == StepStatus::WaitingForApi);
     let action = match outcome {
         Ok(()) if !waiting => {
@@ -258,7 +259,12 @@ async fn write(
 /// Applies every step not done yet: CRDs and the CSV first, in order, then the other objects
 /// (ServiceAccounts, RBAC, Services, ...) concurrently, since none depends on another once the
 /// CSV's uid is known. Returns the first failure, naming the object.
-async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result::Result<(), StepError> {
+async fn execute(
+    ctx: &Arc<Context>,
+    reference: &ObjectReference,
+    ns: &str,
+    plan: &mut [Step],
+) -> std::result::Result<(), StepError> {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
     let mut owners: HashMap<String, String> = HashMap::new();
     let (first, rest) = sequential_and_concurrent(plan);
@@ -276,7 +282,7 @@ async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result
             }
             continue;
         }
-        step.status = apply_step(ctx, ns, step, None, &mut owners).await?;
+        step.status = apply_step(ctx, reference, ns, step, None, &mut owners).await?;
     }
     // The CSV's uid for the owner references: from this reconcile's apply, else the store
     // (a GET only when the store has not seen the CSV yet).
@@ -306,13 +312,14 @@ async fn execute(ctx: &Arc<Context>, ns: &str, plan: &mut [Step]) -> std::result
     for chunk in pending.chunks(STEP_CONCURRENCY) {
         let applies = chunk.iter().cloned().map(|(i, step)| {
             let ctx = Arc::clone(ctx);
+            let reference = reference.clone();
             let ns = ns.to_owned();
             let owners = Arc::clone(&owners);
             async move {
                 let mut scratch = HashMap::new();
                 (
                     i,
-                    apply_step(&ctx, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
+                    apply_step(&ctx, &reference, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
                 )
             }
         });
@@ -372,11 +379,21 @@ fn member_annotations_in(ctx: &Context, ns: &str) -> Option<BTreeMap<String, Str
     Some(member_annotations(&group.name_any(), ns, targets))
 }
 
+/// Objects read per page when existing objects are validated against a new CRD schema (what
+/// upstream's `pager` asks for): a CRD with many objects is never read in one answer.
+const CRD_VALIDATION_PAGE: u32 = 500;
+
 /// Before a CRD step replaces an existing CRD: refuses to drop a version still in its
 /// `status.storedVersions`, and checks the existing objects of every version whose schema changed
-/// against the new schema (a webhook-converted CRD only logs a warning then, as upstream), see
-/// [`crd_safety`]. A fresh CRD is not checked.
-async fn check_crd_update(ctx: &Context, name: &str, manifest: &Value) -> std::result::Result<(), StepError> {
+/// against the new schema, a page at a time, see [`crd_safety`]. A webhook-converted CRD whose
+/// objects fail only gets a `CRDValidation` Warning Event on `plan`, as upstream; a failed list
+/// fails the step whatever the conversion. A fresh CRD is not checked.
+async fn check_crd_update(
+    ctx: &Context,
+    plan: &ObjectReference,
+    name: &str,
+    manifest: &Value,
+) -> std::result::Result<(), StepError> {
     let what = format!("CustomResourceDefinition {name}");
     // Only apiextensions.k8s.io/v1 CRDs are checked (what the API server serves); anything else
     // is left to the apply, which reports it.
@@ -394,27 +411,39 @@ async fn check_crd_update(ctx: &Context, name: &str, manifest: &Value) -> std::r
         let gvk = GroupVersionKind::gvk(&new.spec.group, &version, &new.spec.names.kind);
         let resource = ApiResource::from_gvk_with_plural(&gvk, &new.spec.names.plural);
         let api: Api<DynamicObject> = Api::all_with(ctx.client(), &resource);
-        let objects = match api.list(&ListParams::default()).await {
-            Ok(list) => list
+        let mut params = ListParams::default().limit(CRD_VALIDATION_PAGE);
+        let verdict = loop {
+            let page = api.list(&params).await.map_err(|source| StepError::ReadCrd {
+                what: format!("the {version} objects of {what}"),
+                source,
+            })?;
+            let objects: Vec<Value> = page
                 .items
                 .iter()
                 .filter_map(|o| serde_json::to_value(o).ok())
-                .collect::<Vec<_>>(),
-            Err(source) => {
-                let what = format!("the {} objects of {what}", version);
-                if crd_safety::uses_webhook_conversion(&new) {
-                    tracing::warn!(error = %source, crd = name, version, "cannot list existing objects to validate them against the new CRD schema (conversion webhook)");
-                    continue;
-                }
-                return Err(StepError::ReadCrd { what, source });
+                .collect();
+            let verdict = crd_safety::existing_objects_valid(&new, &version, &schema, &objects);
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) if verdict.is_ok() => params = params.continue_token(&token),
+                _ => break verdict,
             }
         };
-        if let Err(error) = crd_safety::existing_objects_valid(&new, &version, &schema, &objects) {
-            if crd_safety::uses_webhook_conversion(&new) {
-                tracing::warn!(%error, crd = name, "CRDValidation: existing objects fail the new schema; updating anyway (the CRD uses a conversion webhook)");
-                continue;
+        if let Err(error) = verdict {
+            if !crd_safety::uses_webhook_conversion(&new) {
+                return Err(error.into());
             }
-            return Err(error.into());
+            tracing::warn!(%error, crd = name, "existing objects fail the new CRD schema; updating anyway (the CRD uses a conversion webhook)");
+            ctx.publish(vec![note(
+                plan,
+                true,
+                "CRDValidation",
+                format!(
+                    "Validation of existing CRs against the new CRD's schema failed, but a webhook conversion \
+                     strategy was specified in the new CRD.\nThe new webhook will only start after the bundle \
+                     is upgraded, so we must assume that it will successfully convert existing CRs to a format \
+                     that would have passed validation.\n\nCRD: {name:?}\nValidation Error: {error}\n"
+                ),
+            )]);
         }
     }
     Ok(())
@@ -424,6 +453,7 @@ async fn check_crd_update(ctx: &Context, name: &str, manifest: &Value) -> std::r
 /// the CSV itself is being applied (its uid is recorded in `created`).
 async fn apply_step(
     ctx: &Context,
+    plan: &ObjectReference,
     ns: &str,
     step: &Step,
     owners: Option<&HashMap<String, String>>,
@@ -437,7 +467,7 @@ async fn apply_step(
         None => return Err(StepError::NoManifest { what }),
     };
     if r.kind == "CustomResourceDefinition" {
-        check_crd_update(ctx, &r.name, &manifest).await?;
+        check_crd_update(ctx, plan, &r.name, &manifest).await?;
     }
     let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
     let (resource, caps) = match ctx.shared.discover(&gvk).await {

@@ -6,15 +6,17 @@
 //! - **No stored version is dropped.** Every version in the existing CRD's
 //!   `status.storedVersions` must still be in the new CRD's `spec.versions` (served or not):
 //!   objects may still be stored in it, and the API server could not decode them any more.
-//!   Refused with upstream's message, "risk of data loss updating <crd>: new CRD removes version
-//!   <v> that is listed as a stored version on the existing CRD". The fix is a storage migration
+//!   Refused with upstream's message, `risk of data loss updating "<crd>": new CRD removes version
+//!   <v> that is listed as a stored version on the existing CRD`. The fix is a storage migration
 //!   (rewrite every object, then drop the version from `status.storedVersions`).
 //! - **Existing objects stay valid.** For each version served by both the old and the new CRD
 //!   whose schema changed, every existing object (read in that version) must pass the new
-//!   schema; otherwise "error validating existing CRs against new CRD's schema for <crd>: error
-//!   validating <group/version, Kind=kind> \"<ns/name>\": updated validation is too restrictive:
-//!   <field errors>". A new CRD converted by a webhook only gets a warning, as upstream
-//!   ([`uses_webhook_conversion`]): objects are read through the webhook, which may not run yet.
+//!   schema; otherwise `error validating existing CRs against new CRD's schema for "<crd>": error
+//!   validating <group/version, Kind=kind> "<ns/name>": updated validation is too restrictive:
+//!   <field errors>`, each field error as the API server words it from the root path `[]`
+//!   (`[].spec.size: Invalid value: ...`). A new CRD converted by a webhook only gets a warning
+//!   Event, as upstream ([`uses_webhook_conversion`]): the new webhook, which starts after the
+//!   update, is trusted to convert the objects into a valid shape.
 //!
 //! [`validate`] is the structural-schema subset of the API server's validation that these checks
 //! need (types, required, enum, numeric and length bounds, items, nested properties, nullable,
@@ -29,7 +31,7 @@ use serde_json::Value;
 pub enum CrdSafetyError {
     /// The new CRD drops a version objects may still be stored in.
     #[error(
-        "risk of data loss updating {crd}: new CRD removes version {version} that is listed as a stored version on the existing CRD"
+        "risk of data loss updating {crd:?}: new CRD removes version {version} that is listed as a stored version on the existing CRD"
     )]
     RemovesStoredVersion {
         /// The CRD's name.
@@ -50,16 +52,21 @@ pub enum CrdSafetyError {
         gvk: String,
         /// `namespace/name` (or `name` when cluster-scoped).
         object: String,
-        /// One message per field, as the API server words them.
+        /// One message per field, as the API server words them (paths from the root `[]`).
         errors: Vec<String>,
     },
 }
 
-/// Upstream's aggregate error text: one error alone, several in brackets.
+/// Upstream's aggregate error text: one error alone, several in brackets. Upstream validates
+/// from the root path `field.NewPath("")`, which prints as `[]`: every field error starts with
+/// `[].` (the detail after it keeps the plain path).
 fn aggregate(errors: &[String]) -> String {
     match errors {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
+        [one] => format!("[].{one}"),
+        many => {
+            let rooted: Vec<String> = many.iter().map(|e| format!("[].{e}")).collect();
+            format!("[{}]", rooted.join(", "))
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -90,10 +90,11 @@ pub fn decide(silent_for: Duration, since_restart: Option<Duration>) -> Decision
 }
 
 /// Whether `/readyz` reports the watch (pure): silent past [`STALE_AFTER`] + [`RELIST_GRACE`],
-/// so a forced re-list did not bring it back either, or `failing` (its last answer was an error)
-/// with no event for [`FAILING_AFTER`].
-pub fn is_stale(silent_for: Duration, failing: bool) -> bool {
-    silent_for >= STALE_AFTER + RELIST_GRACE || (failing && silent_for >= FAILING_AFTER)
+/// so a forced re-list did not bring it back either, or answering only errors for
+/// [`FAILING_AFTER`] (`failing_for`: since the first error of the current run of errors, so one
+/// error on a quiet watch is not reported at once).
+pub fn is_stale(silent_for: Duration, failing_for: Option<Duration>) -> bool {
+    silent_for >= STALE_AFTER + RELIST_GRACE || failing_for.is_some_and(|f| f >= FAILING_AFTER)
 }
 
 /// One line of `/readyz` for a stale watch (pure).
@@ -107,7 +108,7 @@ pub fn stale_text(name: &str, silent_for: Duration) -> String {
 /// The `/readyz` lines of the stale watches among `ages`, optional ones left out (pure).
 pub fn stale_lines(ages: &[WatchAge]) -> Vec<String> {
     ages.iter()
-        .filter(|a| !a.optional && is_stale(a.silent_for, a.failing))
+        .filter(|a| !a.optional && is_stale(a.silent_for, a.failing_for))
         .map(|a| stale_text(&a.name, a.silent_for))
         .collect()
 }
@@ -144,8 +145,9 @@ struct Entry {
     last_event: AtomicU64,
     /// Milliseconds since the epoch of the last forced restart, `u64::MAX` for never.
     last_restart: AtomicU64,
-    /// Whether the last item was an error (the watcher is backing off).
-    failing: AtomicBool,
+    /// Milliseconds since the epoch of the first error of the current run of errors (the
+    /// watcher is backing off), `u64::MAX` while the last item was an event.
+    failing_since: AtomicU64,
     /// Never named in `/readyz` (a kind whose CRD may be missing); still re-listed and reported.
     optional: bool,
     restart: tokio::sync::watch::Sender<u64>,
@@ -158,8 +160,9 @@ pub struct WatchAge {
     pub name: String,
     /// Time since its last event.
     pub silent_for: Duration,
-    /// Whether its last answer was an error.
-    pub failing: bool,
+    /// Time since the first of the errors it has answered since its last event (`None`: its
+    /// last answer was an event).
+    pub failing_for: Option<Duration>,
     /// Never named in `/readyz` (see [`WatchHealth::supervised_optional`]).
     pub optional: bool,
 }
@@ -296,7 +299,7 @@ impl WatchHealth {
             },
             last_event: AtomicU64::new(self.now_ms()),
             last_restart: AtomicU64::new(u64::MAX),
-            failing: AtomicBool::new(false),
+            failing_since: AtomicU64::new(u64::MAX),
             optional,
             restart,
         });
@@ -305,9 +308,16 @@ impl WatchHealth {
         let health = Arc::clone(self);
         let stamp = Arc::clone(&entry);
         restartable(entry, make).default_backoff().inspect(move |event| {
-            stamp.failing.store(event.is_err(), Ordering::Release);
+            let now = health.now_ms();
             if event.is_ok() {
-                stamp.last_event.store(health.now_ms(), Ordering::Release);
+                stamp.failing_since.store(u64::MAX, Ordering::Release);
+                stamp.last_event.store(now, Ordering::Release);
+            } else {
+                // Only the first error of a run starts the clock.
+                let _ =
+                    stamp
+                        .failing_since
+                        .compare_exchange(u64::MAX, now, Ordering::AcqRel, Ordering::Acquire);
             }
         })
     }
@@ -320,7 +330,10 @@ impl WatchHealth {
             .map(|e| WatchAge {
                 name: e.name.clone(),
                 silent_for: Duration::from_millis(now.saturating_sub(e.last_event.load(Ordering::Acquire))),
-                failing: e.failing.load(Ordering::Acquire),
+                failing_for: match e.failing_since.load(Ordering::Acquire) {
+                    u64::MAX => None,
+                    at => Some(Duration::from_millis(now.saturating_sub(at))),
+                },
                 optional: e.optional,
             })
             .collect()
@@ -443,14 +456,18 @@ mod tests {
 
     #[test]
     fn readyz_names_a_watch_only_once_its_relist_failed_too_or_it_kept_failing() {
-        assert!(!is_stale(STALE_AFTER, false));
-        assert!(is_stale(STALE_AFTER + RELIST_GRACE, false));
+        assert!(!is_stale(STALE_AFTER, None));
+        assert!(is_stale(STALE_AFTER + RELIST_GRACE, None));
         // Answering only errors (RBAC, a missing CRD): named well before the re-list bound.
-        assert!(!is_stale(FAILING_AFTER - S(1), true));
-        assert!(is_stale(FAILING_AFTER, true));
+        assert!(!is_stale(FAILING_AFTER - S(1), Some(FAILING_AFTER - S(1))));
+        assert!(is_stale(FAILING_AFTER, Some(FAILING_AFTER)));
         assert!(
-            !is_stale(FAILING_AFTER, false),
+            !is_stale(FAILING_AFTER, None),
             "a quiet healthy watch is not stale"
+        );
+        assert!(
+            !is_stale(S(200), Some(S(0))),
+            "one error on a watch quiet for long is not reported until the errors last"
         );
         assert_eq!(
             stale_text("clusterserviceversions", S(95)),
@@ -526,12 +543,12 @@ mod tests {
         let mut failing = Box::pin(failing);
         assert!(matches!(failing.next().await, Some(Err(_))));
         let ages = health.ages();
-        assert!(ages[0].failing && ages[0].optional, "{ages:?}");
+        assert!(ages[0].failing_for.is_some() && ages[0].optional, "{ages:?}");
 
-        let long = |name: &str, failing, optional| WatchAge {
+        let long = |name: &str, failing: bool, optional| WatchAge {
             name: name.to_owned(),
             silent_for: FAILING_AFTER,
-            failing,
+            failing_for: failing.then_some(FAILING_AFTER),
             optional,
         };
         assert_eq!(

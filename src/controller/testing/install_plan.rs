@@ -70,7 +70,7 @@ async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_messag
         "/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/install-abcde/status",
     );
     let status = &written[0]["status"];
-    let message = "risk of data loss updating redisclusters.cache.example.com: new CRD removes version \
+    let message = "risk of data loss updating \"redisclusters.cache.example.com\": new CRD removes version \
                    v1alpha1 that is listed as a stored version on the existing CRD";
     // Started long ago: past the retry timeout, so the plan fails with the message.
     assert_eq!(status["phase"], "Failed", "{status:#}");

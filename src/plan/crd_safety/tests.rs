@@ -64,7 +64,7 @@ fn dropping_a_stored_version_is_refused_with_upstreams_message() {
     let err = stored_versions_kept(&existing, &new).expect_err("v1alpha1 is stored");
     assert_eq!(
         err.to_string(),
-        "risk of data loss updating redisclusters.cache.example.com: new CRD removes version v1alpha1 that is listed as a stored version on the existing CRD"
+        "risk of data loss updating \"redisclusters.cache.example.com\": new CRD removes version v1alpha1 that is listed as a stored version on the existing CRD"
     );
 }
 
@@ -156,7 +156,7 @@ fn an_existing_object_the_new_schema_rejects_fails_the_step_naming_it() {
         err.to_string(),
         "error validating existing CRs against new CRD's schema for \"redisclusters.cache.example.com\": \
          error validating cache.example.com/v1, Kind=RedisCluster \"shop/big\": updated validation is too \
-         restrictive: spec.size: Invalid value: 50: spec.size in body should be less than or equal to 10"
+         restrictive: [].spec.size: Invalid value: 50: spec.size in body should be less than or equal to 10"
     );
 }
 
@@ -199,5 +199,8 @@ fn the_validator_reports_each_kind_of_field_error() {
         object: "o".into(),
         errors: vec!["a".into(), "b".into()],
     };
-    assert!(err.to_string().ends_with("too restrictive: [a, b]"), "{err}");
+    assert!(
+        err.to_string().ends_with("too restrictive: [[].a, [].b]"),
+        "{err}"
+    );
 }
