@@ -15,7 +15,7 @@
 
 mod support;
 
-use std::{path::PathBuf, process::Command, sync::OnceLock, time::Duration};
+use std::{path::PathBuf, sync::OnceLock, time::Duration};
 
 use base64::Engine as _;
 use k8s_openapi::{
@@ -37,9 +37,8 @@ use olm_rs::api::{
 };
 use serde_json::{Value, json};
 use support::{
-    LoggedChild,
     cluster::{TestCluster, TestNamespace, wait_for},
-    e2e::{InNamespace, apply_catalog_config_map, catalog_json, fixture},
+    e2e::{self, InNamespace, apply_catalog_config_map, catalog_json, fixture},
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -53,7 +52,7 @@ const SECRET: &str = "hooked-operator-service-cert";
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Env {
-    _controller: LoggedChild,
+    _controller: e2e::Controller,
     ns: TestNamespace,
     cluster: TestCluster,
     _serial: tokio::sync::MutexGuard<'static, ()>,
@@ -66,16 +65,7 @@ async fn env(tag: &str) -> Option<Env> {
     CRDS.get_or_init(|| cluster.install_olm_crds("olm-rs-e2e"));
     let ns = cluster.namespace(tag).await;
     let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("webhooks-e2e-{}.log", ns.name()));
-    let controller = LoggedChild::spawn(
-        Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .arg("--metrics-bind")
-            .arg("127.0.0.1:0")
-            .env("RUST_LOG", "info,olm_rs=debug"),
-        log,
-    );
+    let controller = e2e::Controller::start(cluster.kubeconfig_path(), log, Vec::new(), &[]);
     // The CRD is cluster-scoped: a CSV of an earlier test, still being deleted with its
     // namespace, owns it too and would point its conversion at its own Service. Wait until
     // this controller has finished those (its finalizer strips the conversion).
