@@ -944,12 +944,37 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
                 group: o.group,
                 version: o.version,
                 name: o.name,
-                manifest: Some(o.manifest.to_string()),
+                manifest: Some(go_json(o.manifest)),
             },
             optional: false,
             status: StepStatus::Unknown,
         })
         .collect())
+}
+
+/// A step's manifest as JSON text, numbers written as Go's `encoding/json` writes a `float64`:
+/// an integral value without a fraction (`5`, not `5.0`: a CRD schema's `minimum` and `maximum`
+/// are `float64` in Go and `f64` here, and upstream's plans show `5`).
+fn go_json(mut manifest: Value) -> String {
+    fn integral_floats(value: &mut Value) {
+        match value {
+            Value::Number(n) if n.is_f64() => {
+                if let Some(f) = n.as_f64()
+                    && f.fract() == 0.0
+                    && f.abs() < 1e15
+                {
+                    #[allow(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
+                    let i = f as i64;
+                    *value = Value::from(i);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(integral_floats),
+            Value::Object(map) => map.values_mut().for_each(integral_floats),
+            _ => {}
+        }
+    }
+    integral_floats(&mut manifest);
+    manifest.to_string()
 }
 
 /// Whether an object of this step kind gets an owner reference to the CSV it belongs to when it
@@ -1001,7 +1026,7 @@ pub fn subscription_step(subscription: &v1alpha1::Subscription, bundle: &str) ->
             version: version.to_owned(),
             kind: SUBSCRIPTION_KIND.to_owned(),
             name,
-            manifest: Some(manifest.to_string()),
+            manifest: Some(go_json(manifest)),
         },
         optional: false,
         status: StepStatus::Unknown,

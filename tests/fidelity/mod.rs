@@ -569,12 +569,49 @@ pub const ALLOWED: &[Allowed] = &[
               Subscription, so only later plans carry operators.coreos.com/<pkg>.<ns>",
     },
     // --- Covered elsewhere ---
+    // --- Step manifests (numbers are written as Go writes them, see plan::steps::go_json) ---
     Allowed {
         transcript: "*",
         kind: "InstallPlan",
-        path: "status.plan[*].resource.manifest*",
-        why: "covered: each step's object is compared as created (CSV, Role, RoleBinding, \
-              ServiceAccount transcripts)",
+        path: "status.plan[*].resource.manifest.metadata.labels*",
+        why: "deliberate: olm-rs writes the olm.managed and operators.coreos.com/<pkg>.<ns> \
+              labels into the step's manifest when it plans; upstream adds them when it applies \
+              (the created objects carry the same labels in both)",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
+        path: "status.plan[*].resource.manifest.metadata.ownerReferences",
+        why: "deliberate: olm-rs adds the owner reference to the CSV when it applies the step, \
+              with the CSV's uid; upstream writes one without a uid into the manifest (the \
+              created objects carry the same reference in both)",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
+        path: "status.plan[*].resource.manifest.apiVersion",
+        why: "deliberate: olm-rs writes the type into every step manifest; upstream leaves it \
+              out of the RBAC and ServiceAccount manifests (the step names the kind)",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
+        path: "status.plan[*].resource.manifest.kind",
+        why: "deliberate: as apiVersion above",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
+        path: "status.plan[CustomResourceDefinition/*].resource.manifest.metadata.annotations",
+        why: "deliberate: the CRD step carries the operatorframework.io/installed-alongside-<hash> \
+              annotation when planned; upstream adds it when it applies",
+    },
+    Allowed {
+        transcript: "*",
+        kind: "InstallPlan",
+        path: "status.plan[ClusterServiceVersion/*].resource.manifest.status",
+        why: "Go's zero value: upstream serialises its typed CSV with an empty status \
+              (`{\"cleanup\":{}}`); olm-rs writes no status into a manifest",
     },
 ];
 

@@ -507,3 +507,21 @@ fn a_typed_object_that_does_not_decode_is_refused_naming_it() {
             .starts_with("bundle object Service svc is invalid: ")
     );
 }
+
+#[test]
+fn step_manifests_write_integral_numbers_as_go_does() {
+    let manifest = json!({"spec": {"minimum": 1.0, "maximum": 5.0, "ratio": 0.5, "count": 3,
+                                   "items": [{"multipleOf": 2.0}], "big": 1e20}});
+    let text = go_json(manifest);
+    let back: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(back["spec"]["minimum"], json!(1));
+    assert_eq!(back["spec"]["maximum"], json!(5));
+    assert_eq!(back["spec"]["items"][0]["multipleOf"], json!(2));
+    assert_eq!(back["spec"]["ratio"], json!(0.5));
+    assert_eq!(back["spec"]["count"], json!(3));
+    assert!(
+        text.contains("\"maximum\":5,") || text.contains("\"maximum\":5}"),
+        "{text}"
+    );
+    assert!(!text.contains("5.0"), "{text}");
+}
