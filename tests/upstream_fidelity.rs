@@ -165,6 +165,16 @@ fn the_pre_issue_15_olm_rs_run_is_caught_with_exactly_issue_15s_differences() {
             "InstallPlan/install-<gen>(redis-operator.v1.0.0) metadata.labels",
             "InstallPlan/install-<gen>(redis-operator.v1.0.0) metadata.ownerReferences[Subscription/redis-operator].controller",
             "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[order]",
+            // The CSV step's manifest differs as the CSV does.
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[ClusterServiceVersion/redis-operator.v1.0.0].resource.manifest.metadata.annotations.operatorframework.io/properties",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[ClusterServiceVersion/redis-operator.v1.0.0].resource.manifest.spec.apiservicedefinitions",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[ClusterServiceVersion/redis-operator.v1.0.0].resource.manifest.spec.cleanup",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[ClusterServiceVersion/redis-operator.v1.0.0].resource.manifest.spec.replaces",
+            // That run wrote a CRD schema's integral bounds as 5.0 where Go writes 5.
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[CustomResourceDefinition/redisclusters.cache.example.com].resource.manifest.spec.versions[v1].schema.openAPIV3Schema.properties.spec.properties.replicasPerPrimary.maximum",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[CustomResourceDefinition/redisclusters.cache.example.com].resource.manifest.spec.versions[v1].schema.openAPIV3Schema.properties.spec.properties.replicasPerPrimary.minimum",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[CustomResourceDefinition/redisclusters.cache.example.com].resource.manifest.spec.versions[v1].schema.openAPIV3Schema.properties.spec.properties.size.maximum",
+            "InstallPlan/install-<gen>(redis-operator.v1.0.0) status.plan[CustomResourceDefinition/redisclusters.cache.example.com].resource.manifest.spec.versions[v1].schema.openAPIV3Schema.properties.spec.properties.size.minimum",
             "Subscription/redis-operator metadata.labels",
         ]
     );
