@@ -616,32 +616,40 @@ fn seed() -> u64 {
         })
 }
 
-/// Kills the controller `kills` times at random moments while `until` is false: each time after
-/// a random 0.3–4 s of work, then a random 0–1 s of downtime before the restart. Returns the
-/// number of kills done.
+/// Kills the controller up to `kills` times at random moments: the first kill always, after a
+/// random 0.05–1 s of work (a phase of ten installs takes about 2.5 s on a warm run, so a later
+/// first kill could miss it), the next ones after a random 0.3–4 s of work while not every
+/// namespace is at `csv`; each time a random 0–1 s of downtime before the restart. Returns the
+/// number of kills and how many of them hit an unfinished phase.
 async fn kill_randomly(
     controller: &mut Controller,
     rng: &mut Rng,
     kills: usize,
     all: &[&Ns],
     csv: &str,
-) -> usize {
-    let mut done = 0;
+) -> (usize, usize) {
+    let (mut done, mut during) = (0, 0);
     while done < kills {
-        tokio::time::sleep(rng.millis(300, 4000)).await;
+        let wait = if done == 0 {
+            rng.millis(50, 1000)
+        } else {
+            rng.millis(300, 4000)
+        };
+        tokio::time::sleep(wait).await;
         let mut finished = true;
         for ns in all {
             finished = finished && ns.at_head(csv).await;
         }
-        if finished {
+        if finished && done > 0 {
             break;
         }
         controller.kill();
         done += 1;
+        during += usize::from(!finished);
         tokio::time::sleep(rng.millis(0, 1000)).await;
         controller.spawn();
     }
-    done
+    (done, during)
 }
 
 /// Ten installs and ten upgrades (one per namespace each) while the controller is SIGKILLed at
@@ -666,24 +674,26 @@ async fn sigkills_at_random_points_during_20_installs_and_upgrades_leave_no_dupl
     for ns in &set {
         ns.subscribe().await;
     }
-    let kills_install = kill_randomly(&mut controller, &mut rng, 4, &all, &csv_name("1.0.0")).await;
+    let (kills_install, during_install) =
+        kill_randomly(&mut controller, &mut rng, 4, &all, &csv_name("1.0.0")).await;
     wait_all_at_head(&all, &csv_name("1.0.0"), WAIT).await;
 
     for ns in &set {
         ns.apply_catalog("e2e-catalog", &widget_catalog(&["1.0.0", "1.1.0"], false))
             .await;
     }
-    let kills_upgrade = kill_randomly(&mut controller, &mut rng, 4, &all, &csv_name("1.1.0")).await;
+    let (kills_upgrade, during_upgrade) =
+        kill_randomly(&mut controller, &mut rng, 4, &all, &csv_name("1.1.0")).await;
     wait_all_at_head(&all, &csv_name("1.1.0"), WAIT).await;
     let _ = writeln!(
         std::io::stderr(),
-        "20 installs and upgrades with {} SIGKILLs ({kills_install} during the installs, {kills_upgrade} during the upgrades) in {:.1} s (seed {seed})",
+        "20 installs and upgrades with {} SIGKILLs ({kills_install} in the install phase, {during_install} of them before it finished; {kills_upgrade} in the upgrade phase, {during_upgrade} before it finished) in {:.1} s (seed {seed})",
         kills_install + kills_upgrade,
         started.elapsed().as_secs_f64()
     );
     assert!(
-        kills_install + kills_upgrade > 0,
-        "no kill happened (seed {seed})"
+        during_install + during_upgrade > 0,
+        "no kill hit an unfinished install or upgrade (seed {seed})"
     );
     // Give a duplicate the chance to appear, then count.
     tokio::time::sleep(Duration::from_secs(3)).await;
