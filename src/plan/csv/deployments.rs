@@ -35,14 +35,7 @@ pub fn desired_deployments(
     let namespace = csv.namespace().unwrap_or_default();
     // The Operator-API component label the InstallPlan put on the CSV goes on its Deployments.
     let component_labels = component_labels(csv);
-    let owner = csv.metadata.uid.as_ref().map(|uid| OwnerReference {
-        api_version: v1alpha1::API_VERSION.to_owned(),
-        kind: CSV_KIND.to_owned(),
-        name: name.clone(),
-        uid: uid.clone(),
-        controller: Some(false),
-        block_owner_deletion: Some(false),
-    });
+    let owner = csv_owner_reference(csv);
     csv.spec
         .install
         .spec

@@ -170,6 +170,20 @@ pub struct RequiredApiService {
     pub uid: Option<String>,
 }
 
+/// The owner reference every object the CSV's install strategy creates carries (Deployments,
+/// webhook Services, Secrets and RBAC): not a controller, no blocking deletion, as upstream
+/// (`ownerutil.NonBlockingOwner`). `None` until the CSV has a uid.
+pub fn csv_owner_reference(csv: &ClusterServiceVersion) -> Option<OwnerReference> {
+    csv.metadata.uid.as_ref().map(|uid| OwnerReference {
+        api_version: v1alpha1::API_VERSION.to_owned(),
+        kind: CSV_KIND.to_owned(),
+        name: csv.name_any(),
+        uid: uid.clone(),
+        controller: Some(false),
+        block_owner_deletion: Some(false),
+    })
+}
+
 /// The APIServices a CSV requires and does not own, by name `<version>.<group>`, sorted and
 /// without repeats (upstream `GetRequiredAPIServiceDescriptions`).
 pub fn required_api_service_names(csv: &ClusterServiceVersion) -> Vec<String> {

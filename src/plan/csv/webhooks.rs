@@ -775,7 +775,7 @@ pub fn plan(
     }
     let name = csv.name_any();
     let namespace = csv.namespace().unwrap_or_default();
-    let owner = owner_reference(csv);
+    let owner = csv_owner_reference(csv);
     let owner_labels = owner_labels(&name, &namespace);
     let due: BTreeMap<String, Vec<String>> = certs_due(csv, observed, now).into_iter().collect();
     let mut in_effect: BTreeMap<String, InEffect> = BTreeMap::new();
@@ -998,17 +998,6 @@ fn config_meta(
         labels: Some(labels),
         ..Default::default()
     }
-}
-
-fn owner_reference(csv: &ClusterServiceVersion) -> Option<OwnerReference> {
-    csv.metadata.uid.as_ref().map(|uid| OwnerReference {
-        api_version: v1alpha1::API_VERSION.to_owned(),
-        kind: CSV_KIND.to_owned(),
-        name: csv.name_any(),
-        uid: uid.clone(),
-        controller: Some(false),
-        block_owner_deletion: Some(false),
-    })
 }
 
 struct CertTarget<'a> {
