@@ -70,6 +70,17 @@ pub const GROUP: &str = "operators.coreos.com";
 /// The category every OLM CRD is listed under (`kubectl get olm`).
 pub const CATEGORY: &str = "olm";
 
+/// The metadata fields the API server fills in, which differ between any two copies of an
+/// object: a step's manifest leaves them out (and the tests' comparison with upstream drops them).
+pub const SERVER_POPULATED_METADATA: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+];
+
 /// Errors from turning the API types into CRD manifests.
 #[derive(Debug, Error)]
 pub enum ApiError {

@@ -705,15 +705,8 @@ fn normalise(manifest: &mut Value, namespace: Option<&str>) {
     obj.remove("status");
     let metadata = obj.entry("metadata").or_insert_with(|| json!({}));
     if let Some(m) = metadata.as_object_mut() {
-        for field in [
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "generation",
-            "managedFields",
-            "selfLink",
-        ] {
-            m.remove(field);
+        for field in crate::api::SERVER_POPULATED_METADATA {
+            m.remove(*field);
         }
         match namespace {
             Some(ns) => {

@@ -27,14 +27,7 @@ pub fn items(what: &str, text: &str) -> Vec<Value> {
 }
 
 /// Metadata that differs between any two runs.
-const DROPPED_METADATA: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "generation",
-    "managedFields",
-    "selfLink",
-];
+const DROPPED_METADATA: &[&str] = olm_rs::api::SERVER_POPULATED_METADATA;
 
 /// Annotations a client or a built-in controller writes, not OLM.
 const DROPPED_ANNOTATIONS: &[&str] = &[
