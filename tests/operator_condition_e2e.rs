@@ -15,11 +15,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::{
     apps::v1::Deployment,
+    core::v1::Event,
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
     Api, Client,
-    api::{DynamicObject, Patch, PatchParams},
+    api::{DynamicObject, ListParams, Patch, PatchParams},
 };
 use olm_rs::api::{
     v1::OperatorGroup,
@@ -341,14 +342,43 @@ async fn an_operator_condition_upgradeable_false_holds_the_upgrade_until_an_over
     );
     assert!(env.get::<ClusterServiceVersion>(&v1).await.is_some());
 
-    // An admin's override wins over what the operator says: the upgrade proceeds.
+    // An admin's override wins over what the operator says: the upgrade proceeds. An override
+    // of another type changes nothing, as upstream, and a Warning Event says so.
     env.patch_condition(
         env.cluster.client(),
         &v1,
-        json!({"spec": {"overrides": [upgradeable("True", "AdminOverride", "the migration is resumable")]}}),
+        json!({"spec": {"overrides": [
+            upgradeable("True", "AdminOverride", "the migration is resumable"),
+            {"type": "Degraded", "status": "False", "reason": "AdminOverride", "message": "ignore"}
+        ]}}),
     )
     .await
     .expect("the admin's override");
+    let warning = wait_for(
+        "an IgnoredOverride Warning Event",
+        Duration::from_secs(30),
+        || async {
+            let events: Api<Event> = Api::namespaced(env.cluster.client(), env.ns());
+            events
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.involved_object.kind.as_deref() == Some("OperatorCondition")
+                        && e.involved_object.name.as_deref() == Some(v1.as_str())
+                        && e.reason.as_deref() == Some("IgnoredOverride")
+                        && e.type_.as_deref() == Some("Warning")
+                })
+        },
+    )
+    .await;
+    let note = warning.message.unwrap_or_default();
+    assert!(
+        note.contains("\"Degraded\"") && note.contains("no effect"),
+        "{note}"
+    );
     env.wait_csv(&v2, "Succeeded", "InstallSucceeded").await;
     env.wait_gone::<ClusterServiceVersion>(&v1).await;
     // 1.0.0's OperatorCondition went with its CSV (garbage collection); 1.1.0 has its own.

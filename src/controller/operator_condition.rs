@@ -6,8 +6,9 @@
 //!   those fields, under the field manager [`MANAGER`]) when the store shows it missing or
 //!   different. The garbage collector removes it with the CSV (its controller owner reference).
 //! - **The controller** ([`reconcile`], upstream `OperatorConditionReconciler`): for each
-//!   OperatorCondition, applies its Role and RoleBinding (on its own changes and theirs), and
-//!   copies `spec.conditions` into `status.conditions` when they are not there yet.
+//!   OperatorCondition, applies its Role and RoleBinding (on its own changes and theirs),
+//!   copies `spec.conditions` into `status.conditions` when they are not there yet, and warns
+//!   (Event `IgnoredOverride`) about `spec.overrides` entries OLM does not act on.
 //!
 //! The CSV controller reads the store to gate upgrades ([`upgrade_blocker`]) and is woken by
 //! every OperatorCondition change ([`csvs_for`]).
@@ -141,6 +142,10 @@ async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Resul
     }
     if let Some(status) = plan::synced_status(&oc) {
         ctx.write_status(oc.as_ref(), true, &status).await?;
+    }
+    // Repeats are counted on one Event by the recorder, not written again.
+    if let Some(note) = plan::ignored_overrides(&oc) {
+        ctx.warning(&oc.object_ref(&()), "IgnoredOverride", "Sync", note);
     }
     Ok(Action::await_change())
 }

@@ -25,7 +25,8 @@
 //!   OperatorCondition has an `Upgradeable` override that is not `True`, or (without an
 //!   override) an `Upgradeable` status condition that is `False` or was observed at an older
 //!   generation than the object's. No OperatorCondition, or no `Upgradeable` condition, is
-//!   upgradeable. Overrides always win over the operator's conditions.
+//!   upgradeable. Overrides always win over the operator's conditions. An override of any
+//!   other type changes nothing, as upstream, and is reported ([`ignored_overrides`]).
 //!
 //! `OPERATOR_CONDITION_NAME` (= the CSV name) is put into every container of the operator's
 //! Deployments by the install strategy itself ([`super::csv::desired_deployments`]), after the
@@ -265,6 +266,31 @@ impl std::fmt::Display for UpgradeBlock {
             ),
         }
     }
+}
+
+/// The Warning to give when `spec.overrides` holds entries OLM does not act on: upstream reads
+/// only an `Upgradeable` override (`isOperatorUpgradeable`), so an override of any other type
+/// changes nothing, and an admin who wrote one must hear so rather than trust it.
+pub fn ignored_overrides(oc: &OperatorCondition) -> Option<String> {
+    let mut ignored: Vec<&str> = Vec::new();
+    for t in oc.spec.overrides.iter().map(|o| o.type_.as_str()) {
+        if t != UPGRADEABLE && !ignored.contains(&t) {
+            ignored.push(t);
+        }
+    }
+    if ignored.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "spec.overrides of type {} has no effect: OLM acts only on an override of type \
+         {UPGRADEABLE} (remove the entry; the operator reports other conditions in \
+         spec.conditions)",
+        ignored
+            .iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// Whether the upgrade away from the CSV whose OperatorCondition is `oc` must wait, and why

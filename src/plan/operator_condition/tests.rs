@@ -314,3 +314,25 @@ fn the_v1_and_v2_objects_read_the_same_overrides() {
     let v2: OperatorCondition = serde_json::from_value(text).expect("v2 reads it too");
     assert_eq!(v1.spec.overrides, v2.spec.overrides);
 }
+
+#[test]
+fn overrides_other_than_upgradeable_are_named_as_ignored() {
+    let only_upgradeable = oc(json!({
+        "spec": {"overrides": [{"type": "Upgradeable", "status": "False", "reason": "Admin", "message": ""}]}
+    }));
+    assert_eq!(ignored_overrides(&only_upgradeable), None);
+    let mixed = oc(json!({
+        "spec": {"overrides": [
+            {"type": "Upgradeable", "status": "True", "reason": "Admin", "message": ""},
+            {"type": "Degraded", "status": "True", "reason": "Admin", "message": ""},
+            {"type": "Available", "status": "False", "reason": "Admin", "message": ""}
+        ]}
+    }));
+    let message = ignored_overrides(&mixed).expect("named");
+    assert!(message.contains("\"Degraded\", \"Available\""), "{message}");
+    assert!(
+        message.contains("only on an override of type Upgradeable"),
+        "{message}"
+    );
+    assert_eq!(ignored_overrides(&oc(json!({"spec": {}}))), None);
+}
