@@ -1977,12 +1977,13 @@ async fn a_multi_namespace_group_gets_a_copied_csv_that_leaves_with_its_namespac
 
 /// The OLMConfig `cluster` (issue 15): the controller creates it; `disableCopiedCSVs: true`
 /// keeps an AllNamespaces operator's CSV from being copied, records the `DisabledCopiedCSVs`
-/// Warning on it and reports `CopiedCSVsDisabled`; turning it off again copies the CSV into
+/// Warning on it (once: a restarted controller does not repeat it) and reports
+/// `CopiedCSVsDisabled`; turning it off again copies the CSV into
 /// the other namespaces, deletes the Warning and reports `CopiedCSVsEnabled`. A
 /// `packageServerSyncInterval` is reported as ignored. The object's spec is restored at the end.
 #[tokio::test]
 async fn olm_config_disables_and_reenables_copied_csvs_of_all_namespaces_operators() {
-    let Some(env) = env("e2e-olmcfg").await else {
+    let Some(mut env) = env("e2e-olmcfg").await else {
         return;
     };
     let other = env.cluster.namespace("e2e-olmcfg-other").await;
@@ -2100,6 +2101,25 @@ async fn olm_config_disables_and_reenables_copied_csvs_of_all_namespaces_operato
         str_at(&ignored, "/message").contains("packageServerSyncInterval (1h30m)"),
         "{ignored:#}"
     );
+
+    // A restarted controller does not give the Warning a second time (upstream lists the
+    // Events first): once ready and a few seconds on, still one Event, counted once.
+    env.controller.restart();
+    wait_for("/readyz after the restart", WAIT, || async {
+        env.controller
+            .get("/readyz", Duration::from_secs(2))
+            .starts_with("HTTP/1.1 200")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after_restart = events
+        .list(&ListParams::default().fields(&selector))
+        .await
+        .expect("list the Warnings")
+        .items;
+    assert_eq!(after_restart.len(), 1, "{after_restart:#?}");
+    assert_eq!(after_restart[0].count, Some(1), "{after_restart:#?}");
 
     // Enabled again: the copy appears, the Warning goes, the condition says so.
     set_features(json!({"disableCopiedCSVs": false, "packageServerSyncInterval": null})).await;

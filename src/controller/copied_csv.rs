@@ -167,7 +167,23 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
     }
     if decision.copying_disabled {
         lock(&EVENTS_CLEARED).remove(&key);
-        if lock(&DISABLED_NOTED).insert(key) {
+        // Once per CSV: this process remembers it gave the Warning, and after a restart the
+        // Events already written say so.
+        if lock(&DISABLED_NOTED).insert(key.clone())
+            && !crate::k8s::events::exists_regarding(
+                ctx.client(),
+                &csv.object_ref(&()),
+                plan::DISABLED_EVENT_REASON,
+            )
+            .await
+            .map_err(|source| {
+                lock(&DISABLED_NOTED).remove(&key);
+                Error::Observe {
+                    what: format!("DisabledCopiedCSVs Events of CSV {ns}/{name}"),
+                    source,
+                }
+            })?
+        {
             ctx.publish(vec![EventNote {
                 regarding: csv.object_ref(&()),
                 warning: true,

@@ -293,6 +293,29 @@ pub fn regarding_selector(regarding: &ObjectReference, reason: &str) -> String {
     parts.join(",")
 }
 
+/// Whether an Event about `regarding` with `reason` exists (in its namespace): a Warning that
+/// must be given once per object, not once per process, is written only when none is there
+/// (upstream lists them the same way before its `DisabledCopiedCSVs` Warning).
+///
+/// # Errors
+/// The list failed.
+pub async fn exists_regarding(
+    client: kube::Client,
+    regarding: &ObjectReference,
+    reason: &str,
+) -> kube::Result<bool> {
+    let namespace = regarding.namespace.clone().unwrap_or_default();
+    let api: Api<Event> = Api::namespaced(client, &namespace);
+    let found = api
+        .list_metadata(
+            &ListParams::default()
+                .fields(&regarding_selector(regarding, reason))
+                .limit(1),
+        )
+        .await?;
+    Ok(!found.items.is_empty())
+}
+
 /// Deletes the Events about `regarding` with `reason` (in its namespace); returns how many
 /// went. An Event already gone counts as deleted.
 ///
