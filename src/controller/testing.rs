@@ -177,6 +177,20 @@ pub(crate) enum Scenario {
         /// The InstallPlan, as the server holds it.
         plan: Value,
     },
+    /// An InstallPlan's CRD step reads the existing CRD (a `GET`, answered with `existing`),
+    /// lists the existing objects of `version` a page at a time (`GET`s with `limit=500`, then
+    /// the `continue` token of the page before, answered with `pages` in order), is refused
+    /// before any apply; then the plan's status is written (under `olm-rs/installplan`, forced).
+    CrdObjectsRefused {
+        /// The CRD on the server.
+        existing: Value,
+        /// The version whose objects are listed.
+        version: &'static str,
+        /// The list answers, in order; each but the last carries `metadata.continue`.
+        pages: Vec<Value>,
+        /// The InstallPlan, as the server holds it.
+        plan: Value,
+    },
     /// Nothing is written (Events aside).
     NothingWritten,
 }
@@ -261,6 +275,47 @@ impl Scenario {
                         plan,
                     ),
                 ])
+            }
+            Self::CrdObjectsRefused {
+                existing,
+                version,
+                pages,
+                plan,
+            } => {
+                let (crd, _) = name_and_namespace(&existing);
+                let (name, ns) = name_and_namespace(&plan);
+                let group = existing["spec"]["group"].as_str().unwrap_or_default().to_owned();
+                let plural = existing["spec"]["names"]["plural"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let mut expected = VecDeque::from([Expected::new(
+                    Method::GET,
+                    format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"),
+                    existing,
+                )]);
+                let mut token: Option<String> = None;
+                for page in pages {
+                    let query = match &token {
+                        None => "?&limit=500".to_owned(),
+                        Some(t) => format!("?&limit=500&continue={t}"),
+                    };
+                    token = page["metadata"]["continue"].as_str().map(str::to_owned);
+                    expected.push_back(Expected::new(
+                        Method::GET,
+                        format!("/apis/{group}/{version}/{plural}{query}"),
+                        page,
+                    ));
+                }
+                expected.push_back(Expected::new(
+                    Method::PATCH,
+                    format!(
+                        "{OLM_V1ALPHA1}/namespaces/{ns}/installplans/{name}/status{}",
+                        applied("olm-rs/installplan")
+                    ),
+                    plan,
+                ));
+                expected
             }
             Self::StatusWritten {
                 collection,

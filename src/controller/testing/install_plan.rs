@@ -80,3 +80,71 @@ async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_messag
     assert_eq!(status["plan"][0]["status"], "Unknown", "the CRD was not applied");
     assert_eq!(event_reasons(&received), ["InstallComponentFailed"]);
 }
+
+/// A RedisCluster object in `ops` with `spec.size`.
+fn cluster(name: &str, size: Value) -> Value {
+    json!({"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+           "metadata": {"name": name, "namespace": "ops"}, "spec": {"size": size}})
+}
+
+#[tokio::test]
+async fn a_crd_step_reads_existing_objects_a_page_at_a_time_and_is_refused_by_one_on_the_second_page() {
+    let (fixture, mut server) = Fixture::new();
+    // The new schema makes spec.size an integer; the existing one accepted anything.
+    let mut new_crd = crd(&["v1"], &[]);
+    new_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}
+    });
+    let plan = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "InstallPlan",
+        "metadata": {"name": "install-fghij", "namespace": "ops", "uid": "ip-2"},
+        "spec": {"clusterServiceVersionNames": ["redis-operator.v2.0.0"], "approval": "Automatic", "approved": true},
+        "status": {
+            "phase": "Installing",
+            "catalogSources": [],
+            "startTime": "2026-01-01T00:00:00Z",
+            "plan": [{
+                "resolving": "redis-operator.v2.0.0",
+                "status": "Unknown",
+                "resource": {
+                    "group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                    "name": CRD, "sourceName": "cat", "sourceNamespace": "olm",
+                    "manifest": new_crd.to_string()
+                }
+            }]
+        }
+    });
+    let ip: InstallPlan = object(plan.clone());
+    let list = |items: Vec<Value>, token: Option<&str>| {
+        json!({"apiVersion": "cache.example.com/v1", "kind": "RedisClusterList",
+               "metadata": {"continue": token}, "items": items})
+    };
+    let (_, received) = server
+        .run(
+            Scenario::CrdObjectsRefused {
+                existing: crd(&["v1"], &["v1"]),
+                version: "v1",
+                pages: vec![
+                    list(vec![cluster("good", json!(3))], Some("page-2")),
+                    list(vec![cluster("bad", json!("three"))], None),
+                ],
+                plan,
+            },
+            install_plan::reconcile(Arc::new(ip), fixture.context("installplan")),
+        )
+        .await;
+    let written = bodies(
+        &received,
+        &Method::PATCH,
+        "/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/install-fghij/status",
+    );
+    let status = &written[0]["status"];
+    let message = status["message"].as_str().unwrap_or_default();
+    assert_eq!(status["phase"], "Failed", "{status:#}");
+    assert!(message.contains("ops/bad"), "{message}");
+    assert!(!message.contains("ops/good"), "{message}");
+    assert!(message.contains("spec.size"), "{message}");
+    assert_eq!(status["plan"][0]["status"], "Unknown", "the CRD was not applied");
+}
