@@ -30,14 +30,13 @@ fn crd(versions: &[&str], stored: &[&str]) -> Value {
     })
 }
 
-#[tokio::test]
-async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_message_and_nothing_is_applied() {
-    let (fixture, mut server) = Fixture::new();
-    let new_crd = crd(&["v1"], &[]);
-    let plan = json!({
+/// An Automatic InstallPlan `name` in `ops`, started long ago (past the retry timeout), whose
+/// one step applies `crd`.
+fn crd_plan(name: &str, crd: &Value) -> Value {
+    json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "InstallPlan",
-        "metadata": {"name": "install-abcde", "namespace": "ops", "uid": "ip-1"},
+        "metadata": {"name": name, "namespace": "ops", "uid": format!("{name}-uid")},
         "spec": {"clusterServiceVersionNames": ["redis-operator.v2.0.0"], "approval": "Automatic", "approved": true},
         "status": {
             "phase": "Installing",
@@ -49,11 +48,18 @@ async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_messag
                 "resource": {
                     "group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
                     "name": CRD, "sourceName": "cat", "sourceNamespace": "olm",
-                    "manifest": new_crd.to_string()
+                    "manifest": crd.to_string()
                 }
             }]
         }
-    });
+    })
+}
+
+#[tokio::test]
+async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_message_and_nothing_is_applied() {
+    let (fixture, mut server) = Fixture::new();
+    let new_crd = crd(&["v1"], &[]);
+    let plan = crd_plan("install-abcde", &new_crd);
     let ip: InstallPlan = object(plan.clone());
     let (_, received) = server
         .run(
@@ -96,26 +102,7 @@ async fn a_crd_step_reads_existing_objects_a_page_at_a_time_and_is_refused_by_on
         "type": "object",
         "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}
     });
-    let plan = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "InstallPlan",
-        "metadata": {"name": "install-fghij", "namespace": "ops", "uid": "ip-2"},
-        "spec": {"clusterServiceVersionNames": ["redis-operator.v2.0.0"], "approval": "Automatic", "approved": true},
-        "status": {
-            "phase": "Installing",
-            "catalogSources": [],
-            "startTime": "2026-01-01T00:00:00Z",
-            "plan": [{
-                "resolving": "redis-operator.v2.0.0",
-                "status": "Unknown",
-                "resource": {
-                    "group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
-                    "name": CRD, "sourceName": "cat", "sourceNamespace": "olm",
-                    "manifest": new_crd.to_string()
-                }
-            }]
-        }
-    });
+    let plan = crd_plan("install-fghij", &new_crd);
     let ip: InstallPlan = object(plan.clone());
     let list = |items: Vec<Value>, token: Option<&str>| {
         json!({"apiVersion": "cache.example.com/v1", "kind": "RedisClusterList",
