@@ -279,6 +279,25 @@ async fn an_operator_condition_upgradeable_false_holds_the_upgrade_until_an_over
             .iter()
             .any(|s| s.kind == "ServiceAccount" && s.name == "widget-operator")
     );
+    // Deleted by hand, the Role comes back (the controller re-applies only what changed
+    // under it, so this is what proves it notices).
+    let uid = role.metadata.uid.clone();
+    roles
+        .delete(&v1, &kube::api::DeleteParams::default())
+        .await
+        .expect("delete the Role");
+    wait_for("the OperatorCondition's Role to come back", WAIT, || {
+        let (roles, v1, uid) = (roles.clone(), v1.clone(), uid.clone());
+        async move {
+            roles
+                .get_opt(&v1)
+                .await
+                .ok()
+                .flatten()
+                .filter(|r| r.metadata.uid != uid)
+        }
+    })
+    .await;
 
     // The operator (as its ServiceAccount) says Upgradeable=False in spec.conditions, as
     // operator-lib's v2 API does; OLM copies it into the status at the object's generation.

@@ -19,7 +19,10 @@
 //! CRD is served at startup, the store is a readiness gate like the others, so the generator
 //! never mistakes a cold store for a missing OperatorCondition.
 
-use std::sync::{Arc, atomic::Ordering};
+use std::{
+    collections::HashMap,
+    sync::{Arc, LazyLock, Mutex, atomic::Ordering},
+};
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::{
@@ -73,13 +76,55 @@ pub fn csvs_for(
     refs
 }
 
-/// The OperatorCondition controlling a Role or RoleBinding, to reconcile when it changes.
+/// The OperatorCondition controlling a Role or RoleBinding, to reconcile when it changes. A
+/// change this process did not make (its resourceVersion is not the one the last apply
+/// returned) makes the next reconcile apply them again ([`APPLIED`]).
 pub fn owner_of<K: Resource>(obj: &PartialObjectMeta<K>) -> Option<ObjectRef<OperatorCondition>> {
     let ns = obj.namespace()?;
-    obj.owner_references()
+    let owner = obj
+        .owner_references()
         .iter()
         .find(|o| o.kind == plan::KIND && o.controller == Some(true))
-        .map(|o| ObjectRef::new(&o.name).within(&ns))
+        .map(|o| ObjectRef::new(&o.name).within(&ns))?;
+    let key = (ns, owner.name.clone());
+    let version = obj.resource_version().unwrap_or_default();
+    super::lock(&APPLIED).observed(&key, &version);
+    Some(owner)
+}
+
+/// What this process last applied for each OperatorCondition: the Role and RoleBinding are
+/// applied again only when what they should hold changed, or when a watch shows them at a
+/// resourceVersion the apply did not return (edited, deleted, or never applied since a
+/// restart). Without it every reconcile (its own status write, its Role's and RoleBinding's
+/// creation) re-sent both: about 8 requests per install.
+static APPLIED: LazyLock<Mutex<AppliedRbac>> = LazyLock::new(Default::default);
+
+/// `(namespace, name)` of an OperatorCondition → the hash of its desired Role and RoleBinding
+/// and the resourceVersions the applies returned.
+#[derive(Default)]
+struct AppliedRbac(HashMap<(String, String), (u64, [String; 2])>);
+
+impl AppliedRbac {
+    /// Whether `hash` is what was applied last for `key`, and nothing changed since.
+    fn fresh(&self, key: &(String, String), hash: u64) -> bool {
+        self.0.get(key).is_some_and(|(applied, _)| *applied == hash)
+    }
+
+    fn record(&mut self, key: (String, String), hash: u64, versions: [String; 2]) {
+        self.0.insert(key, (hash, versions));
+    }
+
+    /// A Role or RoleBinding of `key` seen at `version`: forgets the record unless the version
+    /// is one the applies returned.
+    fn observed(&mut self, key: &(String, String), version: &str) {
+        if self
+            .0
+            .get(key)
+            .is_some_and(|(_, versions)| !versions.iter().any(|v| v == version))
+        {
+            self.0.remove(key);
+        }
+    }
 }
 
 /// The generator: applies `csv`'s OperatorCondition when the store shows it missing or
@@ -126,19 +171,26 @@ async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Resul
     let ns = oc.namespace().unwrap_or_default();
     let name = oc.name_any();
     // An apply that changes nothing leaves the resourceVersion alone: no watch event, no loop.
-    if let Some(role) = plan::role(&oc) {
-        let api: Api<Role> = Api::namespaced(ctx.client(), &ns);
-        apply::apply(&api, &name, &role, &ctx.manager)
-            .await
-            .map_err(Error::apply(format!("Role {ns}/{name} of its OperatorCondition")))?;
-    }
-    if let Some(binding) = plan::role_binding(&oc) {
-        let api: Api<RoleBinding> = Api::namespaced(ctx.client(), &ns);
-        apply::apply(&api, &name, &binding, &ctx.manager)
-            .await
-            .map_err(Error::apply(format!(
-                "RoleBinding {ns}/{name} of its OperatorCondition"
-            )))?;
+    if let (Some(role), Some(binding)) = (plan::role(&oc), plan::role_binding(&oc)) {
+        let key = (ns.clone(), name.clone());
+        let hash = crate::plan::hash_json(&(&role, &binding));
+        if !super::lock(&APPLIED).fresh(&key, hash) {
+            let roles: Api<Role> = Api::namespaced(ctx.client(), &ns);
+            let role = apply::apply(&roles, &name, &role, &ctx.manager)
+                .await
+                .map_err(Error::apply(format!("Role {ns}/{name} of its OperatorCondition")))?;
+            let bindings: Api<RoleBinding> = Api::namespaced(ctx.client(), &ns);
+            let binding = apply::apply(&bindings, &name, &binding, &ctx.manager)
+                .await
+                .map_err(Error::apply(format!(
+                    "RoleBinding {ns}/{name} of its OperatorCondition"
+                )))?;
+            let versions = [
+                role.resource_version().unwrap_or_default(),
+                binding.resource_version().unwrap_or_default(),
+            ];
+            super::lock(&APPLIED).record(key, hash, versions);
+        }
     }
     if let Some(status) = plan::synced_status(&oc) {
         ctx.write_status(oc.as_ref(), true, &status).await?;
@@ -204,10 +256,28 @@ mod tests {
         assert_eq!(status["status"]["conditions"][0]["observedGeneration"], 3);
         assert_eq!(status["status"]["conditions"][0]["status"], "False");
 
-        // Once the status holds the conditions at this generation: the RBAC only (a no-op
-        // apply on the server), no status write.
+        // Once the status holds the conditions at this generation: nothing is sent (the RBAC
+        // was applied and nothing changed it since).
         let synced = json!({"conditions": [{"type": "Upgradeable", "status": "False", "reason": "Busy",
             "message": "migrating", "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 3}]});
+        let (result, _) = server
+            .run(
+                Scenario::NothingWritten,
+                reconcile(Arc::new(condition(3, Some(synced.clone()))), Arc::clone(&ctx)),
+            )
+            .await;
+        result.expect("reconciled");
+
+        // Someone else changed the Role (a resourceVersion the apply did not return): both
+        // are applied again.
+        let edited: PartialObjectMeta<Role> = serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "op.v1", "namespace": "ops", "resourceVersion": "edited-999",
+                         "ownerReferences": [{"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
+                                              "name": "op.v1", "uid": "oc-uid", "controller": true}]}
+        }))
+        .expect("metadata");
+        assert!(owner_of(&edited).is_some());
         let (result, _) = server
             .run(
                 Scenario::Applied {
@@ -221,6 +291,20 @@ mod tests {
             )
             .await;
         result.expect("reconciled");
+    }
+
+    #[test]
+    fn the_rbac_record_is_fresh_until_what_it_holds_or_someone_else_changes_it() {
+        let mut memo = AppliedRbac::default();
+        let key = ("ops".to_owned(), "other.v1".to_owned());
+        assert!(!memo.fresh(&key, 1), "never applied");
+        memo.record(key.clone(), 1, ["10".into(), "11".into()]);
+        assert!(memo.fresh(&key, 1));
+        assert!(!memo.fresh(&key, 2), "what they should hold changed");
+        memo.observed(&key, "11");
+        assert!(memo.fresh(&key, 1), "the apply's own change");
+        memo.observed(&key, "12");
+        assert!(!memo.fresh(&key, 1), "a change this process did not make");
     }
 
     #[test]
@@ -255,12 +339,12 @@ mod tests {
     fn roles_are_mapped_to_the_operator_condition_controlling_them() {
         let role: PartialObjectMeta<Role> = serde_json::from_value(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "op.v1", "namespace": "ops", "ownerReferences": [
+            "metadata": {"name": "mapped.v1", "namespace": "ops", "ownerReferences": [
                 {"apiVersion": "operators.coreos.com/v2", "kind": "OperatorCondition",
-                 "name": "op.v1", "uid": "u", "controller": true}]}
+                 "name": "mapped.v1", "uid": "u", "controller": true}]}
         }))
         .expect("metadata");
-        assert_eq!(owner_of(&role), Some(ObjectRef::new("op.v1").within("ops")));
+        assert_eq!(owner_of(&role), Some(ObjectRef::new("mapped.v1").within("ops")));
         let other: PartialObjectMeta<Role> = serde_json::from_value(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "x", "namespace": "ops"}
