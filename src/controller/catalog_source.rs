@@ -11,7 +11,9 @@
 //! `grpc` sources with `spec.image` are catalog images, pulled by the controller itself (no
 //! registry pods): the reconcile asks [`super::image_puller`] for a pull when one is due (first
 //! sight, or `registryPoll.interval` passed) and serves what the last good pull loaded; it never
-//! waits on the registry, and requeues itself while a pull runs. The catalog switches only when
+//! waits on the registry, and is reconciled again as soon as the pull finishes
+//! ([`super::image_puller::ImagePuller::finished`]; a 2 s requeue while a pull runs is the
+//! fallback). The catalog switches only when
 //! the digest changes, with an Event naming both digests. `grpc` with only `spec.address` is
 //! handled below.
 //!

@@ -184,7 +184,13 @@ pub struct ImagePuller<P: Pull = CatalogPull> {
     permits: Arc<tokio::sync::Semaphore>,
     entries: Entries<P>,
     backoff: Arc<Mutex<HashMap<String, (u32, Instant)>>>,
+    /// Announces each key whose pull finished ([`ImagePuller::finished`]).
+    finished: tokio::sync::broadcast::Sender<Key>,
 }
+
+/// Finished pulls announced but not yet read; a reader this far behind skips the oldest (their
+/// objects are reconciled again by their own requeue).
+const FINISHED_ANNOUNCEMENTS: usize = 256;
 
 const BACKOFF_START: Duration = Duration::from_secs(5);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
@@ -205,7 +211,22 @@ impl<P: Pull> ImagePuller<P> {
             permits: Arc::new(tokio::sync::Semaphore::new(concurrency.max(1))),
             entries: Arc::default(),
             backoff: Arc::default(),
+            finished: tokio::sync::broadcast::channel(FINISHED_ANNOUNCEMENTS).0,
         }
+    }
+
+    /// The keys whose pulls finish from now on, success or failure, as they finish: the owner
+    /// of a key is reconciled at once instead of at its next requeue.
+    pub fn finished(&self) -> impl futures::Stream<Item = Key> + Send + 'static {
+        futures::stream::unfold(self.finished.subscribe(), |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(key) => return Some((key, rx)),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
     }
 
     /// A puller of another kind of image sharing this one's options, pull permits and
@@ -217,6 +238,7 @@ impl<P: Pull> ImagePuller<P> {
             permits: Arc::clone(&self.permits),
             entries: Arc::default(),
             backoff: Arc::clone(&self.backoff),
+            finished: tokio::sync::broadcast::channel(FINISHED_ANNOUNCEMENTS).0,
         }
     }
 
@@ -313,10 +335,11 @@ impl<P: Pull> ImagePuller<P> {
             entry.view.pulling = true;
             entry.view.first_attempt.get_or_insert_with(Instant::now);
         }
-        let (entries, backoff, permits) = (
+        let (entries, backoff, permits, finished) = (
             Arc::clone(&self.entries),
             Arc::clone(&self.backoff),
             Arc::clone(&self.permits),
+            self.finished.clone(),
         );
         let options = self.options.clone();
         let (key, plan) = (key.clone(), plan.clone());
@@ -341,39 +364,46 @@ impl<P: Pull> ImagePuller<P> {
                     Err(_) => {}
                 }
             }
-            let mut entries = lock(&entries);
-            let Some(entry) = entries.get_mut(&key) else {
-                return;
-            };
-            entry.view.pulling = false;
-            if entry.image != plan.image {
-                // The spec changed while this pull ran; its result is for another image.
-                return;
-            }
-            entry.view.last_attempt = Some(Instant::now());
-            entry.view.last_attempt_time = Some(k8s_openapi::jiff::Timestamp::now());
-            match result {
-                Ok(served) => {
-                    if let Some(old) = &entry.view.served
-                        && P::digest(old) != P::digest(&served)
-                    {
-                        entry.view.changed = Some((P::digest(old).to_owned(), P::digest(&served).to_owned()));
-                    }
-                    entry.view.served = Some(served);
-                    entry.view.last_error = None;
-                    entry.view.last_error_fatal = false;
-                    entry.view.first_attempt = None;
-                    entry.view.failures = 0;
-                }
-                Err(error) => {
-                    tracing::warn!(key = %format!("{}/{}", key.0, key.1), image = %plan.image, message = %error.message, "image pull failed");
-                    entry.view.last_error = Some(error.message);
-                    entry.view.last_error_fatal = error.fatal;
-                    entry.view.failures += 1;
-                }
-            }
+            record::<P>(&entries, &key, &plan, result);
+            // No reader (none subscribed yet): the owner's own requeue finds the result.
+            let _ = finished.send(key);
         });
         true
+    }
+}
+
+/// Records the result of a pull of `plan` for `key` in its entry.
+fn record<P: Pull>(entries: &Entries<P>, key: &Key, plan: &ImagePlan, result: Result<P::Output, PullError>) {
+    let mut entries = lock(entries);
+    let Some(entry) = entries.get_mut(key) else {
+        return;
+    };
+    entry.view.pulling = false;
+    if entry.image != plan.image {
+        // The spec changed while this pull ran; its result is for another image.
+        return;
+    }
+    entry.view.last_attempt = Some(Instant::now());
+    entry.view.last_attempt_time = Some(k8s_openapi::jiff::Timestamp::now());
+    match result {
+        Ok(served) => {
+            if let Some(old) = &entry.view.served
+                && P::digest(old) != P::digest(&served)
+            {
+                entry.view.changed = Some((P::digest(old).to_owned(), P::digest(&served).to_owned()));
+            }
+            entry.view.served = Some(served);
+            entry.view.last_error = None;
+            entry.view.last_error_fatal = false;
+            entry.view.first_attempt = None;
+            entry.view.failures = 0;
+        }
+        Err(error) => {
+            tracing::warn!(key = %format!("{}/{}", key.0, key.1), image = %plan.image, message = %error.message, "image pull failed");
+            entry.view.last_error = Some(error.message);
+            entry.view.last_error_fatal = error.fatal;
+            entry.view.failures += 1;
+        }
     }
 }
 
@@ -562,5 +592,34 @@ mod tests {
         let opened = view.first_attempt.expect("a running pull opens the new window");
         assert!(opened.elapsed() < Duration::from_secs(60), "{opened:?}");
         assert_eq!(view.failures, 0);
+    }
+
+    #[tokio::test]
+    async fn a_finished_pull_is_announced_with_its_key_so_its_owner_is_reconciled_at_once() {
+        use futures::StreamExt;
+        let (fixture, _server) = crate::controller::testing::Fixture::new();
+        let ctx = fixture.context("catalogsource");
+        let cache = tempfile::tempdir().expect("tempdir");
+        let puller: ImagePuller = ImagePuller::new(
+            oci::Options {
+                cache_dir: cache.path().to_owned(),
+                insecure: vec!["127.0.0.1:1".into()],
+                ..oci::Options::default()
+            },
+            1,
+        );
+        let mut finished = Box::pin(puller.finished());
+        let key = ("catalogs".to_owned(), "cat".to_owned());
+        let request = plan("127.0.0.1:1/catalog:v1");
+        puller.view(&key, &request);
+        assert!(puller.start(&key, &request, ctx.client()));
+        let announced = tokio::time::timeout(Duration::from_secs(10), finished.next())
+            .await
+            .expect("announced within 10 s");
+        assert_eq!(announced, Some(key.clone()));
+        // Announced after the result is recorded: the reconcile it wakes sees it.
+        let view = puller.view(&key, &request);
+        assert!(!view.pulling);
+        assert!(view.last_error.is_some(), "nothing listens on 127.0.0.1:1");
     }
 }

@@ -281,13 +281,20 @@ pub(super) async fn run_controllers(
         synced: synced_rx,
     });
 
-    // CatalogSources: re-read when the ConfigMap they name changes.
+    // CatalogSources: re-read when the ConfigMap they name changes, and reconciled as soon as
+    // the pull of their image finishes (not at the next requeue of the pull's wait).
     let catsrc_store = stores.catalog_sources.clone();
     let catsrc_ctl = Controller::for_stream(catsrc_stream, catalog_sources)
         .with_config(cfg())
         .watches_stream(
             metadata_trigger::<ConfigMap>(&sync, client.clone(), wc()),
             move |cm| mappers::catalog_sources_for_config_map(&catsrc_store.state(), &cm),
+        )
+        .reconcile_on(
+            shared
+                .images
+                .finished()
+                .map(|(ns, name)| reflector::ObjectRef::<CatalogSource>::new(&name).within(&ns)),
         )
         .shutdown_on_signal();
 
