@@ -107,6 +107,24 @@ pub fn subscriptions_for_catalog_named(
         .collect()
 }
 
+/// The Subscriptions a finished bundle-image pull may concern (the pull's key is the catalog's
+/// namespace and the image, [`super::image_puller::BundlePull`]): those resolving from a catalog
+/// in `catalog_namespace` that are not at the latest known bundle. A Subscription woken for
+/// nothing finds its status unchanged and writes nothing.
+pub fn subscriptions_waiting_on_bundles(
+    subs: &[Arc<Subscription>],
+    catalog_namespace: &str,
+) -> Vec<ObjectRef<Subscription>> {
+    subs.iter()
+        .filter(|s| s.spec.source_namespace == catalog_namespace)
+        .filter(|s| {
+            s.status.as_ref().and_then(|st| st.state.as_ref())
+                != Some(&crate::api::v1alpha1::SubscriptionState::AtLatestKnown)
+        })
+        .map(|s| ObjectRef::from_obj(s.as_ref()))
+        .collect()
+}
+
 /// CSVs affected by a change of `csv`: itself, the CSV it replaces (which must move to
 /// Replacing/Deleting) and the CSVs that replace it (which wait for it).
 pub fn csvs_related_to(
@@ -224,6 +242,28 @@ mod tests {
             [("a.v1".to_owned(), ns)]
         );
         assert!(names(&sub(json!({}), None, None, "")).is_empty());
+    }
+
+    #[test]
+    fn a_bundle_pull_wakes_the_subscriptions_of_its_catalog_namespace_not_at_the_latest() {
+        let with = |name: &str, source_ns: &str, state: Option<&str>| -> Arc<Subscription> {
+            let mut s = sub(json!({}), None, None, "");
+            s.metadata.name = Some(name.to_owned());
+            s.spec.source_namespace = source_ns.to_owned();
+            s.status.as_mut().unwrap().state = state.map(|st| serde_json::from_value(json!(st)).unwrap());
+            Arc::new(s)
+        };
+        let subs = [
+            with("new", "olm", None),
+            with("pending", "olm", Some("UpgradePending")),
+            with("done", "olm", Some("AtLatestKnown")),
+            with("elsewhere", "team", None),
+        ];
+        let woken: Vec<String> = subscriptions_waiting_on_bundles(&subs, "olm")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(woken, ["new", "pending"]);
     }
 
     #[test]

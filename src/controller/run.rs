@@ -355,6 +355,17 @@ pub(super) async fn run_controllers(
         )
         // A catalog loaded into the cache (after a restart its CatalogSource's status may not
         // change, so its watch says nothing).
+        // A bundle image pulled: the Subscriptions waiting on it plan at once (not at their
+        // next 5 s requeue).
+        .reconcile_on(shared.bundles.finished().flat_map({
+            let subs = stores.subscriptions.clone();
+            move |(catalog_ns, _image)| {
+                futures::stream::iter(mappers::subscriptions_waiting_on_bundles(
+                    &subs.state(),
+                    &catalog_ns,
+                ))
+            }
+        }))
         .reconcile_on(shared.catalogs.loads().flat_map({
             let (subs, global) = (
                 stores.subscriptions.clone(),
