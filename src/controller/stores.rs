@@ -161,6 +161,8 @@ where
 
 /// Feeds a (supervised) watcher's events into a new store, sets `synced` on the first complete
 /// list, and returns the store with the stream of applied objects whose resourceVersion changed.
+/// `metadata.managedFields` is dropped before an object is stored: no controller reads it, and
+/// with server-side apply by several managers it is often the largest part of an object.
 pub(super) fn reflect_events<K>(
     events: impl futures::Stream<Item = std::result::Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     synced: Arc<AtomicBool>,
@@ -173,6 +175,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = events
+        .modify(|object| object.meta_mut().managed_fields = None)
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
