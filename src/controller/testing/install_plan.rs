@@ -55,27 +55,42 @@ fn crd_plan(name: &str, crd: &Value) -> Value {
     })
 }
 
+/// Reconciles `ip` through `scenario`; returns the status it wrote (its first status write)
+/// and every request received.
+async fn reconciled_status(
+    server: &mut ApiServerVerifier,
+    fixture: &Fixture,
+    ip: InstallPlan,
+    scenario: Scenario,
+) -> (Value, Vec<Received>) {
+    let name = ip.metadata.name.clone().unwrap_or_default();
+    let (_, received) = server
+        .run(
+            scenario,
+            install_plan::reconcile(Arc::new(ip), fixture.context("installplan")),
+        )
+        .await;
+    let path = format!("/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/{name}/status");
+    let status = bodies(&received, &Method::PATCH, &path)[0]["status"].clone();
+    (status, received)
+}
+
 #[tokio::test]
 async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_message_and_nothing_is_applied() {
     let (fixture, mut server) = Fixture::new();
     let new_crd = crd(&["v1"], &[]);
     let plan = crd_plan("install-abcde", &new_crd);
     let ip: InstallPlan = object(plan.clone());
-    let (_, received) = server
-        .run(
-            Scenario::CrdUpdateRefused {
-                existing: crd(&["v1alpha1", "v1"], &["v1alpha1", "v1"]),
-                plan,
-            },
-            install_plan::reconcile(Arc::new(ip), fixture.context("installplan")),
-        )
-        .await;
-    let written = bodies(
-        &received,
-        &Method::PATCH,
-        "/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/install-abcde/status",
-    );
-    let status = &written[0]["status"];
+    let (status, received) = reconciled_status(
+        &mut server,
+        &fixture,
+        ip,
+        Scenario::CrdUpdateRefused {
+            existing: crd(&["v1alpha1", "v1"], &["v1alpha1", "v1"]),
+            plan,
+        },
+    )
+    .await;
     let message = "risk of data loss updating \"redisclusters.cache.example.com\": new CRD removes version \
                    v1alpha1 that is listed as a stored version on the existing CRD";
     // Started long ago: past the retry timeout, so the plan fails with the message.
@@ -108,26 +123,21 @@ async fn a_crd_step_reads_existing_objects_a_page_at_a_time_and_is_refused_by_on
         json!({"apiVersion": "cache.example.com/v1", "kind": "RedisClusterList",
                "metadata": {"continue": token}, "items": items})
     };
-    let (_, received) = server
-        .run(
-            Scenario::CrdObjectsRefused {
-                existing: crd(&["v1"], &["v1"]),
-                version: "v1",
-                pages: vec![
-                    list(vec![cluster("good", json!(3))], Some("page-2")),
-                    list(vec![cluster("bad", json!("three"))], None),
-                ],
-                plan,
-            },
-            install_plan::reconcile(Arc::new(ip), fixture.context("installplan")),
-        )
-        .await;
-    let written = bodies(
-        &received,
-        &Method::PATCH,
-        "/apis/operators.coreos.com/v1alpha1/namespaces/ops/installplans/install-fghij/status",
-    );
-    let status = &written[0]["status"];
+    let (status, _) = reconciled_status(
+        &mut server,
+        &fixture,
+        ip,
+        Scenario::CrdObjectsRefused {
+            existing: crd(&["v1"], &["v1"]),
+            version: "v1",
+            pages: vec![
+                list(vec![cluster("good", json!(3))], Some("page-2")),
+                list(vec![cluster("bad", json!("three"))], None),
+            ],
+            plan,
+        },
+    )
+    .await;
     let message = status["message"].as_str().unwrap_or_default();
     assert_eq!(status["phase"], "Failed", "{status:#}");
     assert!(message.contains("ops/bad"), "{message}");
