@@ -117,9 +117,29 @@ async fn six_servers_form_three_primaries_a_fourth_primary_takes_slots_and_keys_
     // scale-up's converge ended with 3 primaries instead of 4 (now a `TooFewPrimaries` error). A
     // failed attempt prints every node's CLUSTER NODES view, and the whole scenario runs once more
     // on fresh servers; a deterministic failure still fails the test.
-    if tokio::spawn(scenario()).await.is_err() {
-        eprintln!("the cluster-mode scenario failed once; running it again on fresh servers");
-        scenario().await;
+    let Err(first) = tokio::spawn(scenario()).await else {
+        return;
+    };
+    let first = panic_message(first);
+    eprintln!("the cluster-mode scenario failed once ({first}); running it again on fresh servers");
+    if let Err(second) = tokio::spawn(scenario()).await {
+        // Both messages in the one panic a CI summary shows.
+        panic!(
+            "the cluster-mode scenario failed twice: first: {first}; then: {}",
+            panic_message(second)
+        );
+    }
+}
+
+/// The message a scenario panicked with.
+fn panic_message(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "a panic without a message".to_owned()),
+        Err(error) => error.to_string(),
     }
 }
 
