@@ -204,15 +204,6 @@ fn write_certs(secret: &Secret, dir: &Path) {
     }
 }
 
-fn ca_of(secret: &Secret) -> Vec<u8> {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get("olmCAKey"))
-        .map(|b| b.0.clone())
-        .unwrap_or_default()
-}
-
 struct Env<'a> {
     cluster: &'a TestCluster,
     ns: &'a TestNamespace,
@@ -514,7 +505,7 @@ async fn the_api_server_calls_the_redis_operators_webhooks_installed_by_olm() {
 
     // OLM's objects: the Secret, the validating webhook and the CRD conversion, one CA.
     let secret = env.secret().await;
-    let ca = ca_of(&secret);
+    let ca = e2e::webhook_ca(&secret);
     assert!(!ca.is_empty(), "Secret {SECRET} carries olmCAKey");
     wait_for("every CA bundle to be the Secret's CA", WAIT, || {
         let ca = ca.clone();
@@ -585,11 +576,11 @@ async fn the_api_server_calls_the_redis_operators_webhooks_installed_by_olm() {
         let (secrets, old) = (secrets.clone(), ca.clone());
         async move {
             let s = secrets.get_opt(SECRET).await.ok().flatten()?;
-            (ca_of(&s) != old && !ca_of(&s).is_empty()).then_some(s)
+            (e2e::webhook_ca(&s) != old && !e2e::webhook_ca(&s).is_empty()).then_some(s)
         }
     })
     .await;
-    let new_ca = ca_of(&rotated);
+    let new_ca = e2e::webhook_ca(&rotated);
     wait_for("every CA bundle to follow the rotated Secret", WAIT, || {
         let new_ca = new_ca.clone();
         let env = &env;

@@ -244,15 +244,6 @@ impl Env {
     }
 }
 
-fn ca_of(secret: &Secret) -> Vec<u8> {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get("olmCAKey"))
-        .map(|b| b.0.clone())
-        .unwrap_or_default()
-}
-
 /// Everything the webhooks of `csv` need is in place, with the CA of the cert Secret; returns
 /// that CA.
 async fn assert_webhook_objects(env: &Env, csv: &str) -> Vec<u8> {
@@ -263,7 +254,7 @@ async fn assert_webhook_objects(env: &Env, csv: &str) -> Vec<u8> {
     for key in ["tls.crt", "tls.key", "olmCAKey"] {
         assert!(data.contains_key(key), "Secret {SECRET} lacks {key}");
     }
-    let ca = ca_of(&secret);
+    let ca = e2e::webhook_ca(&secret);
     let ca_hash = secret
         .annotations()
         .get("olmcahash")
@@ -440,7 +431,7 @@ async fn webhooks_install_with_their_certificates_rotate_and_are_removed_on_unin
         let old = ca.clone();
         async move {
             let s = api.get_opt(SECRET).await.ok().flatten()?;
-            (ca_of(&s) != old && !ca_of(&s).is_empty()).then_some(())
+            (e2e::webhook_ca(&s) != old && !e2e::webhook_ca(&s).is_empty()).then_some(())
         }
     })
     .await;
@@ -601,7 +592,7 @@ async fn an_owned_api_service_gets_the_ca_bundle_is_waited_on_and_goes_with_the_
         (spec["group"].clone(), spec["version"].clone()),
         (json!("metrics.e2e.olm-rs.io"), json!("v1alpha1"))
     );
-    let ca = ca_of(&env.secret().await);
+    let ca = e2e::webhook_ca(&env.secret().await);
     assert_eq!(
         spec["caBundle"],
         json!(base64::engine::general_purpose::STANDARD.encode(&ca))

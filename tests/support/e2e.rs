@@ -233,6 +233,16 @@ pub async fn get<K: kube::Resource<DynamicType = ()>>(client: Client, ns: &str, 
         .map(|o| serde_json::to_value(o).unwrap_or_default())
 }
 
+/// The CA bundle OLM keeps in a webhook's cert Secret (`olmCAKey`); empty when it has none.
+pub fn webhook_ca(secret: &k8s_openapi::api::core::v1::Secret) -> Vec<u8> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("olmCAKey"))
+        .map(|b| b.0.clone())
+        .unwrap_or_default()
+}
+
 /// `blobs` as a `catalog.json` file: one JSON document a line.
 pub fn catalog_json(blobs: &[Value]) -> String {
     let text: Vec<String> = blobs.iter().map(Value::to_string).collect();
