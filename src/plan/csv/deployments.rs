@@ -85,12 +85,7 @@ pub fn desired_deployments(
                     }
                 }
             }
-            let hash = encode_hash(hash_json(&deployment.spec), 13);
-            deployment
-                .metadata
-                .labels
-                .get_or_insert_with(BTreeMap::new)
-                .insert(DEPLOYMENT_SPEC_HASH.to_owned(), hash);
+            stamp_spec_hash(&mut deployment);
             Ok(deployment)
         })
         .collect()
@@ -148,4 +143,15 @@ pub fn strategy_switch_patch(desired: &Deployment, seen: &Deployment) -> Option<
     Some(serde_json::json!({
         "spec": {"strategy": {"type": wanted, "rollingUpdate": rolling_update}}
     }))
+}
+
+/// Labels `deployment` with `olm.deployment-spec-hash`, the hash of its spec as it now is (the
+/// install strategy's, then again after the webhooks' certificate mounts).
+pub fn stamp_spec_hash(deployment: &mut Deployment) {
+    let hash = encode_hash(hash_json(&deployment.spec), 13);
+    deployment
+        .metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(DEPLOYMENT_SPEC_HASH.to_owned(), hash);
 }

@@ -1128,12 +1128,7 @@ impl WebhookPlan {
                 "apiserver",
             );
             mount(pod, &secret, WEBHOOK_CERT_VOLUME, WEBHOOK_CERT_PATH, "tls");
-            let hash = encode_hash(hash_json(&deployment.spec), 13);
-            deployment
-                .metadata
-                .labels
-                .get_or_insert_with(BTreeMap::new)
-                .insert(DEPLOYMENT_SPEC_HASH.to_owned(), hash);
+            super::deployments::stamp_spec_hash(deployment);
         }
     }
 
