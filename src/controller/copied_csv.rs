@@ -168,29 +168,38 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
     if decision.copying_disabled {
         lock(&EVENTS_CLEARED).remove(&key);
         // Once per CSV: this process remembers it gave the Warning, and after a restart the
-        // Events already written say so.
-        if lock(&DISABLED_NOTED).insert(key.clone())
-            && !crate::k8s::events::exists_regarding(
-                ctx.client(),
-                &csv.object_ref(&()),
-                plan::DISABLED_EVENT_REASON,
-            )
-            .await
-            .map_err(|source| {
+        // Events already written say so. As upstream: exactly one stands; several (two
+        // processes raced) are replaced by one.
+        if lock(&DISABLED_NOTED).insert(key.clone()) {
+            let regarding = csv.object_ref(&());
+            let what = || format!("DisabledCopiedCSVs Events of CSV {ns}/{name}");
+            let forget = || {
                 lock(&DISABLED_NOTED).remove(&key);
-                Error::Observe {
-                    what: format!("DisabledCopiedCSVs Events of CSV {ns}/{name}"),
-                    source,
-                }
-            })?
-        {
-            ctx.publish(vec![EventNote {
-                regarding: csv.object_ref(&()),
-                warning: true,
-                reason: plan::DISABLED_EVENT_REASON.to_owned(),
-                action: "Sync",
-                note: plan::disabled_note(&ns, &name),
-            }]);
+            };
+            let existing =
+                crate::k8s::events::count_regarding(ctx.client(), &regarding, plan::DISABLED_EVENT_REASON)
+                    .await
+                    .map_err(|source| {
+                        forget();
+                        Error::Observe { what: what(), source }
+                    })?;
+            if existing > 1 {
+                crate::k8s::events::delete_regarding(ctx.client(), &regarding, plan::DISABLED_EVENT_REASON)
+                    .await
+                    .map_err(|source| {
+                        forget();
+                        Error::Delete { what: what(), source }
+                    })?;
+            }
+            if existing != 1 {
+                ctx.publish(vec![EventNote {
+                    regarding,
+                    warning: true,
+                    reason: plan::DISABLED_EVENT_REASON.to_owned(),
+                    action: "Sync",
+                    note: plan::disabled_note(&ns, &name),
+                }]);
+            }
         }
     } else {
         lock(&DISABLED_NOTED).remove(&key);

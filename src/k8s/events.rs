@@ -293,27 +293,23 @@ pub fn regarding_selector(regarding: &ObjectReference, reason: &str) -> String {
     parts.join(",")
 }
 
-/// Whether an Event about `regarding` with `reason` exists (in its namespace): a Warning that
-/// must be given once per object, not once per process, is written only when none is there
-/// (upstream lists them the same way before its `DisabledCopiedCSVs` Warning).
+/// How many Events about `regarding` with `reason` exist (in its namespace): a Warning that
+/// must stand once per object, not once per process, is written only when there is not exactly
+/// one already (upstream `createCSVCopyingDisabledEvent` counts them the same way).
 ///
 /// # Errors
 /// The list failed.
-pub async fn exists_regarding(
+pub async fn count_regarding(
     client: kube::Client,
     regarding: &ObjectReference,
     reason: &str,
-) -> kube::Result<bool> {
+) -> kube::Result<usize> {
     let namespace = regarding.namespace.clone().unwrap_or_default();
     let api: Api<Event> = Api::namespaced(client, &namespace);
     let found = api
-        .list_metadata(
-            &ListParams::default()
-                .fields(&regarding_selector(regarding, reason))
-                .limit(1),
-        )
+        .list_metadata(&ListParams::default().fields(&regarding_selector(regarding, reason)))
         .await?;
-    Ok(!found.items.is_empty())
+    Ok(found.items.len())
 }
 
 /// Deletes the Events about `regarding` with `reason` (in its namespace); returns how many
