@@ -127,7 +127,9 @@ fn start_opm(opm: &Path, dir: &Path, cache: Option<&Path>, scratch: &Path) -> Op
         .arg(dir)
         .args(["-p", &port.to_string(), "--pprof-addr", ""])
         .arg("-t")
-        .arg(scratch.join("termination-log"));
+        .arg(scratch.join("termination-log"))
+        // With no --cache-dir opm builds its cache under $TMPDIR and leaves it there when killed.
+        .env("TMPDIR", scratch);
     if let Some(cache) = cache {
         command.arg("--cache-dir").arg(cache);
     }

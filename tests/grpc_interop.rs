@@ -75,6 +75,9 @@ fn start_opm(opm: &Path, dir: &Path, scratch: &Path) -> (Running, String) {
         .args(["-p", &port.to_string(), "--pprof-addr", ""])
         .arg("-t")
         .arg(scratch.join("termination-log"))
+        // Without it opm leaves an `opm-serve-cache-*` directory in $TMPDIR on every run.
+        .arg("--cache-dir")
+        .arg(scratch.join("opm-cache"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -165,8 +165,10 @@ async fn run(
     operator_runtime::telemetry::init(operator_runtime::telemetry::LogFormat::Json);
     let webhook_server = start_webhooks(webhooks).await?;
     let namespaces = controller::parse_namespaces(watch_namespace);
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
+        .context("finding a kubeconfig or in-cluster config to reach the Kubernetes API")?;
+    let client = kube::Client::try_from(operator_runtime::watch::tune_client(config))
         .context("connecting to the Kubernetes API")?;
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(Readiness::default());

@@ -120,7 +120,8 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .await
                 .context("failed to find a kubeconfig or in-cluster config; pass --kubeconfig")?,
         };
-        let client = kube::Client::try_from(config).context("failed to create the Kubernetes client")?;
+        let client = kube::Client::try_from(operator_runtime::watch::tune_client(config))
+            .context("failed to create the Kubernetes client")?;
         let registry_ca = match &args.registry_ca {
             Some(path) => Some(
                 std::fs::read(path)

@@ -643,6 +643,14 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
             }
             if let Some(csv) = adopted {
                 st.current_csv = Some(csv.to_owned());
+                // The status write that recorded the plan was lost (the controller or the API
+                // server stopped right after the plan was created): the plan this Subscription
+                // owns for that CSV is its plan again, so nothing it recorded is lost.
+                if st.install_plan_ref.is_none()
+                    && let Some(plan) = owned_plan_for(input.subscription, input.install_plans, csv)
+                {
+                    reference_plan(&mut st, plan);
+                }
             }
         }
         ResolutionStep::NewPlan { csv, plan } => {
@@ -653,14 +661,7 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 Cond::BundleUnpackFailed,
             ]);
             st.current_csv = Some(csv.to_owned());
-            st.install_plan_ref = Some(plan_object_reference(plan));
-            st.install_plan = Some(InstallPlanReference {
-                api_version: API_VERSION.to_owned(),
-                kind: "InstallPlan".to_owned(),
-                name: plan.name_any(),
-                uuid: plan.metadata.uid.clone().unwrap_or_default(),
-            });
-            st.install_plan_generation = plan.spec.generation.or(st.install_plan_generation);
+            reference_plan(&mut st, plan);
             st.state = Some(SubscriptionState::UpgradePending);
             new_plan = Some(plan);
         }
@@ -909,6 +910,30 @@ fn catalog_health(
         )
     };
     (health, condition)
+}
+
+/// Records `plan` as the Subscription's plan: `installPlanRef`, the deprecated `installplan`
+/// and `installPlanGeneration`.
+fn reference_plan(st: &mut SubscriptionStatus, plan: &InstallPlan) {
+    st.install_plan_ref = Some(plan_object_reference(plan));
+    st.install_plan = Some(InstallPlanReference {
+        api_version: API_VERSION.to_owned(),
+        kind: "InstallPlan".to_owned(),
+        name: plan.name_any(),
+        uuid: plan.metadata.uid.clone().unwrap_or_default(),
+    });
+    st.install_plan_generation = plan.spec.generation.or(st.install_plan_generation);
+}
+
+/// The newest plan `sub` owns that installs `csv`, if any.
+fn owned_plan_for<'a>(sub: &Subscription, plans: &[&'a InstallPlan], csv: &str) -> Option<&'a InstallPlan> {
+    let uid = sub.metadata.uid.as_deref()?;
+    plans
+        .iter()
+        .copied()
+        .filter(|p| p.owner_references().iter().any(|o| o.uid == uid))
+        .filter(|p| p.spec.cluster_service_version_names.iter().any(|n| n == csv))
+        .max_by_key(|p| p.spec.generation)
 }
 
 fn plan_object_reference(plan: &InstallPlan) -> ObjectReference {

@@ -10,14 +10,23 @@
 //!   connection, bookmarks, and lists served from the API server's watch cache (as client-go's
 //!   informers do: a re-list is cheap);
 //! - every watch goes through [`WatchHealth::supervised`]: errors (429 while CRDs are installed,
-//!   404 for a CRD not installed yet, 5xx, a dropped connection) are retried with kube-runtime's
-//!   default backoff, and every event received is stamped;
+//!   404 for a CRD not installed yet, 5xx, a dropped connection) are retried with [`BACKOFF`]
+//!   (0.5 s doubling to 5 s: kube-runtime's default climbs to 30 s, so a watch that failed a few
+//!   times during a restart came back up to half a minute after its API server), and every event
+//!   received is stamped;
+//! - the backoff lives inside the restartable stream, so a forced restart cuts a backoff sleep
+//!   short (a restart waited for the sleep to end);
 //! - [`supervise`] looks at the stamps every [`TICK`]: a watch silent for longer than
 //!   [`STALE_AFTER`] is restarted from a fresh list ([`decide`]); one still silent
 //!   [`RELIST_GRACE`] later, or answering only errors for [`FAILING_AFTER`], is reported by
-//!   `/readyz` by name ([`is_stale`], [`stale_text`]); and when the API server stops answering
-//!   the `/version` probe and comes back ([`Probe`]), every watch is re-listed at once instead of
-//!   waiting for the silence to be noticed.
+//!   `/readyz` by name ([`is_stale`], [`stale_text`]); and when the API server comes back after an
+//!   outage, every watch is re-listed at once instead of waiting for its backoff or its silence
+//!   to be noticed. An outage is a failed `/version` probe ([`Probe`]) or most watches failing
+//!   at once ([`outage_seen`]: a restart shorter than a probe period, or one the probe's pooled
+//!   connection did not see);
+//! - every request of the client has a read timeout ([`tune_client`]): a request the API server
+//!   accepted and never answers (a restart can leave one) fails after [`READ_TIMEOUT`] instead
+//!   of hanging.
 //!
 //! A healthy watch of a quiet kind yields nothing to stamp: kube-runtime's watcher consumes
 //! bookmarks and its re-watch after each [`WATCH_TIMEOUT`] internally. A dead connection is
@@ -56,6 +65,46 @@ pub const FAILING_AFTER: Duration = Duration::from_secs(90);
 pub const TICK: Duration = Duration::from_secs(2);
 /// How often (and with what timeout) [`supervise`] probes the API server's `/version`.
 pub const PROBE_EVERY: Duration = Duration::from_secs(4);
+/// How long a request may wait for the API server's next bytes: longer than [`WATCH_TIMEOUT`],
+/// so a quiet healthy watch (which the server ends after it) is never cut.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// The retry delays of a failing watch (reset by its next event).
+pub const BACKOFF: crate::backoff::Policy = crate::backoff::Policy {
+    first: Duration::from_millis(500),
+    max: Duration::from_secs(5),
+};
+/// Re-listing every watch because most of them fail happens at most this often (a cluster
+/// where they keep failing, e.g. RBAC withdrawn, is not re-listed at every probe).
+pub const RELIST_ALL_AFTER_ERRORS_EVERY: Duration = Duration::from_secs(30);
+
+/// `config` with [`READ_TIMEOUT`] on every request (counted from the request's write, not from
+/// when its pooled connection went idle). Every binary builds its client from this.
+pub fn tune_client(mut config: kube::Config) -> kube::Config {
+    config.read_timeout = Some(READ_TIMEOUT);
+    config.reset_reader_on_write = true;
+    config
+}
+
+/// [`BACKOFF`] as kube-runtime's stream backoff: the delay after the n-th error in a row.
+#[derive(Debug, Default)]
+struct WatchBackoff {
+    errors: u32,
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        self.errors = self.errors.saturating_add(1);
+        Some(BACKOFF.delay(self.errors))
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.errors = 0;
+    }
+}
 
 /// The `watcher::Config` every watch starts from: [`WATCH_TIMEOUT`], bookmarks (kube-runtime's
 /// default) and lists from the watch cache.
@@ -111,6 +160,18 @@ pub fn stale_lines(ages: &[WatchAge]) -> Vec<String> {
         .filter(|a| !a.optional && is_stale(a.silent_for, a.failing_for))
         .map(|a| stale_text(&a.name, a.silent_for))
         .collect()
+}
+
+/// Whether most watches answer errors at once (pure): at least two of the watches `/readyz`
+/// names, and at least half of them. One kind failing (its CRD missing, its RBAC) is not an
+/// outage; the API server restarting fails them all.
+pub fn outage_seen(ages: &[WatchAge]) -> bool {
+    let watched = ages.iter().filter(|a| !a.optional).count();
+    let failing = ages
+        .iter()
+        .filter(|a| !a.optional && a.failing_for.is_some())
+        .count();
+    failing >= 2 && failing * 2 >= watched
 }
 
 /// Whether the API server went away and came back (pure): fed one probe result at a time.
@@ -307,7 +368,8 @@ impl WatchHealth {
         drop(entries);
         let health = Arc::clone(self);
         let stamp = Arc::clone(&entry);
-        restartable(entry, make).default_backoff().inspect(move |event| {
+        let mut make = make;
+        restartable(entry, move || make().backoff(WatchBackoff::default())).inspect(move |event| {
             let now = health.now_ms();
             if event.is_ok() {
                 stamp.failing_since.store(u64::MAX, Ordering::Release);
@@ -351,6 +413,8 @@ impl WatchHealth {
             };
             if all || decide(silent_for, since_restart) == Decision::Relist {
                 e.last_restart.store(now, Ordering::Release);
+                // The fresh watcher starts a fresh run of errors (and of backoff).
+                e.failing_since.store(u64::MAX, Ordering::Release);
                 e.restart
                     .send_modify(|generation| *generation = generation.wrapping_add(1));
                 restarted.push(e.name.clone());
@@ -405,10 +469,17 @@ pub async fn supervise(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe = Probe::default();
     let mut last_probe: Option<Instant> = None;
+    let mut last_relist_after_errors: Option<Instant> = None;
     loop {
         tick.tick().await;
         let mut all = false;
-        if last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY) {
+        let errors_everywhere = outage_seen(&health.ages())
+            && last_relist_after_errors.is_none_or(|at| at.elapsed() >= RELIST_ALL_AFTER_ERRORS_EVERY);
+        if errors_everywhere {
+            // Counted as a failed probe: the next probe that answers re-lists every watch.
+            probe.observe(false);
+        }
+        if errors_everywhere || last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY) {
             last_probe = Some(Instant::now());
             let ok = matches!(
                 tokio::time::timeout(PROBE_EVERY, client.apiserver_version()).await,
@@ -417,6 +488,9 @@ pub async fn supervise(
             let failures = probe.failures();
             all = probe.observe(ok);
             if all {
+                if errors_everywhere {
+                    last_relist_after_errors = Some(Instant::now());
+                }
                 tracing::warn!(failures, "the API server answers again: re-listing every watch");
             } else if !ok && failures == 0 {
                 tracing::warn!("the API server does not answer /version");
@@ -495,6 +569,92 @@ mod tests {
         assert_eq!(probe.failures(), 2);
         assert!(probe.observe(true), "back after an outage");
         assert!(!probe.observe(true), "once");
+    }
+
+    #[test]
+    fn most_watches_failing_at_once_is_an_outage_one_failing_kind_is_not() {
+        let age = |name: &str, failing: bool, optional| WatchAge {
+            name: name.to_owned(),
+            silent_for: S(3),
+            failing_for: failing.then_some(S(1)),
+            optional,
+        };
+        let one_kind = [
+            age("csvs", true, false),
+            age("subs", false, false),
+            age("plans", false, false),
+        ];
+        assert!(!outage_seen(&one_kind), "one kind's RBAC or CRD");
+        let most = [
+            age("csvs", true, false),
+            age("subs", true, false),
+            age("plans", false, false),
+            age("deployments", false, false),
+        ];
+        assert!(outage_seen(&most), "half of them");
+        let optional_only = [
+            age("operators", true, true),
+            age("conditions", true, true),
+            age("csvs", false, false),
+        ];
+        assert!(!outage_seen(&optional_only), "optional kinds missing their CRDs");
+        assert!(
+            !outage_seen(&[age("csvs", true, false)]),
+            "a lone watch is one kind"
+        );
+    }
+
+    #[test]
+    fn a_failing_watch_retries_within_seconds_and_every_request_has_a_read_timeout() {
+        let delays: Vec<_> = WatchBackoff::default().take(7).collect();
+        assert_eq!(
+            delays,
+            [Duration::from_millis(500), S(1), S(2), S(4), S(5), S(5), S(5)]
+        );
+        let mut backoff = WatchBackoff::default();
+        backoff.nth(5);
+        kube::runtime::utils::Backoff::reset(&mut backoff);
+        assert_eq!(backoff.next(), Some(Duration::from_millis(500)));
+
+        let config = tune_client(kube::Config::new("https://127.0.0.1:6443".parse().unwrap()));
+        assert_eq!(config.read_timeout, Some(READ_TIMEOUT));
+        assert!(config.reset_reader_on_write);
+        assert!(
+            READ_TIMEOUT > WATCH_TIMEOUT + S(5),
+            "a quiet healthy watch is never cut"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restart_cuts_a_backoff_sleep_short() {
+        let health = Arc::new(WatchHealth::default());
+        let mut built = 0_u32;
+        let stream = health.supervised("things", move || {
+            built += 1;
+            let this = built;
+            let items: Vec<Result<watcher::Event<u32>, watcher::Error>> = if this == 1 {
+                (0..3).map(|_| Err(watcher::Error::NoResourceVersion)).collect()
+            } else {
+                vec![Ok(watcher::Event::Apply(this))]
+            };
+            futures::stream::iter(items).chain(futures::stream::pending())
+        });
+        let mut stream = Box::pin(stream);
+        for _ in 0..3 {
+            assert!(matches!(stream.next().await, Some(Err(_))));
+        }
+        // The third error in a row: the watch now sleeps 2 s before its next try. A restart (the
+        // API server is back) must not wait for that sleep.
+        assert_eq!(health.restart(true), ["things"]);
+        let restarted = Instant::now();
+        let next = stream.next().await;
+        assert!(matches!(next, Some(Ok(watcher::Event::Apply(2)))), "{next:?}");
+        assert!(
+            restarted.elapsed() < Duration::from_secs(1),
+            "the restart waited {:?} for the backoff",
+            restarted.elapsed()
+        );
+        assert!(health.ages()[0].failing_for.is_none());
     }
 
     #[test]

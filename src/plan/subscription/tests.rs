@@ -525,6 +525,62 @@ fn an_adopted_csv_becomes_current_and_installed() {
 }
 
 #[test]
+fn an_adopted_csv_gets_back_the_plan_its_subscription_owns_for_it() {
+    // The plan was created and ran, but the status write that recorded it was lost.
+    let mut sub = subscription("Automatic", None);
+    sub.metadata.uid = Some("uid-sub".to_owned());
+    let owned = |name: &str, owner: &str, csv: &str, generation: i64| {
+        let mut p = plan(name, "Automatic", true, json!({"phase": "Complete"}));
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: API_VERSION.to_owned(),
+            kind: "Subscription".to_owned(),
+            name: "redis".to_owned(),
+            uid: owner.to_owned(),
+            ..OwnerReference::default()
+        }]);
+        p.spec.cluster_service_version_names = vec![csv.to_owned()];
+        p.spec.generation = Some(generation);
+        p
+    };
+    let older = owned("install-old", "uid-sub", "redis-operator.v0.1.0", 1);
+    let ours = owned("install-ours", "uid-sub", "redis-operator.v0.1.0", 2);
+    let other_csv = owned("install-next", "uid-sub", "redis-operator.v0.2.0", 3);
+    let foreign = owned("install-foreign", "uid-other", "redis-operator.v0.1.0", 9);
+    let health = healthy_catalogs();
+    let now = time(500);
+    let adopted = |plans: &[&InstallPlan]| {
+        next_status(&StatusInput {
+            subscription: &sub,
+            catalog_health: &health,
+            csvs: &["redis-operator.v0.1.0"],
+            install_plans: plans,
+            resolution: ResolutionStep::UpToDate {
+                adopted: Some("redis-operator.v0.1.0"),
+            },
+            now: &now,
+        })
+    };
+    let st = adopted(&[&older, &foreign, &ours, &other_csv]);
+    assert_eq!(
+        summary(&st),
+        (
+            Some("AtLatestKnown"),
+            Some("redis-operator.v0.1.0"),
+            Some("redis-operator.v0.1.0"),
+            Some("install-ours")
+        )
+    );
+    assert_eq!(
+        st.install_plan.as_ref().map(|p| p.name.as_str()),
+        Some("install-ours")
+    );
+    assert_eq!(st.install_plan_generation, Some(2));
+    assert!(cond(&st, Cond::InstallPlanPending).is_none());
+    // Another Subscription's plan is never taken.
+    assert_eq!(summary(&adopted(&[&foreign])).3, None);
+}
+
+#[test]
 fn catalog_health_names_the_targeted_or_other_unhealthy_catalogs() {
     let obs = |ns: &str, name: &str, healthy: bool| CatalogHealthObservation {
         catalog: ObjectReference {
