@@ -75,9 +75,9 @@ fn start_opm(opm: &Path, dir: &Path, scratch: &Path) -> (Running, String) {
         .args(["-p", &port.to_string(), "--pprof-addr", ""])
         .arg("-t")
         .arg(scratch.join("termination-log"))
-        // Without it opm leaves an `opm-serve-cache-*` directory in $TMPDIR on every run.
-        .arg("--cache-dir")
-        .arg(scratch.join("opm-cache"))
+        // opm builds its cache under $TMPDIR and leaves it there when killed (`--cache-dir`
+        // would make it refuse to start on a missing cache: integrity is enforced with it).
+        .env("TMPDIR", scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -2,7 +2,7 @@
 //! status-write memory, backoff) and each controller's [`Context`] (its name, field manager and
 //! Events), plus the shared error policy and the reconcile instrumentation.
 
-use super::status_writes::{MAX_REMEMBERED_STATUS_WRITES, StatusWrite, repeats};
+use super::status_writes::{MAX_REMEMBERED_STATUS_WRITES, StatusWrite, behind};
 #[allow(clippy::wildcard_imports, reason = "the controller module's shared imports")]
 use super::*;
 
@@ -63,21 +63,16 @@ impl Shared {
         Ok(found)
     }
 
-    /// Whether writing `status` for the object `key` (a controller/namespace/name key) at
-    /// `resource_version` would repeat the write this controller just made: the reflector
-    /// store has not caught up with that write yet (the object still shows one of the versions
-    /// it had before the write), and the new status equals what was written, timestamps aside.
+    /// Whether the reflector store's view of the object `key` (a controller/namespace/name
+    /// key) at `resource_version` is from before the status write this controller last made
+    /// for it: a status computed from it would repeat that write or drop what it added, so it
+    /// waits for the write's watch event, which reconciles the object again.
     ///
     /// This cannot hide a change made by someone else: a change made after our write gives
     /// the object a version this controller has not seen before the write, so it is compared
     /// as usual once the store shows it (and its watch event triggers that reconcile).
-    pub fn repeats_last_status_write(
-        &self,
-        key: &str,
-        resource_version: Option<&str>,
-        status: &serde_json::Value,
-    ) -> bool {
-        repeats(lock(&self.status_writes).get(key), resource_version, status)
+    pub fn behind_last_status_write(&self, key: &str, resource_version: Option<&str>) -> bool {
+        behind(lock(&self.status_writes).get(key), resource_version)
     }
 
     /// Records a status write made for `key` while the object was at one of `seen` (the
@@ -142,8 +137,9 @@ impl Context {
     }
 
     /// Writes `status` as the status of the namespaced object `obj` (server-side apply under this
-    /// controller's field manager) when `changed`, unless it repeats this controller's last write
-    /// while the store still shows `obj` as it was before that write. Returns whether it wrote.
+    /// controller's field manager) when `changed`, unless the store still shows `obj` as it was
+    /// before this controller's last status write (see [`Shared::behind_last_status_write`]).
+    /// Returns whether it wrote.
     pub async fn write_status<K>(
         &self,
         obj: &K,
@@ -181,8 +177,12 @@ impl Context {
         let value = crate::k8s::apply::to_value(status);
         let key = object_key(self.name, obj);
         let rv = obj.resource_version();
-        if self.shared.repeats_last_status_write(&key, rv.as_deref(), &value) {
-            tracing::debug!(object = %key, resource_version = ?rv, "status write skipped: it repeats the last one");
+        if self.shared.behind_last_status_write(&key, rv.as_deref()) {
+            tracing::debug!(
+                object = %key,
+                resource_version = ?rv,
+                "status write deferred: the store has not seen this controller's last write yet (its event reconciles again)"
+            );
             return Ok(false);
         }
         tracing::debug!(object = %key, resource_version = ?rv, ?own_versions, status = %value, "writing status");

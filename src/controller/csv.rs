@@ -16,8 +16,8 @@
 //! Efficiency rules: transitions that need no outside event are chained within one reconcile
 //! (Pending → InstallReady → Installing, one status write); a Deployment is applied only when
 //! the store's copy differs from the desired one (spec hash, labels, owner); a status write is
-//! skipped when it changes nothing or repeats this controller's previous write that the store
-//! has not caught up with (and its Events go with the write that happened). The controller
+//! skipped when it changes nothing, and deferred while the store has not caught up with this
+//! controller's previous write (and its Events go with the write that happens). The controller
 //! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
 //! requirement is re-checked when it appears, not by polling; and by its Subscription when
 //! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
@@ -785,9 +785,8 @@ async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> 
     Ok(())
 }
 
-/// Writes the CSV's status unless it equals what the object shows (timestamps aside) or
-/// repeats the write this controller just made while the store lags behind it; returns
-/// whether it wrote.
+/// Writes the CSV's status unless it equals what the object shows (timestamps aside) or the
+/// store lags behind this controller's last write; returns whether it wrote.
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,

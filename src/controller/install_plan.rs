@@ -245,7 +245,7 @@ fn note(regarding: &ObjectReference, warning: bool, reason: &str, note: String) 
 }
 
 /// Writes the plan's status unless it equals what the object shows (timestamps aside) or
-/// repeats this controller's last write while the store lags behind it.
+/// the store lags behind this controller's last write.
 async fn write(
     ip: &InstallPlan,
     old: &InstallPlanStatus,

@@ -15,8 +15,8 @@
 //!   Role and RoleBinding, and its status.
 //!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
-//! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (skipping a write
-//! that repeats the last one) and [`run`](mod@run) (the server, the lease and the wiring).
+//! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (no status
+//! written from a store that lags behind the last write) and [`run`](mod@run) (the server, the lease and the wiring).
 //!
 //! Every controller reads the other kinds from shared reflector stores ([`Stores`]) rather than
 //! the API, writes with server-side apply under its own field manager (`olm-rs/<controller>`),

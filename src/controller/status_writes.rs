@@ -1,22 +1,23 @@
-//! status_writes: when a status write would only repeat this controller's last one.
+//! status_writes: no status is written from a store that has not seen our last status write.
 //!
-//! A reconcile started from a store that has not seen our last status write yet would compute
-//! the same status again and write it again. [`StatusWrite`] remembers, per object, the last
-//! status written and every resourceVersion known to be older than that write; [`repeats`] is
-//! the pure rule.
+//! A reconcile started from a store that lags behind our last status write starts from the
+//! status as it was before that write. What it computes would either repeat the write, or,
+//! when something else moved meanwhile, be a status built on the old one: a server-side apply of
+//! it drops every field the last write added (a webhook CSV went `Succeeded` without the
+//! `certsRotateAt` its previous write had set). So such a write waits: the watch event of our
+//! last write reconciles the object again, from a store that has it. [`StatusWrite`] remembers,
+//! per object, every resourceVersion known to be older than the last write; [`behind`] is the
+//! pure rule.
 
-/// The rule of [`super::Shared::repeats_last_status_write`] for one object's `last` write.
-pub(super) fn repeats(
-    last: Option<&StatusWrite>,
-    resource_version: Option<&str>,
-    status: &serde_json::Value,
-) -> bool {
+/// The rule of [`super::Shared::behind_last_status_write`] for one object's `last` write: the
+/// store shows a version from before it. The version the write itself returned is never behind
+/// (a write that changed nothing on the server returns the version it started from).
+pub(super) fn behind(last: Option<&StatusWrite>, resource_version: Option<&str>) -> bool {
     let Some(resource_version) = resource_version else {
         return false;
     };
     last.is_some_and(|last| {
-        last.before.iter().any(|rv| rv == resource_version)
-            && crate::k8s::apply::same_ignoring_time(&last.status, status)
+        last.before.iter().any(|rv| rv == resource_version) && last.after.as_deref() != Some(resource_version)
     })
 }
 
@@ -81,7 +82,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn a_status_write_repeats_only_while_the_store_shows_a_version_from_before_it() {
+    pub(super) fn a_store_is_behind_only_while_it_shows_a_version_from_before_the_write() {
         // The reconcile started at version 10 and stamped annotations (version 11) before
         // writing phase Installing, which made version 12.
         let last = StatusWrite::next(
@@ -90,30 +91,21 @@ mod tests {
             Some("12".into()),
             status("Installing", "t1"),
         );
-        let same = status("Installing", "t2");
+        assert!(behind(Some(&last), Some("10")), "store still at the start");
         assert!(
-            repeats(Some(&last), Some("10"), &same),
-            "store still at the start"
-        );
-        assert!(
-            repeats(Some(&last), Some("11"), &same),
+            behind(Some(&last), Some("11")),
             "store shows our own annotation write"
         );
         assert!(
-            !repeats(Some(&last), Some("12"), &same),
+            !behind(Some(&last), Some("12")),
             "the store shows the write: compare with it as usual"
         );
         assert!(
-            !repeats(Some(&last), Some("13"), &same),
+            !behind(Some(&last), Some("13")),
             "a newer version may carry someone else's status change: compare it as usual"
         );
-        let other = status("Succeeded", "t2");
-        assert!(
-            !repeats(Some(&last), Some("10"), &other),
-            "a different status is written"
-        );
-        assert!(!repeats(None, Some("10"), &same), "nothing written yet");
-        assert!(!repeats(Some(&last), None, &same));
+        assert!(!behind(None, Some("10")), "nothing written yet");
+        assert!(!behind(Some(&last), None));
     }
 
     #[test]
@@ -130,15 +122,37 @@ mod tests {
             Some("15".into()),
             status("Succeeded", "t2"),
         );
-        let again = status("Succeeded", "t3");
         for stale in ["10", "12"] {
             assert!(
-                repeats(Some(&second), Some(stale), &again),
-                "the store at {stale} has seen neither write"
+                behind(Some(&second), Some(stale)),
+                "the store at {stale} has not seen the last write"
             );
         }
-        assert!(!repeats(Some(&second), Some("15"), &again));
-        assert!(!repeats(Some(&second), Some("16"), &again));
+        assert!(!behind(Some(&second), Some("15")));
+        assert!(!behind(Some(&second), Some("16")));
+    }
+
+    #[test]
+    pub(super) fn a_write_that_changed_nothing_on_the_server_leaves_nothing_behind() {
+        // Applied from version 20, the server found nothing to change: still version 20.
+        let noop = StatusWrite::next(
+            None,
+            versions(&["20"]),
+            Some("20".into()),
+            status("Installing", "t1"),
+        );
+        assert!(
+            !behind(Some(&noop), Some("20")),
+            "the store shows the write's own version: it is not waiting for anything"
+        );
+        let next = StatusWrite::next(
+            Some(&noop),
+            versions(&["20"]),
+            Some("21".into()),
+            status("Succeeded", "t2"),
+        );
+        assert!(behind(Some(&next), Some("20")));
+        assert!(!behind(Some(&next), Some("21")));
     }
 
     #[test]

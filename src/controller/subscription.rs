@@ -374,8 +374,8 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             status::unapplied_config_message(&unapplied),
         );
     }
-    // Skip a write that changes nothing, and one that repeats our last write while the store
-    // still shows the Subscription as it was before that write (the watch lags behind).
+    // Skip a write that changes nothing, and defer one while the store still shows the
+    // Subscription as it was before our last write (the watch lags behind).
     ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)
         .await?;
     Ok(action)
