@@ -119,7 +119,7 @@ fn an_explicit_null_value_of_an_unknown_type_is_kept_and_a_missing_one_is_not() 
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].type_, "x.missing");
         assert_eq!(props.others.len(), 1);
-        assert_eq!(props.others[0].value.get(), "null");
+        assert_eq!(props.others[0].value.text(), "null");
     }
 }
 
