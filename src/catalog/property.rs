@@ -526,7 +526,9 @@ fn type_csv_metadata(value: &RawJson) -> Option<CsvMetadata> {
 pub struct LazyCsvMetadata {
     /// The value as read, when it has not been typed yet.
     raw: Option<RawJson>,
-    typed: std::sync::OnceLock<CsvMetadata>,
+    /// Boxed: most bundles are never typed, and the empty cell then costs one pointer rather
+    /// than the size of a [`CsvMetadata`] (hundreds of bytes, times every bundle).
+    typed: std::sync::OnceLock<Box<CsvMetadata>>,
 }
 
 impl LazyCsvMetadata {
@@ -542,7 +544,7 @@ impl LazyCsvMetadata {
     #[must_use]
     pub fn get(&self) -> &CsvMetadata {
         self.typed
-            .get_or_init(|| self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default())
+            .get_or_init(|| Box::new(self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default()))
     }
 }
 
@@ -550,7 +552,7 @@ impl From<CsvMetadata> for LazyCsvMetadata {
     fn from(meta: CsvMetadata) -> Self {
         Self {
             raw: None,
-            typed: std::sync::OnceLock::from(meta),
+            typed: std::sync::OnceLock::from(Box::new(meta)),
         }
     }
 }

@@ -270,3 +270,14 @@ fn base64_is_read_as_gos_std_encoding_reads_it() {
     assert!(check("YR==".to_owned()).is_ok());
     assert!(check("YQ".to_owned()).is_err(), "padding is required");
 }
+
+#[test]
+fn untyped_csv_metadata_costs_little_per_bundle() {
+    // Every bundle of a large catalog holds one; the typed form is boxed when it is built.
+    assert!(
+        std::mem::size_of::<LazyCsvMetadata>() <= 48,
+        "{}",
+        std::mem::size_of::<LazyCsvMetadata>()
+    );
+    assert!(std::mem::size_of::<CsvMetadata>() > 200);
+}
