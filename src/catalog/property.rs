@@ -43,7 +43,7 @@
 //! keeps its compact JSON text in a [`LazyCsvMetadata`], typed on first use. A value that fails
 //! the check is typed at once, field by field, so its error is reported exactly as before.
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -162,10 +162,15 @@ pub struct PackageRequired {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum BundleObject {
-    /// Base64 of the manifest (YAML or JSON).
-    Data(String),
+    /// Base64 of the manifest (YAML or JSON); shared with the other bundles of the file that
+    /// inline the same manifest ([`RawJson::string_member`]).
+    Data(#[serde(serialize_with = "serialize_str")] Arc<str>),
     /// A path relative to the catalog file (opm resolves it at load time).
     Ref(String),
+}
+
+fn serialize_str<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
 }
 
 impl BundleObject {
@@ -822,7 +827,7 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
                     ));
                 }
                 (true, false) => Property::BundleObject(BundleObject::Ref(reference)),
-                _ => Property::BundleObject(BundleObject::Data(data)),
+                _ => Property::BundleObject(BundleObject::Data(data.into())),
             }
         }
         _ => {

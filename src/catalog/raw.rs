@@ -130,6 +130,25 @@ impl RawJson {
     }
 }
 
+impl RawJson {
+    /// The shared text of the string `key` when the value is exactly `{key: "..."}`, was shared
+    /// ([`RawJson::share`]) and the string needs no escaping (base64, for instance): the model
+    /// keeps it without a copy of its own. `None` otherwise.
+    #[must_use]
+    pub fn string_member(&self, key: &str) -> Option<Arc<str>> {
+        let Repr::Pieces(pieces) = &self.0 else {
+            return None;
+        };
+        let [open, content, close] = &**pieces else {
+            return None;
+        };
+        let quoted = serde_json::to_string(key).ok()?;
+        let expected_open = format!("{{{quoted}:\"");
+        (**open == *expected_open && &**close == "\"}" && !content.contains(['\\', '"']))
+            .then(|| Arc::clone(content))
+    }
+}
+
 impl PartialEq for RawJson {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
@@ -207,6 +226,10 @@ fn cut_object(text: &[u8], start: usize, descend: bool, cuts: &mut Vec<usize>) -
             if descend && text.get(value) == Some(&b'{') {
                 cuts.push(value + 1);
                 cut_object(text, value, false, cuts)?;
+                cuts.push(i - 1);
+            } else if text.get(value) == Some(&b'"') {
+                // A string's content alone, so that it can be handed out ([`RawJson::string_member`]).
+                cuts.push(value + 1);
                 cuts.push(i - 1);
             } else {
                 cuts.push(member);
@@ -655,6 +678,28 @@ mod tests {
         let mut small = RawJson::from_value(&json!({"x": "y"}));
         small.share(&mut interner);
         assert!(matches!(small.0, Repr::Text(_)));
+    }
+
+    #[test]
+    fn the_string_of_a_one_member_object_is_handed_out_shared() {
+        let mut interner = Interner::default();
+        let data = "QUJD".repeat(SHARE_MIN);
+        let mut a = RawJson::from_value(&json!({ "data": data }));
+        let mut b = a.clone();
+        assert_eq!(a.string_member("data"), None, "not shared yet");
+        a.share(&mut interner);
+        b.share(&mut interner);
+        let (sa, sb) = (a.string_member("data").unwrap(), b.string_member("data").unwrap());
+        assert_eq!(&*sa, data);
+        assert!(Arc::ptr_eq(&sa, &sb));
+        assert_eq!(a.string_member("ref"), None);
+        let mut escaped = RawJson::from_value(&json!({ "data": format!("{data}\n") }));
+        escaped.share(&mut interner);
+        assert_eq!(escaped.string_member("data"), None);
+        let mut two = RawJson::from_value(&json!({ "data": data, "x": 1 }));
+        two.share(&mut interner);
+        assert_eq!(two.string_member("data"), None);
+        assert_eq!(two.to_value(), json!({ "data": data, "x": 1 }));
     }
 
     #[test]

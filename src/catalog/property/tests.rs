@@ -132,7 +132,7 @@ fn bundle_objects_decode_lazily_from_base64_yaml_or_json() {
     let object = &props.bundle_objects[0];
     assert!(object.check().is_ok());
     assert_eq!(object.decode().unwrap()["kind"], "ConfigMap");
-    let bad = BundleObject::Data("not base64!".to_owned());
+    let bad = BundleObject::Data("not base64!".into());
     assert!(matches!(bad.check(), Err(ObjectError::Base64(_))));
     assert!(matches!(bad.decode(), Err(ObjectError::Base64(_))));
     assert!(matches!(
@@ -259,7 +259,7 @@ fn typed_properties_serialize_back_to_type_and_value() {
 #[test]
 fn base64_is_read_as_gos_std_encoding_reads_it() {
     let data = base64::engine::general_purpose::STANDARD.encode("{\"kind\":\"ConfigMap\"}");
-    let check = |text: String| BundleObject::Data(text).check();
+    let check = |text: String| BundleObject::Data(text.into()).check();
     assert!(check(data.clone()).is_ok());
     // Line breaks anywhere are skipped.
     assert!(check(format!("\n{}\r\n{}\n", &data[..4], &data[4..])).is_ok());
