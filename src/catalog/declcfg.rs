@@ -40,7 +40,10 @@ use std::{fmt, sync::Arc};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{catalog::raw::RawJson, codec};
+use crate::{
+    catalog::raw::{Interner, RawJson},
+    codec,
+};
 
 mod fast;
 
@@ -665,6 +668,7 @@ impl DeclarativeConfig {
                 staged.add_fast(origin, doc.value)
             });
             if all_fast {
+                staged.share_values_from([0; 3]);
                 self.merge(staged);
                 return Vec::new();
             }
@@ -680,6 +684,7 @@ impl DeclarativeConfig {
         text: &str,
     ) -> Vec<DecodeError> {
         let decoded = codec::decode_documents_with(yaml, path, text);
+        let marks = [self.packages.len(), self.channels.len(), self.bundles.len()];
         let path: Arc<str> = Arc::from(path);
         let mut problems = Vec::new();
         for doc in decoded.documents {
@@ -708,7 +713,40 @@ impl DeclarativeConfig {
                 message: err.to_string(),
             });
         }
+        self.share_values_from(marks);
         problems
+    }
+
+    /// Shares the large property values of the packages, channels and bundles from `marks` on
+    /// (indexes into the three lists) through one [`Interner`]: the blobs of one file, that is
+    /// of one package, whose bundles repeat most of their `olm.csv.metadata` (see
+    /// [`RawJson::share`]).
+    fn share_values_from(&mut self, marks: [usize; 3]) {
+        let mut interner = Interner::default();
+        let [packages, channels, bundles] = marks;
+        let properties = self
+            .packages
+            .get_mut(packages..)
+            .unwrap_or_default()
+            .iter_mut()
+            .flat_map(|p| &mut p.properties)
+            .chain(
+                self.channels
+                    .get_mut(channels..)
+                    .unwrap_or_default()
+                    .iter_mut()
+                    .flat_map(|c| &mut c.properties),
+            )
+            .chain(
+                self.bundles
+                    .get_mut(bundles..)
+                    .unwrap_or_default()
+                    .iter_mut()
+                    .flat_map(|b| &mut b.properties),
+            );
+        for property in properties {
+            property.value.share(&mut interner);
+        }
     }
 
     /// Decodes one text into a new config; see [`DeclarativeConfig::decode_str`].

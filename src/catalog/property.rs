@@ -43,7 +43,7 @@
 //! keeps its compact JSON text in a [`LazyCsvMetadata`], typed on first use. A value that fails
 //! the check is typed at once, field by field, so its error is reported exactly as before.
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -162,10 +162,15 @@ pub struct PackageRequired {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum BundleObject {
-    /// Base64 of the manifest (YAML or JSON).
-    Data(String),
+    /// Base64 of the manifest (YAML or JSON); shared with the other bundles of the file that
+    /// inline the same manifest ([`RawJson::string_member`]).
+    Data(#[serde(serialize_with = "serialize_str")] Arc<str>),
     /// A path relative to the catalog file (opm resolves it at load time).
     Ref(String),
+}
+
+fn serialize_str<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
 }
 
 impl BundleObject {
@@ -526,7 +531,9 @@ fn type_csv_metadata(value: &RawJson) -> Option<CsvMetadata> {
 pub struct LazyCsvMetadata {
     /// The value as read, when it has not been typed yet.
     raw: Option<RawJson>,
-    typed: std::sync::OnceLock<CsvMetadata>,
+    /// Boxed: most bundles are never typed, and the empty cell then costs one pointer rather
+    /// than the size of a [`CsvMetadata`] (hundreds of bytes, times every bundle).
+    typed: std::sync::OnceLock<Box<CsvMetadata>>,
 }
 
 impl LazyCsvMetadata {
@@ -542,7 +549,7 @@ impl LazyCsvMetadata {
     #[must_use]
     pub fn get(&self) -> &CsvMetadata {
         self.typed
-            .get_or_init(|| self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default())
+            .get_or_init(|| Box::new(self.raw.as_ref().and_then(type_csv_metadata).unwrap_or_default()))
     }
 }
 
@@ -550,7 +557,7 @@ impl From<CsvMetadata> for LazyCsvMetadata {
     fn from(meta: CsvMetadata) -> Self {
         Self {
             raw: None,
-            typed: std::sync::OnceLock::from(meta),
+            typed: std::sync::OnceLock::from(Box::new(meta)),
         }
     }
 }
@@ -820,7 +827,7 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
                     ));
                 }
                 (true, false) => Property::BundleObject(BundleObject::Ref(reference)),
-                _ => Property::BundleObject(BundleObject::Data(data)),
+                _ => Property::BundleObject(BundleObject::Data(data.into())),
             }
         }
         _ => {

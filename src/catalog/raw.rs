@@ -8,10 +8,22 @@
 //! `Deserialize` writes the incoming value straight out as compact JSON, so YAML and pretty JSON
 //! both end up minified) and is parsed only when someone needs the value
 //! ([`RawJson::to_value`], [`RawJson::parse`]).
+//!
+//! Large values repeat: the `olm.csv.metadata` of consecutive versions of a package carries the
+//! same CRD descriptions, examples and description again and again (in the largest public
+//! catalog, 111 MiB of metadata holds 46 MiB of distinct members). [`RawJson::share`] cuts a large
+//! value into pieces at the boundaries of its large members and keeps each piece once per
+//! [`Interner`] (the loader uses one per catalog file, that is per package); the text is joined
+//! again when the value is read ([`RawJson::text`]). Reads are rare (typing the metadata of one
+//! bundle for `describe`, a stub CSV), so the join is not cached.
 
 use std::{
+    borrow::Cow,
     cell::RefCell,
+    collections::HashSet,
     fmt::{self, Write as _},
+    hash::{Hash, Hasher},
+    sync::Arc,
 };
 
 use serde::{
@@ -21,52 +33,69 @@ use serde::{
 use serde_json::Value;
 
 /// A JSON value stored as compact JSON text.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RawJson(Box<str>);
+#[derive(Clone)]
+pub struct RawJson(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// The whole text.
+    Text(Box<str>),
+    /// The text is these pieces joined; pieces are shared with other values ([`RawJson::share`]).
+    Pieces(Box<[Arc<str>]>),
+}
 
 impl RawJson {
     /// The JSON `null`.
     #[must_use]
     pub fn null() -> Self {
-        Self(Box::from("null"))
+        Self(Repr::Text(Box::from("null")))
     }
 
     /// A property `value` that was not written at all (read as `null`, but opm tells the two
     /// apart: a missing `value` is an error, an explicit `null` is not).
     #[must_use]
     pub fn absent() -> Self {
-        Self(Box::from(""))
+        Self(Repr::Text(Box::from("")))
     }
 
     /// True for a value that was not written ([`RawJson::absent`]).
     #[must_use]
     pub fn is_absent(&self) -> bool {
-        self.0.is_empty()
+        matches!(&self.0, Repr::Text(text) if text.is_empty())
     }
 
     /// Wraps a value (serialized compactly).
     #[must_use]
     pub fn from_value(value: &Value) -> Self {
-        Self(value.to_string().into_boxed_str())
+        Self(Repr::Text(value.to_string().into_boxed_str()))
     }
 
-    /// The compact JSON text (`null` for an absent value).
+    /// The compact JSON text (`null` for an absent value); joined from its pieces when the
+    /// value is shared.
     #[must_use]
-    pub fn get(&self) -> &str {
-        if self.0.is_empty() { "null" } else { &self.0 }
+    pub fn text(&self) -> Cow<'_, str> {
+        match &self.0 {
+            Repr::Text(text) if text.is_empty() => Cow::Borrowed("null"),
+            Repr::Text(text) => Cow::Borrowed(text),
+            Repr::Pieces(pieces) => {
+                let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+                pieces.iter().for_each(|p| out.push_str(p));
+                Cow::Owned(out)
+            }
+        }
     }
 
     /// True for `null`, written or absent.
     #[must_use]
     pub fn is_null(&self) -> bool {
-        self.get() == "null"
+        matches!(&self.0, Repr::Text(text) if text.is_empty() || &**text == "null")
     }
 
     /// Parses the value into a tree.
     #[must_use]
     pub fn to_value(&self) -> Value {
         // The text was produced by this module or by serde_json, so it always parses.
-        serde_json::from_str(self.get()).unwrap_or(Value::Null)
+        serde_json::from_str(&self.text()).unwrap_or(Value::Null)
     }
 
     /// Parses the value into `T`.
@@ -74,7 +103,195 @@ impl RawJson {
     /// # Errors
     /// serde_json's error when the value does not fit `T`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.get())
+        serde_json::from_str(&self.text())
+    }
+
+    /// Keeps a large value as pieces shared through `interner` (see the module docs); a value
+    /// shorter than [`SHARE_MIN`], or already shared, is left as it is.
+    pub fn share(&mut self, interner: &mut Interner) {
+        let Repr::Text(text) = &self.0 else { return };
+        if text.len() < SHARE_MIN {
+            return;
+        }
+        let Some(cuts) = cut_points(text.as_bytes()) else {
+            return;
+        };
+        let mut pieces = Vec::with_capacity(cuts.len() + 1);
+        let mut start = 0;
+        for end in cuts.into_iter().chain([text.len()]) {
+            if let Some(piece) = text.get(start..end)
+                && !piece.is_empty()
+            {
+                pieces.push(interner.intern(piece));
+            }
+            start = end;
+        }
+        self.0 = Repr::Pieces(pieces.into_boxed_slice());
+    }
+}
+
+impl RawJson {
+    /// The shared text of the string `key` when the value is exactly `{key: "..."}`, was shared
+    /// ([`RawJson::share`]) and the string needs no escaping (base64, for instance): the model
+    /// keeps it without a copy of its own. `None` otherwise.
+    #[must_use]
+    pub fn string_member(&self, key: &str) -> Option<Arc<str>> {
+        let Repr::Pieces(pieces) = &self.0 else {
+            return None;
+        };
+        let [open, content, close] = &**pieces else {
+            return None;
+        };
+        let quoted = serde_json::to_string(key).ok()?;
+        let expected_open = format!("{{{quoted}:\"");
+        (**open == *expected_open && &**close == "\"}" && !content.contains(['\\', '"']))
+            .then(|| Arc::clone(content))
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Text(a), Repr::Text(b)) => a == b,
+            _ => self.text() == other.text(),
+        }
+    }
+}
+
+impl Eq for RawJson {}
+
+impl Hash for RawJson {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match &self.0 {
+            Repr::Text(text) => text.hash(state),
+            // As the text's hash: a shared value equals its unshared twin.
+            Repr::Pieces(_) => (*self.text()).hash(state),
+        }
+    }
+}
+
+/// Values shorter than this are never cut into pieces (the pieces would cost more than they save).
+pub const SHARE_MIN: usize = 2048;
+
+/// Members at least this long (key and value) become pieces of their own, the ones that repeat;
+/// the shorter members between them are kept together as one piece.
+const PIECE_MIN: usize = 256;
+
+/// Keeps one copy of each piece of text it is given.
+#[derive(Debug, Default)]
+pub struct Interner {
+    pieces: HashSet<Arc<str>>,
+}
+
+impl Interner {
+    /// The shared copy of `piece`.
+    pub fn intern(&mut self, piece: &str) -> Arc<str> {
+        if let Some(shared) = self.pieces.get(piece) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(piece);
+        self.pieces.insert(Arc::clone(&shared));
+        shared
+    }
+}
+
+/// Where to cut the compact JSON text of an object so that each of its large members (and each
+/// large member of a large member that is an object) is a piece of its own. `None` when the text
+/// is not an object (or not compact JSON, which never happens for a [`RawJson`]).
+fn cut_points(text: &[u8]) -> Option<Vec<usize>> {
+    if text.first() != Some(&b'{') {
+        return None;
+    }
+    let mut cuts = Vec::new();
+    let end = cut_object(text, 0, true, &mut cuts)?;
+    (end == text.len()).then_some(cuts)
+}
+
+/// Scans the object starting at `start`, pushing the boundaries of its large members (descending
+/// one level when `descend`); returns the index after the object.
+fn cut_object(text: &[u8], start: usize, descend: bool, cuts: &mut Vec<usize>) -> Option<usize> {
+    let mut i = start + 1;
+    if text.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        let member = i;
+        i = skip_string(text, i)?;
+        if text.get(i) != Some(&b':') {
+            return None;
+        }
+        let value = i + 1;
+        i = skip_value(text, value)?;
+        if i - member >= PIECE_MIN {
+            if descend && text.get(value) == Some(&b'{') {
+                cuts.push(value + 1);
+                cut_object(text, value, false, cuts)?;
+                cuts.push(i - 1);
+            } else if text.get(value) == Some(&b'"') {
+                // A string's content alone, so that it can be handed out ([`RawJson::string_member`]).
+                cuts.push(value + 1);
+                cuts.push(i - 1);
+            } else {
+                cuts.push(member);
+                cuts.push(i);
+            }
+        }
+        match text.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The index after the string starting at `start`.
+fn skip_string(text: &[u8], start: usize) -> Option<usize> {
+    if text.get(start) != Some(&b'"') {
+        return None;
+    }
+    let mut i = start + 1;
+    loop {
+        match text.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index after the value starting at `start`.
+fn skip_value(text: &[u8], start: usize) -> Option<usize> {
+    match text.get(start)? {
+        b'"' => skip_string(text, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = skip_string(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let len = text
+                .get(start..)?
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']'))
+                .unwrap_or(text.len() - start);
+            Some(start + len)
+        }
     }
 }
 
@@ -86,13 +303,13 @@ impl Default for RawJson {
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.get())
+        f.write_str(&self.text())
     }
 }
 
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.get())
+        f.write_str(&self.text())
     }
 }
 
@@ -119,7 +336,7 @@ impl<'de> Deserialize<'de> for RawJson {
             Ok(mut buf) => {
                 buf.clear();
                 let result = Writer(&mut buf).deserialize(deserializer);
-                let out = result.map(|()| Self(Box::from(buf.as_str())));
+                let out = result.map(|()| Self(Repr::Text(Box::from(buf.as_str()))));
                 buf.clear();
                 if buf.capacity() > SCRATCH_KEEP {
                     buf.shrink_to(SCRATCH_KEEP);
@@ -130,7 +347,7 @@ impl<'de> Deserialize<'de> for RawJson {
             Err(_) => {
                 let mut out = String::new();
                 Writer(&mut out).deserialize(deserializer)?;
-                Ok(Self(out.into_boxed_str()))
+                Ok(Self(Repr::Text(out.into_boxed_str())))
             }
         })
     }
@@ -363,15 +580,15 @@ mod tests {
     fn pretty_json_is_stored_compact_and_parses_back_to_the_same_value() {
         let text = "{\n    \"a\": [1, 2.5, true, null],\n    \"b\": {\"c\": \"x\\\"y\\n\\u0001\"}\n}";
         let raw: RawJson = serde_json::from_str(text).unwrap();
-        assert_eq!(raw.get(), r#"{"a":[1,2.5,true,null],"b":{"c":"x\"y\n\u0001"}}"#);
+        assert_eq!(raw.text(), r#"{"a":[1,2.5,true,null],"b":{"c":"x\"y\n\u0001"}}"#);
         assert_eq!(raw.to_value(), serde_json::from_str::<Value>(text).unwrap());
     }
 
     #[test]
     fn values_from_other_formats_become_json_text() {
         let raw: RawJson = serde_json::from_value(json!({"k": ["v", 1]})).unwrap();
-        assert_eq!(raw.get(), r#"{"k":["v",1]}"#);
-        assert_eq!(RawJson::from_value(&json!([])).get(), "[]");
+        assert_eq!(raw.text(), r#"{"k":["v",1]}"#);
+        assert_eq!(RawJson::from_value(&json!([])).text(), "[]");
         assert!(RawJson::null().is_null());
     }
 
@@ -380,17 +597,20 @@ mod tests {
         let text = "1: a\ntrue: [\"q\\\"\\\\\\t\\u0008\\r\\n\", 2.5]\n~: {é: ü}\n";
         let raw: RawJson = crate::codec::from_yaml_str("test", text).unwrap();
         assert_eq!(
-            raw.get(),
+            raw.text(),
             "{\"1\":\"a\",\"true\":[\"q\\\"\\\\\\t\\u0008\\r\\n\",2.5],\"null\":{\"é\":\"ü\"}}"
         );
         // Decoding values one after another on the same thread reuses a buffer: nothing leaks
         // from one value into the next.
         let a: RawJson = serde_json::from_str(r#"{"long": "xxxxxxxxxxxxxxxxxxxx"}"#).unwrap();
         let b: RawJson = serde_json::from_str("[]").unwrap();
-        assert_eq!((a.get(), b.get()), (r#"{"long":"xxxxxxxxxxxxxxxxxxxx"}"#, "[]"));
+        assert_eq!(
+            (&*a.text(), &*b.text()),
+            (r#"{"long":"xxxxxxxxxxxxxxxxxxxx"}"#, "[]")
+        );
         assert!(serde_json::from_str::<RawJson>("[1,").is_err());
         let c: RawJson = serde_json::from_str("{}").unwrap();
-        assert_eq!(c.get(), "{}");
+        assert_eq!(c.text(), "{}");
     }
 
     #[test]
@@ -416,6 +636,80 @@ mod tests {
                 .collect();
             assert_eq!(first_escape(&clean), None);
         }
+    }
+
+    fn big(description: &str, examples: &str) -> RawJson {
+        let long = "d".repeat(PIECE_MIN);
+        serde_json::from_value(json!({
+            "annotations": {"alm-examples": examples, "short": "s", "long": long},
+            "description": description,
+            "displayName": "X \"quoted\" \\ {not a brace}",
+            "keywords": ["a", "b"],
+            "crdDescriptions": {"owned": [{"name": "x", "description": "y".repeat(SHARE_MIN)}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_shared_value_reads_as_the_same_text_and_repeated_members_are_kept_once() {
+        let mut interner = Interner::default();
+        let mut a = big(&"a".repeat(SHARE_MIN), &"[{}]".repeat(100));
+        let mut b = big(&"a".repeat(SHARE_MIN), "[]");
+        let (text_a, text_b) = (a.text().into_owned(), b.text().into_owned());
+        a.share(&mut interner);
+        b.share(&mut interner);
+        assert!(matches!(a.0, Repr::Pieces(_)) && matches!(b.0, Repr::Pieces(_)));
+        assert_eq!((&*a.text(), &*b.text()), (text_a.as_str(), text_b.as_str()));
+        assert_eq!(a.to_value(), serde_json::from_str::<Value>(&text_a).unwrap());
+        assert_eq!(a, RawJson(Repr::Text(text_a.clone().into_boxed_str())));
+        assert_ne!(a, b);
+        // The description, the long annotation and the CRD descriptions are stored once.
+        let shared = |piece: &str| {
+            let Repr::Pieces(pieces) = &a.0 else {
+                unreachable!()
+            };
+            let Repr::Pieces(others) = &b.0 else {
+                unreachable!()
+            };
+            let find = |ps: &[Arc<str>]| ps.iter().find(|p| p.contains(piece)).cloned().unwrap();
+            Arc::ptr_eq(&find(pieces), &find(others))
+        };
+        assert!(shared("aaaa") && shared("dddd") && shared("yyyy"));
+        let mut small = RawJson::from_value(&json!({"x": "y"}));
+        small.share(&mut interner);
+        assert!(matches!(small.0, Repr::Text(_)));
+    }
+
+    #[test]
+    fn the_string_of_a_one_member_object_is_handed_out_shared() {
+        let mut interner = Interner::default();
+        let data = "QUJD".repeat(SHARE_MIN);
+        let mut a = RawJson::from_value(&json!({ "data": data }));
+        let mut b = a.clone();
+        assert_eq!(a.string_member("data"), None, "not shared yet");
+        a.share(&mut interner);
+        b.share(&mut interner);
+        let (sa, sb) = (a.string_member("data").unwrap(), b.string_member("data").unwrap());
+        assert_eq!(&*sa, data);
+        assert!(Arc::ptr_eq(&sa, &sb));
+        assert_eq!(a.string_member("ref"), None);
+        let mut escaped = RawJson::from_value(&json!({ "data": format!("{data}\n") }));
+        escaped.share(&mut interner);
+        assert_eq!(escaped.string_member("data"), None);
+        let mut two = RawJson::from_value(&json!({ "data": data, "x": 1 }));
+        two.share(&mut interner);
+        assert_eq!(two.string_member("data"), None);
+        assert_eq!(two.to_value(), json!({ "data": data, "x": 1 }));
+    }
+
+    #[test]
+    fn values_that_are_not_objects_stay_whole() {
+        let mut interner = Interner::default();
+        let mut list = RawJson::from_value(&json!(["z".repeat(SHARE_MIN)]));
+        list.share(&mut interner);
+        assert!(matches!(list.0, Repr::Text(_)));
+        assert_eq!(cut_points(br#"{"a":"\\"}"#), Some(Vec::new()));
+        assert_eq!(cut_points(br#"{"a":1"#), None);
     }
 
     #[test]

@@ -396,7 +396,7 @@ fn check_dns1123_label(name: &str) -> Result<(), String> {
 }
 
 fn check_base64(data: &str) -> Result<(), String> {
-    crate::catalog::property::BundleObject::Data(data.to_owned())
+    crate::catalog::property::BundleObject::Data(data.into())
         .check()
         .map_err(|e| e.to_string())
 }

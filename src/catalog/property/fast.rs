@@ -294,8 +294,11 @@ pub(super) fn parse_fast(type_: &str, value: &RawJson) -> Option<Result<Property
             }
         }
         TYPE_BUNDLE_OBJECT => {
+            if let Some(data) = value.string_member("data") {
+                return Some(Ok(Property::BundleObject(BundleObject::Data(data))));
+            }
             let o: FastObject = value.parse().ok()?;
-            Property::BundleObject(BundleObject::Data(s(o.data)))
+            Property::BundleObject(BundleObject::Data(s(o.data).into()))
         }
         TYPE_CSV_METADATA => {
             let m: FastCsvMetadata = value.parse().ok()?;
