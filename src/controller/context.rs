@@ -78,20 +78,13 @@ impl Shared {
     /// Records a status write made for `key` while the object was at one of `seen` (the
     /// version the reconcile started from, then those of its own metadata writes); the write
     /// gave it the version `after`.
-    pub fn record_status_write(
-        &self,
-        key: &str,
-        seen: Vec<String>,
-        after: Option<String>,
-        status: serde_json::Value,
-    ) {
+    pub fn record_status_write(&self, key: &str, seen: Vec<String>, after: Option<String>) {
         let mut writes = lock(&self.status_writes);
-        // Entries only save a redundant write; bound the map rather than track deletions of
-        // every kind.
+        // Entries only defer a write; bound the map rather than track deletions of every kind.
         if writes.len() >= MAX_REMEMBERED_STATUS_WRITES {
             writes.clear();
         }
-        let next = StatusWrite::next(writes.get(key), seen, after, status);
+        let next = StatusWrite::next(writes.get(key), seen, after);
         writes.insert(key.to_owned(), next);
     }
 
@@ -193,7 +186,7 @@ impl Context {
             .map_err(Error::status(format!("{} {ns}/{name}", K::kind(&()))))?;
         let seen = rv.into_iter().chain(own_versions.iter().cloned()).collect();
         self.shared
-            .record_status_write(&key, seen, written.resource_version(), value);
+            .record_status_write(&key, seen, written.resource_version());
         Ok(true)
     }
 

@@ -35,20 +35,14 @@ pub(super) const MAX_VERSIONS_BEFORE: usize = 16;
 pub(super) struct StatusWrite {
     pub(super) before: Vec<String>,
     pub(super) after: Option<String>,
-    pub(super) status: serde_json::Value,
     pub(super) at: Option<std::time::Instant>,
 }
 
 impl StatusWrite {
-    /// The record after writing `status` (resourceVersion `after`) from an object seen at the
-    /// versions `seen`: what was known to precede the previous write, that write's own version,
-    /// and `seen`, now all precede this one.
-    pub(super) fn next(
-        previous: Option<&Self>,
-        seen: Vec<String>,
-        after: Option<String>,
-        status: serde_json::Value,
-    ) -> Self {
+    /// The record after a write (resourceVersion `after`) from an object seen at the versions
+    /// `seen`: what was known to precede the previous write, that write's own version, and
+    /// `seen`, now all precede this one.
+    pub(super) fn next(previous: Option<&Self>, seen: Vec<String>, after: Option<String>) -> Self {
         let mut before: Vec<String> = previous
             .map(|p| p.before.iter().cloned().chain(p.after.clone()).collect())
             .unwrap_or_default();
@@ -63,7 +57,6 @@ impl StatusWrite {
         Self {
             before,
             after,
-            status,
             at: Some(std::time::Instant::now()),
         }
     }
@@ -73,10 +66,6 @@ impl StatusWrite {
 mod tests {
     use super::*;
 
-    pub(super) fn status(phase: &str, time: &str) -> serde_json::Value {
-        serde_json::json!({"phase": phase, "lastUpdateTime": time})
-    }
-
     pub(super) fn versions(rvs: &[&str]) -> Vec<String> {
         rvs.iter().map(|rv| (*rv).to_owned()).collect()
     }
@@ -85,12 +74,7 @@ mod tests {
     pub(super) fn a_store_is_behind_only_while_it_shows_a_version_from_before_the_write() {
         // The reconcile started at version 10 and stamped annotations (version 11) before
         // writing phase Installing, which made version 12.
-        let last = StatusWrite::next(
-            None,
-            versions(&["10", "11"]),
-            Some("12".into()),
-            status("Installing", "t1"),
-        );
+        let last = StatusWrite::next(None, versions(&["10", "11"]), Some("12".into()));
         assert!(behind(Some(&last), Some("10")), "store still at the start");
         assert!(
             behind(Some(&last), Some("11")),
@@ -110,18 +94,8 @@ mod tests {
 
     #[test]
     pub(super) fn a_store_several_writes_behind_still_counts_as_before_the_last_write() {
-        let first = StatusWrite::next(
-            None,
-            versions(&["10"]),
-            Some("12".into()),
-            status("Installing", "t1"),
-        );
-        let second = StatusWrite::next(
-            Some(&first),
-            versions(&["12"]),
-            Some("15".into()),
-            status("Succeeded", "t2"),
-        );
+        let first = StatusWrite::next(None, versions(&["10"]), Some("12".into()));
+        let second = StatusWrite::next(Some(&first), versions(&["12"]), Some("15".into()));
         for stale in ["10", "12"] {
             assert!(
                 behind(Some(&second), Some(stale)),
@@ -135,22 +109,12 @@ mod tests {
     #[test]
     pub(super) fn a_write_that_changed_nothing_on_the_server_leaves_nothing_behind() {
         // Applied from version 20, the server found nothing to change: still version 20.
-        let noop = StatusWrite::next(
-            None,
-            versions(&["20"]),
-            Some("20".into()),
-            status("Installing", "t1"),
-        );
+        let noop = StatusWrite::next(None, versions(&["20"]), Some("20".into()));
         assert!(
             !behind(Some(&noop), Some("20")),
             "the store shows the write's own version: it is not waiting for anything"
         );
-        let next = StatusWrite::next(
-            Some(&noop),
-            versions(&["20"]),
-            Some("21".into()),
-            status("Succeeded", "t2"),
-        );
+        let next = StatusWrite::next(Some(&noop), versions(&["20"]), Some("21".into()));
         assert!(behind(Some(&next), Some("20")));
         assert!(!behind(Some(&next), Some("21")));
     }
@@ -163,7 +127,6 @@ mod tests {
                 record.as_ref(),
                 vec![rv.to_string()],
                 Some((rv + 1).to_string()),
-                status("Installing", "t"),
             ));
         }
         let record = record.unwrap();
