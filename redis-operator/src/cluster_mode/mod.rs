@@ -232,7 +232,8 @@ pub async fn converge(
     }
     let nodes_len = nodes.len();
     let mut peers = connect(nodes, opts).await?;
-    let met = meet(&mut peers, opts).await?;
+    let met = meet(&mut peers, opts).await?
+        + reclaim_stranded_primaries(&mut peers, replicas_per_primary, opts).await?;
     // A node that just joined answers CLUSTERDOWN (and refuses MIGRATE) until gossip has taught it
     // the slot map; when the cluster already serves slots, wait for every node to say so first.
     let serving = peers[0].view().await?.iter().any(|n| !n.slots.is_empty());
@@ -558,6 +559,45 @@ async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> 
         }
     }
     Ok(met)
+}
+
+/// Makes the planned primaries that were left replicas without slots ([`plan::stranded_primaries`])
+/// empty masters again: `CLUSTER RESET SOFT` (a replica's copy of its primary's data is dropped;
+/// it keeps its id and epochs), then a `CLUSTER MEET` from the first node, and a wait until every
+/// node sees it as a master. Returns how many were met again.
+async fn reclaim_stranded_primaries(
+    peers: &mut [Peer],
+    replicas_per_primary: usize,
+    opts: Options,
+) -> Result<usize, ClusterError> {
+    let ids: Vec<String> = peers.iter().map(|p| p.id.clone()).collect();
+    let stranded = plan::stranded_primaries(&ids, replicas_per_primary, &peers[0].view().await?);
+    for &i in &stranded {
+        tracing::warn!(node = %peers[i].node.name, "a planned primary is a replica without slots: resetting it to an empty master");
+        peers[i].cmd(&["CLUSTER", "RESET", "SOFT"]).await?;
+        let (ip, port) = peers[i].ip_port()?;
+        let (ip, port) = (ip.to_owned(), port.to_owned());
+        peers[0].cmd(&["CLUSTER", "MEET", &ip, &port]).await?;
+    }
+    if stranded.is_empty() {
+        return Ok(0);
+    }
+    let wait = Settle::new(opts);
+    for p in peers.iter_mut() {
+        loop {
+            let view = p.view().await?;
+            let seen = |id: &str| view.iter().any(|n| n.id == id && !n.failed);
+            let masters = stranded
+                .iter()
+                .all(|i| view.iter().any(|n| n.id == ids[*i] && n.primary && !n.failed));
+            if ids.iter().all(|id| seen(id)) && masters {
+                break;
+            }
+            wait.until(|| format!("{} to see the reset nodes as masters", p.node.name))
+                .await?;
+        }
+    }
+    Ok(stranded.len())
 }
 
 /// Gives each node that has never been in a cluster (it knows only itself, epoch 0) its own

@@ -211,6 +211,33 @@ pub struct ObservedNode {
     pub config_epoch: u64,
 }
 
+/// The nodes planned as primaries (by [`roles`]; `ids[i]` is node `i`'s cluster id) that `view`
+/// shows as replicas owning no slot while fewer than the planned number of primaries own slots.
+///
+/// A node added to grow the cluster can end up so: Redis (7+, `cluster-allow-replica-migration`)
+/// makes a master that lost its last slot a replica of the node that took it, and a scale-up
+/// whose move was cut short can leave the new primary that way. Nothing else would make it a
+/// primary again, so the scale-up would stop one primary short for good.
+#[must_use]
+pub fn stranded_primaries(ids: &[String], replicas_per_primary: usize, view: &[ObservedNode]) -> Vec<usize> {
+    let wanted = ids.len() / (replicas_per_primary + 1);
+    let owners = view.iter().filter(|n| n.primary && !n.slots.is_empty()).count();
+    if owners >= wanted {
+        return Vec::new();
+    }
+    roles(ids.len(), replicas_per_primary)
+        .iter()
+        .enumerate()
+        .filter(|(_, role)| matches!(role, Role::Primary { .. }))
+        .filter(|(i, _)| {
+            view.iter()
+                .any(|n| n.id == ids[*i] && !n.primary && n.slots.is_empty())
+        })
+        .map(|(i, _)| i)
+        .take(wanted - owners)
+        .collect()
+}
+
 /// Parses the output of `CLUSTER NODES`, skipping malformed lines and importing/migrating markers.
 #[must_use]
 pub fn parse_cluster_nodes(text: &str) -> Vec<ObservedNode> {
@@ -462,6 +489,33 @@ broken line";
             slots: Vec::new(),
             config_epoch: epoch,
         }
+    }
+
+    #[test]
+    fn a_planned_primary_left_a_replica_is_stranded_only_while_primaries_are_missing() {
+        let ids: Vec<String> = (0..8).map(|i| format!("n{i}")).collect();
+        let owner = |id: &str, slots: Vec<u16>| ObservedNode {
+            slots,
+            ..node(id, true, 1)
+        };
+        // Three owners (n0, n2, n4), n6 (planned primary of group 3) a replica of n0.
+        let mut view = vec![
+            owner("n0", vec![1]),
+            owner("n2", vec![2]),
+            owner("n4", vec![3]),
+            node("n1", false, 1),
+            node("n3", false, 1),
+            node("n5", false, 1),
+            node("n6", false, 1),
+            node("n7", false, 1),
+        ];
+        assert_eq!(stranded_primaries(&ids, 1, &view), [6]);
+        // n6 owning a slot again: nothing is stranded.
+        view[6] = owner("n6", vec![4]);
+        assert_eq!(stranded_primaries(&ids, 1, &view), Vec::<usize>::new());
+        // A planned replica (n7) that is a replica is where it belongs; an empty master is not stranded.
+        view[6] = node("n6", true, 1);
+        assert_eq!(stranded_primaries(&ids, 1, &view), Vec::<usize>::new());
     }
 
     #[test]
