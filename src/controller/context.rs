@@ -167,7 +167,6 @@ impl Context {
         if !changed {
             return Ok(false);
         }
-        let value = crate::k8s::apply::to_value(status);
         let key = object_key(self.name, obj);
         let rv = obj.resource_version();
         if self.shared.behind_last_status_write(&key, rv.as_deref()) {
@@ -178,7 +177,14 @@ impl Context {
             );
             return Ok(false);
         }
-        tracing::debug!(object = %key, resource_version = ?rv, ?own_versions, status = %value, "writing status");
+        // The status is serialized for the log only when debug logging is on.
+        tracing::debug!(
+            object = %key,
+            resource_version = ?rv,
+            ?own_versions,
+            status = %crate::k8s::apply::to_value(status),
+            "writing status"
+        );
         let (ns, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
         let api: Api<K> = Api::namespaced(self.client(), &ns);
         let written = crate::k8s::apply::apply_status(&api, &name, status, &self.manager)

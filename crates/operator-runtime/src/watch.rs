@@ -475,7 +475,11 @@ pub async fn supervise(
         let mut all = false;
         let errors_everywhere = outage_seen(&health.ages())
             && last_relist_after_errors.is_none_or(|at| at.elapsed() >= RELIST_ALL_AFTER_ERRORS_EVERY);
+        let failures = probe.failures();
         if errors_everywhere {
+            if failures == 0 {
+                tracing::warn!("most watches answer errors: probing the API server");
+            }
             // Counted as a failed probe: the next probe that answers re-lists every watch.
             probe.observe(false);
         }
@@ -485,7 +489,6 @@ pub async fn supervise(
                 tokio::time::timeout(PROBE_EVERY, client.apiserver_version()).await,
                 Ok(Ok(_))
             );
-            let failures = probe.failures();
             all = probe.observe(ok);
             if all {
                 if errors_everywhere {
