@@ -391,3 +391,79 @@ async fn scenario() {
     assert!(!again.changed(), "{again:?}");
     assert_eq!(again.primaries, 3);
 }
+
+/// The state the scale-up flake left (docs/redis-operator.md): the node planned as the fourth
+/// primary joined as a replica of the first primary. A converge resets it to an empty master and
+/// gives it its quarter of the slots, instead of stopping at three primaries for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_primary_left_a_replica_is_reset_and_takes_its_slots() {
+    if !support::tool_available("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut servers = Servers {
+        children: Vec::new(),
+        nodes: Vec::new(),
+    };
+    servers.start(dir.path(), 6);
+    for n in &servers.nodes {
+        connect_when_up(&n.addr).await;
+    }
+    let opts = Options {
+        command_timeout: Duration::from_secs(5),
+        settle_timeout: Duration::from_secs(60),
+    };
+    converge(servers.nodes.as_slice(), 1, opts)
+        .await
+        .expect("form cluster");
+    servers.start(dir.path(), 2);
+    for n in &servers.nodes[6..] {
+        connect_when_up(&n.addr).await;
+    }
+
+    // redis-6 (planned primary of the fourth group) becomes a replica of redis-0.
+    let first_id = text(&servers.nodes[0].addr, &["CLUSTER", "MYID"]).await;
+    let (ip, port) = servers.nodes[6].addr.rsplit_once(':').expect("ip:port");
+    text(&servers.nodes[0].addr, &["CLUSTER", "MEET", ip, port]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let replicated = connect_when_up(&servers.nodes[6].addr)
+            .await
+            .cmd(&["CLUSTER", "REPLICATE", &first_id])
+            .await;
+        if replicated.is_ok() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-6 never accepted CLUSTER REPLICATE: {replicated:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stranded_id = text(&servers.nodes[6].addr, &["CLUSTER", "MYID"]).await;
+    let view = parse_cluster_nodes(&text(&servers.nodes[6].addr, &["CLUSTER", "NODES"]).await);
+    assert!(
+        view.iter()
+            .any(|n| n.id == stranded_id && n.replica_of.as_deref() == Some(first_id.as_str())),
+        "redis-6 is a replica of redis-0 before the converge"
+    );
+
+    let scaled = converge(servers.nodes.as_slice(), 1, opts)
+        .await
+        .expect("converge with a stranded planned primary");
+    assert_eq!(scaled.primaries, 4, "{scaled:?}");
+    assert_eq!(scaled.slots_moved, 4096, "{scaled:?}");
+    let view = parse_cluster_nodes(&text(&servers.nodes[0].addr, &["CLUSTER", "NODES"]).await);
+    let reset = view
+        .iter()
+        .find(|n| n.id == stranded_id)
+        .expect("redis-6 in the view");
+    assert!(reset.primary, "redis-6 is a primary again: {reset:?}");
+    assert_eq!(reset.slots.len(), 4096);
+    let replica_id = text(&servers.nodes[7].addr, &["CLUSTER", "MYID"]).await;
+    assert!(
+        view.iter()
+            .any(|n| n.id == replica_id && n.replica_of.as_deref() == Some(stranded_id.as_str())),
+        "redis-7 replicates the new primary"
+    );
+}

@@ -563,7 +563,8 @@ async fn meet(peers: &mut [Peer], opts: Options) -> Result<usize, ClusterError> 
 
 /// Makes the planned primaries that were left replicas without slots ([`plan::stranded_primaries`])
 /// empty masters again: `CLUSTER RESET SOFT` (a replica's copy of its primary's data is dropped;
-/// it keeps its id and epochs), then a `CLUSTER MEET` from the first node, and a wait until every
+/// it keeps its id and epochs), `CLUSTER BUMPEPOCH` (an epoch of its own), then a `CLUSTER MEET`
+/// from the first node, and a wait until every
 /// node sees it as a master. Returns how many were met again.
 async fn reclaim_stranded_primaries(
     peers: &mut [Peer],
@@ -575,6 +576,9 @@ async fn reclaim_stranded_primaries(
     for &i in &stranded {
         tracing::warn!(node = %peers[i].node.name, "a planned primary is a replica without slots: resetting it to an empty master");
         peers[i].cmd(&["CLUSTER", "RESET", "SOFT"]).await?;
+        // As a replica it carried its primary's configuration epoch, which a master must not
+        // share: take a new one above every epoch it has seen (a soft reset keeps them).
+        peers[i].cmd(&["CLUSTER", "BUMPEPOCH"]).await?;
         let (ip, port) = peers[i].ip_port()?;
         let (ip, port) = (ip.to_owned(), port.to_owned());
         peers[0].cmd(&["CLUSTER", "MEET", &ip, &port]).await?;
