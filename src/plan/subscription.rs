@@ -645,7 +645,9 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 st.current_csv = Some(csv.to_owned());
                 // The status write that recorded the plan was lost (the controller or the API
                 // server stopped right after the plan was created): the plan this Subscription
-                // owns for that CSV is its plan again, so nothing it recorded is lost.
+                // owns for that CSV is its plan again, so nothing it recorded is lost. An olm-rs
+                // rule; upstream's nearest is `ensureSubscriptionInstallPlanState`, which gives a
+                // generated Subscription the plan that created it.
                 if st.install_plan_ref.is_none()
                     && let Some(plan) = owned_plan_for(input.subscription, input.install_plans, csv)
                 {
