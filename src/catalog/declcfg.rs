@@ -41,7 +41,11 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::raw::{Interner, RawJson},
+    catalog::{
+        csv_shape,
+        packed::PackedText,
+        raw::{Interner, RawJson},
+    },
     codec,
 };
 
@@ -119,9 +123,9 @@ impl Property {
 /// A package icon: base64 data and its media type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Icon {
-    /// The image, base64 encoded.
+    /// The image, base64 encoded (kept packed: icons are a tenth of a large catalog).
     #[serde(rename = "base64data")]
-    pub base64data: String,
+    pub base64data: PackedText,
     /// The media type, such as `image/svg+xml`.
     #[serde(rename = "mediatype")]
     pub mediatype: String,
@@ -532,7 +536,7 @@ fn decode_package(mut f: Fields<'_>, schema: String) -> FieldResult<Package> {
         Some(map) => {
             let mut icon = f.nested(map, "icon".to_owned());
             Some(Icon {
-                base64data: icon.string("base64data")?,
+                base64data: PackedText::from(icon.string("base64data")?),
                 mediatype: icon.string("mediatype")?,
             })
         }
@@ -745,6 +749,11 @@ impl DeclarativeConfig {
                     .flat_map(|b| &mut b.properties),
             );
         for property in properties {
+            // A shared value is packed: the shape of CSV metadata is checked now, while its text
+            // is at hand, and only a value that fits is shared (see [`csv_shape`]).
+            if property.type_ == csv_shape::PROPERTY_TYPE && !csv_shape::fits(&property.value) {
+                continue;
+            }
             property.value.share(&mut interner);
         }
     }

@@ -48,10 +48,12 @@
 //! assert_eq!(pkg.default_channel().and_then(|c| c.head()), Some("redis-operator.v0.1.0"));
 //! ```
 
+pub mod csv_shape;
 pub mod declcfg;
 pub mod legacy;
 pub mod load;
 pub mod model;
+pub mod packed;
 pub mod problem;
 pub mod property;
 pub mod raw;

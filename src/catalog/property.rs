@@ -33,8 +33,9 @@
 //!
 //! # Cost
 //!
-//! `olm.bundle.object` values can be megabytes of base64. They are kept as the base64 text (moved,
-//! never copied) and decoded only when asked ([`BundleObject::decode`]). Validation checks the
+//! `olm.bundle.object` values can be megabytes of base64. They are kept packed (as the deflated
+//! bytes they encode, [`PackedText`], shared with the other bundles of the file that inline the
+//! same manifest) and decoded only when asked ([`BundleObject::decode`]). Validation checks the
 //! base64 alphabet and length without allocating ([`BundleObject::check`]).
 //!
 //! `olm.csv.metadata` values are most of the bytes of a large catalog (descriptions, examples,
@@ -43,14 +44,14 @@
 //! keeps its compact JSON text in a [`LazyCsvMetadata`], typed on first use. A value that fails
 //! the check is typed at once, field by field, so its error is reported exactly as before.
 
-use std::{collections::BTreeMap, fmt, sync::Arc};
+use std::{collections::BTreeMap, fmt};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::{declcfg, raw::RawJson},
+    catalog::{declcfg, packed::PackedText, raw::RawJson},
     codec,
     version_range::{self, Range},
 };
@@ -70,7 +71,7 @@ pub const TYPE_PACKAGE_REQUIRED: &str = "olm.package.required";
 /// `olm.bundle.object`.
 pub const TYPE_BUNDLE_OBJECT: &str = "olm.bundle.object";
 /// `olm.csv.metadata`.
-pub const TYPE_CSV_METADATA: &str = "olm.csv.metadata";
+pub const TYPE_CSV_METADATA: &str = crate::catalog::csv_shape::PROPERTY_TYPE;
 /// `olm.constraint`.
 pub const TYPE_CONSTRAINT: &str = "olm.constraint";
 /// `olm.deprecated`.
@@ -162,15 +163,11 @@ pub struct PackageRequired {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum BundleObject {
-    /// Base64 of the manifest (YAML or JSON); shared with the other bundles of the file that
-    /// inline the same manifest ([`RawJson::string_member`]).
-    Data(#[serde(serialize_with = "serialize_str")] Arc<str>),
+    /// Base64 of the manifest (YAML or JSON), packed; shared with the other bundles of the file
+    /// that inline the same manifest ([`RawJson::string_member`]).
+    Data(PackedText),
     /// A path relative to the catalog file (opm resolves it at load time).
     Ref(String),
-}
-
-fn serialize_str<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(text)
 }
 
 impl BundleObject {
@@ -181,7 +178,9 @@ impl BundleObject {
     pub fn check(&self) -> Result<(), ObjectError> {
         match self {
             BundleObject::Ref(_) => Ok(()),
-            BundleObject::Data(data) => check_base64(data),
+            // Canonical base64 was checked when it was packed.
+            BundleObject::Data(data) if data.is_base64() => Ok(()),
+            BundleObject::Data(data) => check_base64(&data.text()),
         }
     }
 
@@ -194,9 +193,12 @@ impl BundleObject {
             BundleObject::Ref(path) => return Err(ObjectError::Reference(path.clone())),
             BundleObject::Data(data) => data,
         };
-        let bytes = GO_STD_BASE64
-            .decode(without_line_breaks(data).as_bytes())
-            .map_err(|err| ObjectError::Base64(err.to_string()))?;
+        let bytes = match data.base64_bytes() {
+            Some(bytes) => bytes.into_owned(),
+            None => GO_STD_BASE64
+                .decode(without_line_breaks(&data.text()).as_bytes())
+                .map_err(|err| ObjectError::Base64(err.to_string()))?,
+        };
         let text = String::from_utf8(bytes).map_err(|_| ObjectError::NotText)?;
         let decoded = codec::decode_documents("olm.bundle.object", &text);
         if let Some(err) = decoded.error {
@@ -756,7 +758,8 @@ pub fn parse_one(index: usize, raw: declcfg::Property) -> Result<Property, Prope
             Property::Deprecated(value)
         });
     }
-    if type_ == TYPE_CSV_METADATA && csv_metadata_fits_fast_path(&value) {
+    // A shared value was checked before it was shared ([`crate::catalog::csv_shape`]).
+    if type_ == TYPE_CSV_METADATA && (value.is_shared() || csv_metadata_fits_fast_path(&value)) {
         // Checked now (so that a bad value is reported where it is read), typed on first use.
         return Ok(Property::CsvMetadata(Box::new(LazyCsvMetadata::unparsed(value))));
     }

@@ -15,15 +15,16 @@
 //! value into pieces at the boundaries of its large members and keeps each piece once per
 //! [`Interner`] (the loader uses one per catalog file, that is per package); the text is joined
 //! again when the value is read ([`RawJson::text`]). Reads are rare (typing the metadata of one
-//! bundle for `describe`, a stub CSV), so the join is not cached.
+//! bundle for `describe`, a stub CSV), so the join is not cached. Each distinct piece is kept
+//! packed ([`PackedText`]: deflated, base64 as its bytes), which cuts what is left to a third or
+//! less.
 
 use std::{
     borrow::Cow,
     cell::RefCell,
-    collections::HashSet,
+    collections::HashMap,
     fmt::{self, Write as _},
     hash::{Hash, Hasher},
-    sync::Arc,
 };
 
 use serde::{
@@ -31,6 +32,8 @@ use serde::{
     de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor},
 };
 use serde_json::Value;
+
+use super::packed::PackedText;
 
 /// A JSON value stored as compact JSON text.
 #[derive(Clone)]
@@ -41,7 +44,7 @@ enum Repr {
     /// The whole text.
     Text(Box<str>),
     /// The text is these pieces joined; pieces are shared with other values ([`RawJson::share`]).
-    Pieces(Box<[Arc<str>]>),
+    Pieces(Box<[PackedText]>),
 }
 
 impl RawJson {
@@ -78,11 +81,17 @@ impl RawJson {
             Repr::Text(text) if text.is_empty() => Cow::Borrowed("null"),
             Repr::Text(text) => Cow::Borrowed(text),
             Repr::Pieces(pieces) => {
-                let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
-                pieces.iter().for_each(|p| out.push_str(p));
+                let mut out = String::with_capacity(pieces.iter().map(PackedText::len).sum());
+                pieces.iter().for_each(|p| p.push_to(&mut out));
                 Cow::Owned(out)
             }
         }
+    }
+
+    /// True when the value was shared ([`RawJson::share`]).
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        matches!(&self.0, Repr::Pieces(_))
     }
 
     /// True for `null`, written or absent.
@@ -135,7 +144,7 @@ impl RawJson {
     /// ([`RawJson::share`]) and the string needs no escaping (base64, for instance): the model
     /// keeps it without a copy of its own. `None` otherwise.
     #[must_use]
-    pub fn string_member(&self, key: &str) -> Option<Arc<str>> {
+    pub fn string_member(&self, key: &str) -> Option<PackedText> {
         let Repr::Pieces(pieces) = &self.0 else {
             return None;
         };
@@ -144,8 +153,10 @@ impl RawJson {
         };
         let quoted = serde_json::to_string(key).ok()?;
         let expected_open = format!("{{{quoted}:\"");
-        (**open == *expected_open && &**close == "\"}" && !content.contains(['\\', '"']))
-            .then(|| Arc::clone(content))
+        (open.text() == expected_open
+            && close.text() == "\"}"
+            && (content.is_base64() || !content.text().contains(['\\', '"'])))
+        .then(|| content.clone())
     }
 }
 
@@ -177,20 +188,21 @@ pub const SHARE_MIN: usize = 2048;
 /// the shorter members between them are kept together as one piece.
 const PIECE_MIN: usize = 256;
 
-/// Keeps one copy of each piece of text it is given.
+/// Keeps one packed copy of each piece of text it is given. It holds the plain text of each
+/// piece too, to find repeats; it lives for one catalog file.
 #[derive(Debug, Default)]
 pub struct Interner {
-    pieces: HashSet<Arc<str>>,
+    pieces: HashMap<Box<str>, PackedText>,
 }
 
 impl Interner {
     /// The shared copy of `piece`.
-    pub fn intern(&mut self, piece: &str) -> Arc<str> {
+    pub fn intern(&mut self, piece: &str) -> PackedText {
         if let Some(shared) = self.pieces.get(piece) {
-            return Arc::clone(shared);
+            return shared.clone();
         }
-        let shared: Arc<str> = Arc::from(piece);
-        self.pieces.insert(Arc::clone(&shared));
+        let shared = PackedText::new(piece);
+        self.pieces.insert(Box::from(piece), shared.clone());
         shared
     }
 }
@@ -671,8 +683,8 @@ mod tests {
             let Repr::Pieces(others) = &b.0 else {
                 unreachable!()
             };
-            let find = |ps: &[Arc<str>]| ps.iter().find(|p| p.contains(piece)).cloned().unwrap();
-            Arc::ptr_eq(&find(pieces), &find(others))
+            let find = |ps: &[PackedText]| ps.iter().find(|p| p.text().contains(piece)).cloned().unwrap();
+            find(pieces).ptr_eq(&find(others))
         };
         assert!(shared("aaaa") && shared("dddd") && shared("yyyy"));
         let mut small = RawJson::from_value(&json!({"x": "y"}));
@@ -690,8 +702,8 @@ mod tests {
         a.share(&mut interner);
         b.share(&mut interner);
         let (sa, sb) = (a.string_member("data").unwrap(), b.string_member("data").unwrap());
-        assert_eq!(&*sa, data);
-        assert!(Arc::ptr_eq(&sa, &sb));
+        assert_eq!(sa.text(), data);
+        assert!(sa.ptr_eq(&sb));
         assert_eq!(a.string_member("ref"), None);
         let mut escaped = RawJson::from_value(&json!({ "data": format!("{data}\n") }));
         escaped.share(&mut interner);

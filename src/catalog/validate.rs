@@ -248,8 +248,10 @@ fn check_package(pkg: &Package, out: &mut Vec<Problem>) {
             reason,
         }));
     }
+    // Canonical base64 was checked when the icon was packed.
     if let Some(icon) = &pkg.icon
-        && let Err(reason) = check_base64(&icon.base64data)
+        && !icon.base64data.is_base64()
+        && let Err(reason) = check_base64(&icon.base64data.text())
     {
         out.push(at(Violation::InvalidIcon { reason }));
     }

@@ -15,7 +15,7 @@ use super::{
     PackageScopedReference, Property, RelatedImage, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
 };
-use crate::catalog::raw::RawJson;
+use crate::catalog::{packed::PackedText, raw::RawJson};
 
 /// The fast path: every field any known schema has, typed, decoded straight from the text.
 /// Unknown fields are refused so that anything unusual (an unknown field, a key in another case,
@@ -144,7 +144,7 @@ impl DeclarativeConfig {
                 name: s(name),
                 default_channel: s(default_channel),
                 icon: icon.map(|i| Icon {
-                    base64data: s(i.base64data),
+                    base64data: PackedText::from(s(i.base64data)),
                     mediatype: s(i.mediatype),
                 }),
                 description: s(description),

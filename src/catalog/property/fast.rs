@@ -4,8 +4,8 @@
 //! - [`parse_fast`] decodes known property values straight from their JSON text into mirror
 //!   types; anything unusual (an unknown field, a key in another case, a wrong type) makes it
 //!   give up, and the precise, Go-compatible path names the problem.
-//! - [`FastCsvMetadata`] is the fast path for `olm.csv.metadata`, and [`check`] its zero-sized
-//!   mirror, which checks that a value would decode without building anything (what
+//! - [`FastCsvMetadata`] is the fast path for `olm.csv.metadata`, and [`csv_shape`] its
+//!   zero-sized mirror, which checks that a value would decode without building anything (what
 //!   [`super::LazyCsvMetadata`] relies on).
 //!
 //! The tests below check that the mirrors accept exactly what the types they mirror accept.
@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::*;
+use crate::catalog::csv_shape;
 
 /// The fast path for `olm.csv.metadata`: decoded straight from the JSON text. Any field not
 /// listed here, or of the wrong type, sends the value to the precise path instead.
@@ -71,158 +72,7 @@ impl From<FastCsvMetadata> for CsvMetadata {
 /// True when [`FastCsvMetadata`] would decode `value`: the same shape, with every leaf checked
 /// for its JSON type but nothing allocated (no strings, maps or lists are built).
 pub(super) fn csv_metadata_fits_fast_path(value: &RawJson) -> bool {
-    value.parse::<check::CsvMetadata>().is_ok()
-}
-
-/// Mirrors of [`FastCsvMetadata`] and the types it holds, with the same serde attributes, so that
-/// they accept exactly the JSON it accepts while building nothing. Their fields exist only to be
-/// checked, never read.
-#[allow(dead_code)]
-mod check {
-    use std::fmt;
-
-    use serde::{
-        Deserialize, Deserializer,
-        de::{IgnoredAny, MapAccess, Visitor},
-    };
-
-    use super::nullable;
-
-    /// Accepts a string (and only a string), like `String`.
-    #[derive(Default)]
-    pub(super) struct Str;
-
-    impl<'de> Deserialize<'de> for Str {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct V;
-            impl Visitor<'_> for V {
-                type Value = Str;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a string")
-                }
-                fn visit_str<E>(self, _: &str) -> Result<Str, E> {
-                    Ok(Str)
-                }
-            }
-            deserializer.deserialize_str(V)
-        }
-    }
-
-    /// Accepts what `nullable_map` accepts: `null` or a map of strings to strings or `null`s.
-    #[derive(Default)]
-    pub(super) struct StrMap;
-
-    impl<'de> Deserialize<'de> for StrMap {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = ();
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a map")
-                }
-                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-                    while map.next_entry::<Str, Option<Str>>()?.is_some() {}
-                    Ok(())
-                }
-            }
-            struct Map;
-            impl<'de> Deserialize<'de> for Map {
-                fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                    deserializer.deserialize_map(V).map(|()| Map)
-                }
-            }
-            Option::<Map>::deserialize(deserializer).map(|_| StrMap)
-        }
-    }
-
-    /// Accepts what `nullable_list` accepts: `null` or a list of strings or `null`s.
-    #[derive(Default)]
-    pub(super) struct StrList;
-
-    impl<'de> Deserialize<'de> for StrList {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            Option::<Vec<Option<Str>>>::deserialize(deserializer).map(|_| StrList)
-        }
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct AppLink {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        url: Str,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct Maintainer {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        email: Str,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct InstallMode {
-        #[serde(rename = "type")]
-        #[serde(deserialize_with = "nullable")]
-        type_: Str,
-        #[serde(deserialize_with = "nullable")]
-        supported: bool,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default, rename_all = "camelCase")]
-    pub(super) struct CrdDescription {
-        #[serde(deserialize_with = "nullable")]
-        name: Str,
-        #[serde(deserialize_with = "nullable")]
-        version: Str,
-        #[serde(deserialize_with = "nullable")]
-        kind: Str,
-        #[serde(deserialize_with = "nullable")]
-        display_name: Str,
-        #[serde(deserialize_with = "nullable")]
-        description: Str,
-        resources: Option<IgnoredAny>,
-        spec_descriptors: Option<IgnoredAny>,
-        status_descriptors: Option<IgnoredAny>,
-        action_descriptors: Option<IgnoredAny>,
-    }
-
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct CrdDescriptions {
-        #[serde(deserialize_with = "nullable")]
-        owned: Vec<CrdDescription>,
-        #[serde(deserialize_with = "nullable")]
-        required: Vec<CrdDescription>,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase")]
-    pub(super) struct CsvMetadata {
-        #[serde(default)]
-        annotations: StrMap,
-        #[serde(default)]
-        labels: StrMap,
-        display_name: Option<Str>,
-        description: Option<Str>,
-        install_modes: Option<Vec<InstallMode>>,
-        #[serde(default)]
-        keywords: StrList,
-        maintainers: Option<Vec<Maintainer>>,
-        links: Option<Vec<AppLink>>,
-        provider: Option<AppLink>,
-        maturity: Option<Str>,
-        min_kube_version: Option<Str>,
-        crd_descriptions: Option<CrdDescriptions>,
-        api_service_definitions: Option<IgnoredAny>,
-        #[serde(rename = "nativeAPIs")]
-        native_apis: Option<IgnoredAny>,
-    }
+    csv_shape::fits(value)
 }
 
 /// The fast path: known property values decoded straight from their JSON text. `None` when the

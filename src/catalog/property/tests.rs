@@ -281,3 +281,31 @@ fn untyped_csv_metadata_costs_little_per_bundle() {
     );
     assert!(std::mem::size_of::<CsvMetadata>() > 200);
 }
+
+#[test]
+fn large_csv_metadata_is_shared_only_when_it_fits_and_a_bad_one_is_still_reported() {
+    // Shared values are packed and skip the shape check here (csv_shape), so a large value of the
+    // wrong shape must reach `parse` unshared, and be reported as a small one is.
+    let description = "d".repeat(4 * crate::catalog::raw::SHARE_MIN);
+    let bundle = |extra: &str| {
+        format!(
+            r#"{{"schema":"olm.bundle","package":"p","name":"p.v1","image":"i","properties":[{{"type":"olm.csv.metadata","value":{{"description":"{description}"{extra}}}}}]}}"#
+        )
+    };
+    let (good, problems) = declcfg::DeclarativeConfig::from_str_with_problems("good.json", &bundle(""));
+    assert!(problems.is_empty(), "{problems:?}");
+    let good = good.bundles.into_iter().next().unwrap().properties;
+    assert!(good[0].value.is_shared());
+    let (props, errors) = parse(good);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(props.csv_metadata[0].get().description, description);
+
+    let (bad, problems) =
+        declcfg::DeclarativeConfig::from_str_with_problems("bad.json", &bundle(r#","displayName":3"#));
+    assert!(problems.is_empty(), "{problems:?}");
+    let bad = bad.bundles.into_iter().next().unwrap().properties;
+    assert!(!bad[0].value.is_shared());
+    let (_, errors) = parse(bad);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].field.as_deref(), Some("displayName"), "{errors:?}");
+}
