@@ -173,6 +173,8 @@ struct Entry<T> {
     image: String,
     secrets: Vec<String>,
     view: View<T>,
+    /// The running pull's task ([`ImagePuller::cancel`]).
+    task: Option<tokio::task::AbortHandle>,
 }
 
 type Entries<P> = Arc<Mutex<HashMap<Key, Entry<<P as Pull>::Output>>>>;
@@ -269,6 +271,7 @@ impl<P: Pull> ImagePuller<P> {
             image: plan.image.clone(),
             secrets: plan.secrets.clone(),
             view: View::default(),
+            task: None,
         });
         if entry.image != plan.image || entry.secrets != plan.secrets {
             let pulling = entry.view.pulling;
@@ -279,6 +282,7 @@ impl<P: Pull> ImagePuller<P> {
                     pulling,
                     ..View::default()
                 },
+                task: entry.task.take(),
             };
         }
         let view = entry.view.clone();
@@ -289,6 +293,23 @@ impl<P: Pull> ImagePuller<P> {
     /// Forgets a deleted CatalogSource.
     pub fn forget(&self, key: &Key) {
         lock(&self.entries).remove(key);
+    }
+
+    /// Stops the pull running for `key`, if one is, as upstream's unpack Job is killed at its
+    /// deadline: a pull stopped before it finished leaves no result and no announcement. Returns
+    /// whether one was running. The cache is never left half-written: entries are renamed into
+    /// place whole ([`crate::oci::cache`]).
+    pub fn cancel(&self, key: &Key) -> bool {
+        let mut entries = lock(&self.entries);
+        let Some(entry) = entries.get_mut(key) else {
+            return false;
+        };
+        let task = entry.task.take();
+        let was_pulling = std::mem::replace(&mut entry.view.pulling, false);
+        if let Some(task) = task {
+            task.abort();
+        }
+        was_pulling
     }
 
     /// How long the registry of `image` is left alone after failures (zero when it is not).
@@ -343,7 +364,8 @@ impl<P: Pull> ImagePuller<P> {
         );
         let options = self.options.clone();
         let (key, plan) = (key.clone(), plan.clone());
-        tokio::spawn(async move {
+        let task_key = key.clone();
+        let task = tokio::spawn(async move {
             let _permit = permits.acquire_owned().await;
             let result = pull::<P>(options, client, &key.0, &plan).await;
             let host = oci::ImageRef::parse(&plan.image)
@@ -368,6 +390,13 @@ impl<P: Pull> ImagePuller<P> {
             // No reader (none subscribed yet): the owner's own requeue finds the result.
             let _ = finished.send(key);
         });
+        // Kept for `cancel` while the entry still waits for this pull (it may be over already:
+        // aborting a finished task does nothing).
+        if let Some(entry) = lock(&self.entries).get_mut(&task_key)
+            && entry.view.pulling
+        {
+            entry.task = Some(task.abort_handle());
+        }
         true
     }
 }
@@ -379,6 +408,7 @@ fn record<P: Pull>(entries: &Entries<P>, key: &Key, plan: &ImagePlan, result: Re
         return;
     };
     entry.view.pulling = false;
+    entry.task = None;
     if entry.image != plan.image {
         // The spec changed while this pull ran; its result is for another image.
         return;
@@ -621,5 +651,58 @@ mod tests {
         let view = puller.view(&key, &request);
         assert!(!view.pulling);
         assert!(view.last_error.is_some(), "nothing listens on 127.0.0.1:1");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_pull_stops_its_request_and_leaves_no_result() {
+        use futures::StreamExt;
+        use tokio::io::AsyncReadExt;
+        let (fixture, _server) = crate::controller::testing::Fixture::new();
+        let ctx = fixture.context("catalogsource");
+        // A registry that accepts the connection and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address").to_string();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let puller: ImagePuller<BundlePull> = ImagePuller::new(
+            oci::Options {
+                cache_dir: cache.path().to_owned(),
+                insecure: vec![addr.clone()],
+                ..oci::Options::default()
+            },
+            1,
+        );
+        let mut finished = Box::pin(puller.finished());
+        let key = ("olm".to_owned(), format!("{addr}/bundle:v1"));
+        let request = plan(&key.1);
+        puller.view(&key, &request);
+        assert!(puller.start(&key, &request, ctx.client()));
+        let (mut conn, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+            .await
+            .expect("the pull connects within 10 s")
+            .expect("accept");
+        assert!(puller.view(&key, &request).pulling);
+
+        assert!(puller.cancel(&key));
+        assert!(!puller.view(&key, &request).pulling);
+        // The request is dropped: the registry sees its connection closed.
+        let mut buf = vec![0u8; 4096];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), conn.read(&mut buf))
+                .await
+                .expect("the connection closes within 10 s")
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        // Nothing recorded, nothing announced; a second cancel finds nothing running.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), finished.next())
+                .await
+                .is_err()
+        );
+        let view = puller.view(&key, &request);
+        assert!(view.served.is_none() && view.last_error.is_none() && view.failures == 0);
+        assert!(!puller.cancel(&key));
     }
 }

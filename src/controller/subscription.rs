@@ -430,9 +430,13 @@ async fn unpack_and_plan(
         }
     };
     let catalog = &install.selected.catalog;
-    let secrets = stores
+    let catalog_source = stores
         .catalog_sources
-        .get(&ObjectRef::<CatalogSource>::new(&catalog.name).within(&catalog.namespace))
+        .get(&ObjectRef::<CatalogSource>::new(&catalog.name).within(&catalog.namespace));
+    let missing_catalog_source = catalog_source
+        .is_none()
+        .then(|| format!("{}/{}", catalog.namespace, catalog.name));
+    let secrets = catalog_source
         .map(|cs| cs.spec.secrets.clone())
         .unwrap_or_default();
     let key = (catalog.namespace.clone(), image.to_owned());
@@ -444,23 +448,35 @@ async fn unpack_and_plan(
     };
     let puller = &ctx.shared.bundles;
     let mut view = puller.view(&key, &request);
-    fn observed(view: &image_puller::View<image_puller::PulledBundle>) -> lookup::Observation<'_> {
+    fn observed<'a>(
+        view: &'a image_puller::View<image_puller::PulledBundle>,
+        missing_catalog_source: Option<&'a str>,
+    ) -> lookup::Observation<'a> {
         lookup::Observation {
             pulled: view.served.is_some(),
             pulling: view.pulling,
             elapsed: view.first_attempt.map(|at| at.elapsed()),
             last_error: view.last_error.as_deref(),
             last_error_fatal: view.last_error_fatal,
+            missing_catalog_source,
         }
     }
-    let mut state = lookup::lookup_state(image, &observed(&view), &settings);
+    let missing = missing_catalog_source.as_deref();
+    let mut state = lookup::lookup_state(image, &observed(&view, missing), &settings);
     if state == lookup::LookupState::Retry {
         puller.restart(&key);
         view = puller.view(&key, &request);
-        state = lookup::lookup_state(image, &observed(&view), &settings);
+        state = lookup::lookup_state(image, &observed(&view, missing), &settings);
     }
     if matches!(state, lookup::LookupState::Pending(_)) && !view.pulling {
         puller.start(&key, &request, ctx.client());
+    }
+    if state.stops_pulling() && puller.cancel(&key) {
+        tracing::info!(
+            image,
+            namespace = ns,
+            "bundle image pull stopped: the unpack timeout passed"
+        );
     }
     let selected = &install.selected;
     let properties = status::bundle_manifests(install.bundle)

@@ -35,6 +35,12 @@
 //!   (reason `InvalidBundle`): pulling again would give the same bytes. [`RETRY_AFTER`] after
 //!   the failure, or after the OperatorGroup's `operatorframework.io/bundle-unpack-min-retry-interval`
 //!   when it is set ([`unpack_settings`]), a new attempt window starts ([`LookupState::Retry`]).
+//!   A failed lookup keeps no pull running ([`LookupState::stops_pulling`]): upstream's Job is
+//!   killed at its deadline, so a pull that answers later never creates the plan.
+//! - The bundle's CatalogSource gone (deleted after resolution; its pull Secrets are read from
+//!   it): no pull starts, and the lookup is `BundleLookupPending` with upstream's reason
+//!   `CatalogSourceMissing` ([`LookupState::CatalogSourceMissing`]) until it is back. A bundle
+//!   already pulled needs nothing from it and goes on.
 //! - [`lookup`]: the `BundleLookup` with its condition, and [`subscription_condition`] the
 //!   Subscription condition it means.
 //!
@@ -50,7 +56,7 @@ use crate::{
     api::{
         ConditionStatus,
         labels::{BUNDLE_UNPACK_MIN_RETRY_INTERVAL, BUNDLE_UNPACK_TIMEOUT},
-        reasons::subscription as sub_reason,
+        reasons::{bundle_lookup as bl_reason, subscription as sub_reason},
         v1alpha1::{BundleLookup, BundleLookupCondition, BundleLookupConditionType},
     },
     catalog::model::Bundle,
@@ -166,6 +172,8 @@ pub struct Observation<'a> {
     pub last_error: Option<&'a str>,
     /// Whether that error is about the content (pulling again gives the same answer).
     pub last_error_fatal: bool,
+    /// The bundle's CatalogSource, as `namespace/name`, when it is not there.
+    pub missing_catalog_source: Option<&'a str>,
 }
 
 /// Where a lookup stands.
@@ -186,6 +194,18 @@ pub enum LookupState {
     },
     /// The last failure is [`UnpackSettings::retry_after`] old: start a new attempt window.
     Retry,
+    /// The bundle's CatalogSource is not there: nothing is pulled until it is
+    /// (`BundleLookupPending=True`, reason `CatalogSourceMissing`, with this message).
+    CatalogSourceMissing(String),
+}
+
+impl LookupState {
+    /// True when no pull may run in this state: a failed lookup's pull is stopped, as upstream
+    /// kills its unpack Job at the deadline.
+    #[must_use]
+    pub fn stops_pulling(&self) -> bool {
+        matches!(self, LookupState::Failed { .. })
+    }
 }
 
 /// Where the lookup of `image` stands (see the module documentation).
@@ -194,6 +214,13 @@ pub fn lookup_state(image: &str, observed: &Observation<'_>, settings: &UnpackSe
     let UnpackSettings { timeout, retry_after } = *settings;
     if observed.pulled {
         return LookupState::Unpacked;
+    }
+    if let Some(catalog) = observed.missing_catalog_source {
+        return LookupState::CatalogSourceMissing(format!(
+            "the CatalogSource {catalog} of bundle image {image} is not found (upstream: referenced \
+             catalogsource not found); the image is pulled once it is back: recreate it, or point the \
+             Subscription at another catalog"
+        ));
     }
     let elapsed = observed.elapsed.unwrap_or_default();
     let failed = |reason, message: String, failed_for: Duration| {
@@ -291,6 +318,11 @@ pub fn lookup(input: &LookupInput<'_>, state: &LookupState, now: &Time) -> Bundl
             BundleLookupConditionType::BundleLookupPending,
             REASON_PULLING,
             &format!("pulling bundle image {} again", input.image),
+        )],
+        LookupState::CatalogSourceMissing(message) => vec![condition(
+            BundleLookupConditionType::BundleLookupPending,
+            bl_reason::CATALOG_SOURCE_MISSING,
+            message,
         )],
     };
     BundleLookup {
@@ -585,5 +617,70 @@ mod tests {
             "bundle unpacking failed for redis-operator.v0.2.0 - DeadlineExceeded: too slow; a new attempt starts \
              within 5 minutes"
         );
+    }
+
+    #[test]
+    fn a_missing_catalog_source_holds_the_pull_with_upstreams_reason_and_a_failed_lookup_stops_its_pull() {
+        let missing = Observation {
+            missing_catalog_source: Some("olm/gone"),
+            elapsed: Some(Duration::from_secs(3600)),
+            ..Observation::default()
+        };
+        let state = lookup_state(IMAGE, &missing, &UnpackSettings::default());
+        let LookupState::CatalogSourceMissing(message) = &state else {
+            panic!("{state:?}");
+        };
+        assert!(
+            message.contains("olm/gone") && message.contains(IMAGE),
+            "{message}"
+        );
+        assert!(!state.stops_pulling());
+        let properties = Vec::new();
+        let entry = lookup(
+            &LookupInput {
+                image: IMAGE,
+                identifier: "redis-operator.v0.2.0",
+                replaces: "",
+                catalog_namespace: "olm",
+                catalog_name: "gone",
+                properties: &properties,
+            },
+            &state,
+            &Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        );
+        assert_eq!(
+            entry.conditions[0].type_,
+            BundleLookupConditionType::BundleLookupPending
+        );
+        assert_eq!(
+            entry.conditions[0].reason.as_deref(),
+            Some("CatalogSourceMissing")
+        );
+        assert_eq!(
+            subscription_condition(&entry),
+            Some((false, sub_reason::UNPACKING_IN_PROGRESS, message.clone()))
+        );
+        // A bundle already pulled needs nothing from its CatalogSource.
+        let pulled = Observation {
+            pulled: true,
+            ..missing
+        };
+        assert_eq!(
+            lookup_state(IMAGE, &pulled, &UnpackSettings::default()),
+            LookupState::Unpacked
+        );
+
+        // Past the timeout the lookup fails and its pull is stopped; while pending it runs.
+        let late = Observation {
+            pulling: true,
+            elapsed: Some(Duration::from_secs(700)),
+            ..Observation::default()
+        };
+        assert!(lookup_state(IMAGE, &late, &UnpackSettings::default()).stops_pulling());
+        let early = Observation {
+            elapsed: Some(Duration::from_secs(5)),
+            ..late
+        };
+        assert!(!lookup_state(IMAGE, &early, &UnpackSettings::default()).stops_pulling());
     }
 }
