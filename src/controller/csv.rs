@@ -477,6 +477,7 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         || own_plan_still_applying(&ctx, &csv, &status),
         ctx.shared.since_last_status_write(&key),
     ) {
+        tracing::debug!(?requeue, "csv reconciled: status write waits");
         return Ok(Action::requeue(requeue));
     }
     // (client)
@@ -523,7 +524,17 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     } else {
         Duration::from_secs(30)
     };
-    Ok(Action::requeue(decision.requeue_after.unwrap_or(fallback)))
+    let requeue = decision.requeue_after.unwrap_or(fallback);
+    // Every reconcile's outcome, written or not: a CSV that stays in a phase longer than its
+    // requeue says shows here whether it was reconciled at all.
+    tracing::debug!(
+        phase = decision.phase.as_str(),
+        reason = decision.reason.as_str(),
+        wrote,
+        ?requeue,
+        "csv reconciled"
+    );
+    Ok(Action::requeue(requeue))
 }
 
 /// What [`chain_transitions`] leaves for the status write and the report.
