@@ -296,6 +296,9 @@ pub fn error_policy<K: Resource<DynamicType = ()>>(obj: Arc<K>, err: &Error, ctx
     Action::requeue(delay)
 }
 
+/// A reconcile at least this long is logged as a warning ([`instrumented`]).
+pub const SLOW_RECONCILE: Duration = Duration::from_secs(20);
+
 /// Runs a reconcile body with metrics and backoff bookkeeping.
 pub async fn instrumented<K, F>(obj: Arc<K>, ctx: Arc<Context>, body: F) -> Result<Action>
 where
@@ -308,8 +311,19 @@ where
     let mut synced = ctx.shared.synced.clone();
     let _ = synced.wait_for(|s| *s).await;
     let timer = ctx.shared.metrics.start_reconcile(ctx.name);
+    let started = std::time::Instant::now();
     let result = body.await;
     timer.finish(result.is_ok());
+    // A reconcile holds one of the controller's slots, and the object's next requests wait
+    // for it: one that takes long is worth a line of its own.
+    let elapsed = started.elapsed();
+    if elapsed >= SLOW_RECONCILE {
+        tracing::warn!(
+            object = %object_key(ctx.name, obj.as_ref()),
+            ?elapsed,
+            "a reconcile took long (its slot was held and the object's other requests waited)"
+        );
+    }
     if result.is_ok() {
         ctx.reset_backoff(&object_key(ctx.name, obj.as_ref()));
     }
