@@ -61,7 +61,8 @@ fn now() -> Time {
 
 /// Reconciles one CatalogSource.
 pub async fn reconcile(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&cs), Arc::clone(&ctx), reconcile_inner(cs, ctx)).await
+    let store = ctx.shared.stores.catalog_sources.clone();
+    instrumented(cs, Arc::clone(&ctx), Some(&store), |cs| reconcile_inner(cs, ctx)).await
 }
 
 async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Action> {

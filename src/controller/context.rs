@@ -112,6 +112,8 @@ pub struct Context {
     pub name: &'static str,
     /// The field manager `olm-rs/<name>`.
     pub manager: String,
+    /// This controller's reconcile slots, granted in arrival order ([`instrumented`]).
+    pub slots: operator_runtime::slots::Slots,
 }
 
 impl Context {
@@ -121,6 +123,7 @@ impl Context {
             events: Events::new(shared.client.clone()),
             name,
             manager: crate::k8s::apply::field_manager(name),
+            slots: operator_runtime::slots::Slots::new(usize::from(super::run::CONCURRENCY)),
         })
     }
 
@@ -299,20 +302,35 @@ pub fn error_policy<K: Resource<DynamicType = ()>>(obj: Arc<K>, err: &Error, ctx
 /// A reconcile at least this long is logged as a warning ([`instrumented`]).
 pub const SLOW_RECONCILE: Duration = Duration::from_secs(20);
 
-/// Runs a reconcile body with metrics and backoff bookkeeping.
-pub async fn instrumented<K, F>(obj: Arc<K>, ctx: Arc<Context>, body: F) -> Result<Action>
+/// Runs a reconcile body with metrics and backoff bookkeeping, in one of the controller's
+/// slots ([`Context::slots`]: kube-runtime's runner is unbounded, and the slots are granted in
+/// arrival order, so no object starves under load; see `operator_runtime::slots`). The object
+/// is read again from `store` once the slot is granted (the wait can be long under load); when
+/// the store does not have it (deleted meanwhile, or no store given) the object kube-runtime
+/// gave is used, as before.
+pub async fn instrumented<K, F, Fut>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+    store: Option<&kube::runtime::reflector::Store<K>>,
+    body: F,
+) -> Result<Action>
 where
-    K: Resource<DynamicType = ()>,
-    F: std::future::Future<Output = Result<Action>>,
+    K: Resource<DynamicType = ()> + Clone + 'static,
+    F: FnOnce(Arc<K>) -> Fut,
+    Fut: std::future::Future<Output = Result<Action>>,
 {
     // Every store must have its initial list before any decision, so a reconcile never
     // mistakes a cold cache for "no such object" (e.g. a Succeeded CSV whose Deployment store
     // is still empty). Free once synced.
     let mut synced = ctx.shared.synced.clone();
     let _ = synced.wait_for(|s| *s).await;
+    let _slot = ctx.slots.acquire().await;
+    let obj = store
+        .and_then(|store| store.get(&kube::runtime::reflector::ObjectRef::from_obj(obj.as_ref())))
+        .unwrap_or(obj);
     let timer = ctx.shared.metrics.start_reconcile(ctx.name);
     let started = std::time::Instant::now();
-    let result = body.await;
+    let result = body(Arc::clone(&obj)).await;
     timer.finish(result.is_ok());
     // A reconcile holds one of the controller's slots, and the object's next requests wait
     // for it: one that takes long is worth a line of its own.

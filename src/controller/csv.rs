@@ -77,7 +77,11 @@ use crate::{
 
 /// Reconciles one CSV.
 pub async fn reconcile(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&csv), Arc::clone(&ctx), reconcile_inner(csv, ctx)).await
+    let store = ctx.shared.stores.csvs.clone();
+    instrumented(csv, Arc::clone(&ctx), Some(&store), |csv| {
+        reconcile_inner(csv, ctx)
+    })
+    .await
 }
 
 async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action> {

@@ -135,7 +135,8 @@ pub enum StepError {
 
 /// Reconciles one InstallPlan.
 pub async fn reconcile(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&ip), Arc::clone(&ctx), reconcile_inner(ip, ctx)).await
+    let store = ctx.shared.stores.install_plans.clone();
+    instrumented(ip, Arc::clone(&ctx), Some(&store), |ip| reconcile_inner(ip, ctx)).await
 }
 
 async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action> {

@@ -60,7 +60,7 @@ const CONTROLLER: &str = "operator";
 
 /// Reconciles one Operator: its `status.components`.
 pub async fn reconcile(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&op), Arc::clone(&ctx), reconcile_inner(op, ctx)).await
+    instrumented(op, Arc::clone(&ctx), None, |op| reconcile_inner(op, ctx)).await
 }
 
 async fn reconcile_inner(op: Arc<Operator>, ctx: Arc<Context>) -> Result<Action> {

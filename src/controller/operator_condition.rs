@@ -161,7 +161,8 @@ pub async fn sync_for_csv(csv: &ClusterServiceVersion, ctx: &Context) -> Result<
 
 /// Reconciles one OperatorCondition: its Role and RoleBinding, then its status.
 pub async fn reconcile(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&oc), Arc::clone(&ctx), reconcile_inner(oc, ctx)).await
+    let store = ctx.shared.stores.operator_conditions.clone();
+    instrumented(oc, Arc::clone(&ctx), Some(&store), |oc| reconcile_inner(oc, ctx)).await
 }
 
 async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Result<Action> {

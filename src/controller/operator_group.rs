@@ -51,7 +51,8 @@ use crate::{
 
 /// Reconciles one OperatorGroup.
 pub async fn reconcile(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&og), Arc::clone(&ctx), reconcile_inner(og, ctx)).await
+    let store = ctx.shared.stores.operator_groups.clone();
+    instrumented(og, Arc::clone(&ctx), Some(&store), |og| reconcile_inner(og, ctx)).await
 }
 
 async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Action> {

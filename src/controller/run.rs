@@ -106,8 +106,9 @@ pub(super) async fn log_result<T, E: std::fmt::Display>(
     }
 }
 
-/// Reconciles in flight per controller. The work is mostly waiting on the API server, so
-/// more than a handful pays off when many objects change at once (100 Subscriptions).
+/// Reconciles in flight per controller (`Context::slots`). The work is mostly waiting on the
+/// API server, so more than a handful pays off when many objects change at once (100
+/// Subscriptions).
 pub const CONCURRENCY: u16 = 16;
 
 pub(super) async fn run_controllers(
@@ -118,7 +119,9 @@ pub(super) async fn run_controllers(
 ) -> std::result::Result<(), RunError> {
     // Every watch: a 30 s server-side timeout, bookmarks, backoff, supervised (see `stores`).
     let wc = stores::watch_config;
-    let cfg = || ControllerConfig::default().concurrency(CONCURRENCY);
+    // kube-runtime's own limit starves objects under load; each controller's reconciles take
+    // a slot of `Context::slots` instead, granted in arrival order (`context::instrumented`).
+    let cfg = ControllerConfig::default;
     let sync = SyncTracker::default();
     let (synced_tx, synced_rx) = tokio::sync::watch::channel(false);
 

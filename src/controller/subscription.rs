@@ -91,7 +91,11 @@ use crate::{
 
 /// Reconciles one Subscription.
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(Arc::clone(&sub), Arc::clone(&ctx), reconcile_inner(sub, ctx)).await
+    let store = ctx.shared.stores.subscriptions.clone();
+    instrumented(sub, Arc::clone(&ctx), Some(&store), |sub| {
+        reconcile_inner(sub, ctx)
+    })
+    .await
 }
 
 /// What this reconcile did: the decision, with an [`Decision::Install`] carried out.

@@ -27,6 +27,7 @@ pub mod http;
 pub mod https;
 pub mod lease;
 pub mod shutdown;
+pub mod slots;
 pub mod telemetry;
 pub mod watch;
 
