@@ -123,7 +123,7 @@ impl Context {
             events: Events::new(shared.client.clone()),
             name,
             manager: crate::k8s::apply::field_manager(name),
-            slots: operator_runtime::slots::Slots::new(usize::from(super::run::CONCURRENCY)),
+            slots: operator_runtime::slots::Slots::new(CONCURRENCY),
         })
     }
 
@@ -298,6 +298,11 @@ pub fn error_policy<K: Resource<DynamicType = ()>>(obj: Arc<K>, err: &Error, ctx
     tracing::warn!(controller = ctx.name, object = %key, error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
+
+/// Reconciles in flight per controller (`Context::slots`). The work is mostly waiting on the
+/// API server, so more than a handful pays off when many objects change at once (100
+/// Subscriptions).
+pub const CONCURRENCY: usize = 16;
 
 /// A reconcile at least this long is logged as a warning ([`instrumented`]).
 pub const SLOW_RECONCILE: Duration = Duration::from_secs(20);

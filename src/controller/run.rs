@@ -106,11 +106,6 @@ pub(super) async fn log_result<T, E: std::fmt::Display>(
     }
 }
 
-/// Reconciles in flight per controller (`Context::slots`). The work is mostly waiting on the
-/// API server, so more than a handful pays off when many objects change at once (100
-/// Subscriptions).
-pub const CONCURRENCY: u16 = 16;
-
 pub(super) async fn run_controllers(
     client: Client,
     config: Config,
