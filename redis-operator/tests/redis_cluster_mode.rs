@@ -143,8 +143,9 @@ fn panic_message(error: tokio::task::JoinError) -> String {
     }
 }
 
-/// Formation, a no-op converge, keys, scaling to four primaries and back, on real servers.
-async fn scenario() {
+/// Six `redis-server`s in cluster mode in a fresh directory, each answering, and the converge
+/// options both tests use.
+async fn six_servers_up() -> (tempfile::TempDir, Servers, Options) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut servers = Servers {
         children: Vec::new(),
@@ -158,6 +159,12 @@ async fn scenario() {
         command_timeout: Duration::from_secs(5),
         settle_timeout: Duration::from_secs(60),
     };
+    (dir, servers, opts)
+}
+
+/// Formation, a no-op converge, keys, scaling to four primaries and back, on real servers.
+async fn scenario() {
+    let (dir, mut servers, opts) = six_servers_up().await;
 
     let formed = converge(servers.nodes.as_slice(), 1, opts)
         .await
@@ -400,19 +407,7 @@ async fn a_planned_primary_left_a_replica_is_reset_and_takes_its_slots() {
     if !support::tool_available("redis-server", "redis-server") {
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut servers = Servers {
-        children: Vec::new(),
-        nodes: Vec::new(),
-    };
-    servers.start(dir.path(), 6);
-    for n in &servers.nodes {
-        connect_when_up(&n.addr).await;
-    }
-    let opts = Options {
-        command_timeout: Duration::from_secs(5),
-        settle_timeout: Duration::from_secs(60),
-    };
+    let (dir, mut servers, opts) = six_servers_up().await;
     converge(servers.nodes.as_slice(), 1, opts)
         .await
         .expect("form cluster");

@@ -75,8 +75,8 @@ impl PackedText {
     }
 
     /// The bytes kept in memory for this text (its heap share, before sharing).
-    #[must_use]
-    pub fn kept_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn kept_bytes(&self) -> usize {
         match &*self.0 {
             Inner::Plain(text) => text.len(),
             Inner::Deflated { data, .. } | Inner::Base64 { data, .. } => data.len(),
