@@ -21,10 +21,13 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    core::v1::{ConfigMap, Event, ServiceAccount},
-    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+use k8s_openapi::{
+    api::{
+        apps::v1::Deployment,
+        core::v1::{ConfigMap, Event, ServiceAccount},
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, ResourceExt,
@@ -1851,8 +1854,8 @@ async fn a_missing_target_namespace_fails_the_csv_naming_it_until_it_is_created(
     let _ = namespaces.delete(&missing, &DeleteParams::default()).await;
 }
 
-/// The catalog blobs with the CSVs' `MultiNamespace` install mode supported.
-fn with_multi_namespace(mut blobs: Vec<Value>) -> Vec<Value> {
+/// The catalog blobs with every bundle's CSV changed by `edit`.
+fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD;
     for blob in &mut blobs {
@@ -1868,18 +1871,92 @@ fn with_multi_namespace(mut blobs: Vec<Value>) -> Vec<Value> {
             if object["kind"] != "ClusterServiceVersion" {
                 continue;
             }
-            if let Some(modes) = object
-                .pointer_mut("/spec/installModes")
-                .and_then(Value::as_array_mut)
-            {
-                for mode in modes.iter_mut().filter(|m| m["type"] == "MultiNamespace") {
-                    mode["supported"] = json!(true);
-                }
-            }
+            edit(&mut object);
             prop["value"]["data"] = json!(b64.encode(object.to_string()));
         }
     }
     blobs
+}
+
+/// The catalog blobs with the CSVs' `MultiNamespace` install mode supported.
+fn with_multi_namespace(blobs: Vec<Value>) -> Vec<Value> {
+    edit_csvs(blobs, |csv| {
+        if let Some(modes) = csv
+            .pointer_mut("/spec/installModes")
+            .and_then(Value::as_array_mut)
+        {
+            for mode in modes.iter_mut().filter(|m| m["type"] == "MultiNamespace") {
+                mode["supported"] = json!(true);
+            }
+        }
+    })
+}
+
+/// `spec.nativeAPIs` checked as upstream checks them, through API discovery, and read from a
+/// CSV that spells the field `nativeApis` as a certified bundle does (Go matches field names in
+/// any case): a kind the cluster does not serve holds the CSV `Pending RequirementsNotMet`
+/// naming it; once a CRD serves it, the CSV installs.
+#[tokio::test]
+async fn native_apis_hold_the_csv_until_the_cluster_serves_them() {
+    let Some(env) = env("e2e-native").await else {
+        return;
+    };
+    let group = format!("{}.native.olm-rs.io", env.ns());
+    let blobs = edit_csvs(widget_catalog(&[("stable", &[b("1.0.0")])]), |csv| {
+        csv["spec"]["nativeApis"] = json!([
+            {"group": "", "version": "v1", "kind": "ConfigMap"},
+            {"group": group, "version": "v1", "kind": "VolumeSnapshot"},
+        ]);
+    });
+    env.apply_catalog("e2e-catalog", &blobs).await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned()])).await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let name = csv_name("widget", "1.0.0");
+    let missing = format!("v1.{group}");
+    let csv = env
+        .wait_obj::<ClusterServiceVersion, _>("the CSV held on the native API", &name, |c| {
+            let held = c
+                .pointer("/status/requirementStatus")?
+                .as_array()?
+                .iter()
+                .any(|r| r["name"] == missing.as_str() && r["status"] == "NotPresent");
+            held.then(|| c.clone())
+        })
+        .await;
+    assert_eq!(str_at(&csv, "/status/phase"), "Pending", "{csv:#}");
+    assert_eq!(str_at(&csv, "/status/reason"), "RequirementsNotMet", "{csv:#}");
+    let entries = csv["status"]["requirementStatus"].as_array().expect("entries");
+    let entry = |name: &str| entries.iter().find(|r| r["name"] == name).expect(name);
+    assert_eq!(entry("v1.")["status"], "Present", "{csv:#}");
+    assert_eq!(entry("v1.")["message"], "Native API exists", "{csv:#}");
+    assert_eq!(entry(&missing)["kind"], "VolumeSnapshot", "{csv:#}");
+    assert!(
+        str_at(entry(&missing), "/message").starts_with("Native API does not exist"),
+        "{csv:#}"
+    );
+
+    // A CRD serving the kind satisfies the requirement.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": format!("volumesnapshots.{group}")},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "volumesnapshots", "kind": "VolumeSnapshot"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .expect("the CRD");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("creating the VolumeSnapshot CRD");
+    env.wait_csv_phase(&name, "Succeeded").await;
+    let _ = crds
+        .delete(&format!("volumesnapshots.{group}"), &DeleteParams::default())
+        .await;
 }
 
 /// Copied CSVs as upstream writes them: an OperatorGroup targeting its own and a second

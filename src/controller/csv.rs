@@ -240,6 +240,47 @@ async fn server_version(client: &kube::Client) -> Option<String> {
         .cloned()
 }
 
+/// The CSV's `spec.nativeAPIs` that the API server serves: one discovery read per group version
+/// (upstream `isGVKRegistered`). A group version the server answers with an error status (404
+/// for one it does not serve, 503 for an unavailable aggregated API) serves none of them, as
+/// upstream reads it; a transport error fails the observation, to be retried.
+async fn served_native_apis(
+    csv: &ClusterServiceVersion,
+    client: &kube::Client,
+) -> Result<std::collections::BTreeSet<crate::api::v1alpha1::GroupVersionKind>> {
+    let mut served = std::collections::BTreeSet::new();
+    let mut group_versions: Vec<(&str, &str)> = csv
+        .spec
+        .native_apis
+        .iter()
+        .map(|a| (a.group.as_str(), a.version.as_str()))
+        .collect();
+    group_versions.sort_unstable();
+    group_versions.dedup();
+    for (group, version) in group_versions {
+        let listed = if group.is_empty() {
+            client.list_core_api_resources(version).await
+        } else {
+            client
+                .list_api_group_resources(&format!("{group}/{version}"))
+                .await
+        };
+        let kinds: Vec<String> = match listed {
+            Ok(list) => list.resources.into_iter().map(|r| r.kind).collect(),
+            Err(kube::Error::Api(_)) => Vec::new(),
+            Err(e) => return Err(Error::observe(format!("API discovery of {group}/{version}"))(e)),
+        };
+        served.extend(
+            csv.spec
+                .native_apis
+                .iter()
+                .filter(|a| a.group == group && a.version == version && kinds.contains(&a.kind))
+                .cloned(),
+        );
+    }
+    Ok(served)
+}
+
 /// Fills the state machine's [`Observed`] from the reflector stores and a few reads.
 async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed> {
     let ns = csv.namespace().unwrap_or_default();
@@ -283,6 +324,7 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
     {
         observed.server_version = server_version(&client).await;
     }
+    observed.served_native_apis = served_native_apis(csv, &client).await?;
     let siblings: Vec<ClusterServiceVersion> = in_namespace(&stores.csvs, &ns)
         .iter()
         .map(|c| c.as_ref().clone())

@@ -12,7 +12,7 @@
 //!
 //! olm-rs applies with server-side apply, which is stricter than upstream's create/update: an
 //! apply patch naming a field the schema does not declare is refused, and explicit nulls are taken
-//! literally. Real bundles carry both (a Deployment `labels` where OLM reads `label`, `nativeApis`,
+//! literally. Real bundles carry both (a Deployment `labels` where OLM reads `label`,
 //! `skipRange` in the CSV spec, `containers` beside the pod spec, `affinity: null`, `skips: null`).
 //! So every manifest goes through the same typed round trip before it becomes a step:
 //!
@@ -26,6 +26,9 @@
 //!   ([`object`]): a round trip through the k8s-openapi type, which like Go reads `null` as absent,
 //!   ignores unknown fields, and keeps free-form JSON (a CRD schema's `default`, `enum: [.., null]`)
 //!   as written.
+//! - **Member names** ([`go_names`]): before either round trip, a member whose name matches a
+//!   field only case-insensitively (`nativeApis`) is renamed to that field (`nativeAPIs`), as Go's
+//!   decoder fills it.
 //! - **Every other kind** is applied unstructured by upstream too (ServiceMonitor, PodDisruptionBudget,
 //!   ...): only its `metadata`, which the API server always decodes as ObjectMeta, loses its nulls.
 //!
@@ -43,17 +46,44 @@
 //!
 //! Everything here is pure.
 
+pub mod go_names;
+
+use std::{collections::BTreeMap, sync::LazyLock};
+
 use k8s_openapi::{
     api::{
         core::v1::{ConfigMap, Secret, Service, ServiceAccount},
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use self::go_names::GoNames;
 use crate::api::v1alpha1::ClusterServiceVersion;
+
+/// The CSV's field names; its schema leaves `metadata` out, so that has [`OBJECT_META`]'s.
+static CSV_NAMES: LazyLock<GoNames> = LazyLock::new(GoNames::of::<ClusterServiceVersion>);
+static OBJECT_META: LazyLock<GoNames> = LazyLock::new(GoNames::of::<ObjectMeta>);
+/// The field names of each kind [`object`] decodes into a type, by kind.
+static TYPED_NAMES: LazyLock<BTreeMap<&str, GoNames>> = LazyLock::new(|| {
+    BTreeMap::from([
+        ("ServiceAccount", GoNames::of::<ServiceAccount>()),
+        ("Service", GoNames::of::<Service>()),
+        ("ConfigMap", GoNames::of::<ConfigMap>()),
+        ("Secret", GoNames::of::<Secret>()),
+        ("Role", GoNames::of::<Role>()),
+        ("RoleBinding", GoNames::of::<RoleBinding>()),
+        ("ClusterRole", GoNames::of::<ClusterRole>()),
+        ("ClusterRoleBinding", GoNames::of::<ClusterRoleBinding>()),
+        (
+            "CustomResourceDefinition",
+            GoNames::of::<CustomResourceDefinition>(),
+        ),
+    ])
+});
 
 /// Removes every object member whose value is `null`, at any depth (list elements are kept).
 pub fn drop_nulls(value: &mut Value) {
@@ -73,13 +103,18 @@ fn round_trip<T: DeserializeOwned + Serialize>(manifest: Value) -> Result<Value,
 }
 
 /// The CSV as upstream's typed decoding reads it, and its JSON as upstream would send it: nulls
-/// read as absent, unknown fields dropped, missing required fields as Go's zero values.
+/// read as absent, members named in another case renamed to their field ([`go_names`]), unknown
+/// fields dropped, missing required fields as Go's zero values.
 ///
 /// # Errors
 /// What the decoder reports when a field has the wrong type (a string where a list belongs).
 pub fn csv(manifest: &Value) -> Result<(ClusterServiceVersion, Value), serde_json::Error> {
     let mut manifest = manifest.clone();
     drop_nulls(&mut manifest);
+    CSV_NAMES.rename(&mut manifest);
+    if let Some(metadata) = manifest.get_mut("metadata") {
+        OBJECT_META.rename(metadata);
+    }
     let mut typed: ClusterServiceVersion = serde_json::from_value(manifest)?;
     // Go writes a zero struct for an absent non-pointer struct field of CSVSpec.
     let spec = &mut typed.spec;
@@ -120,6 +155,9 @@ pub fn object(group: &str, version: &str, kind: &str, manifest: &Value) -> Resul
             drop_nulls(metadata);
         }
         return Ok(manifest);
+    }
+    if let Some(names) = TYPED_NAMES.get(kind) {
+        names.rename(&mut manifest);
     }
     match kind {
         "ServiceAccount" => round_trip::<ServiceAccount>(manifest),

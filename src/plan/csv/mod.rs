@@ -339,6 +339,9 @@ pub struct Observed {
     pub crd_owner_conflicts: Vec<CrdOwnerConflict>,
     /// The API server's version (`gitVersion`, e.g. `v1.37.0`), if known.
     pub server_version: Option<String>,
+    /// The CSV's `spec.nativeAPIs` that the API server serves: discovery of the group version
+    /// lists a resource of the kind (upstream `isGVKRegistered`).
+    pub served_native_apis: std::collections::BTreeSet<crate::api::v1alpha1::GroupVersionKind>,
     /// The `spec.config` of the Subscription that owns the CSV, if it has one.
     pub overrides: Option<SubscriptionOverrides>,
     /// The InstallPlan that installs this CSV, when it failed or is retrying a failed step

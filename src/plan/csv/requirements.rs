@@ -1,7 +1,7 @@
 //! requirements: a CSV's `requirementStatus` (upstream `olm/requirements.go`): its owned and
-//! required CRDs, the APIServices it requires and does not own, its ServiceAccounts with one `PolicyRule` dependent per rule, and the rule
-//! that a new CSV waits only on the ServiceAccounts its own InstallPlan is still applying.
-//! Entries and messages are upstream's (the CSV's own `minKubeVersion` entry "CSV
+//! required CRDs, the APIServices it requires and does not own, its `nativeAPIs`, its
+//! ServiceAccounts with one `PolicyRule` dependent per rule, and the rule that a new CSV waits
+//! only on the ServiceAccounts its own InstallPlan is still applying. Entries and messages are upstream's (the CSV's own `minKubeVersion` entry "CSV
 //! minKubeVersion (1.25.0) less than server version (v1.37.2)", a present ServiceAccount with
 //! an empty message), except where ours names the fix or the other owner.
 
@@ -147,6 +147,37 @@ pub fn requirement_status(
             status,
             message,
             uid,
+        );
+    }
+
+    // Native APIs (upstream: the kind is listed by discovery of its group version), named
+    // `<version>.<group>` as upstream names them (`v1.` for the core group).
+    for api in &csv.spec.native_apis {
+        let (status, message) = if observed.served_native_apis.contains(api) {
+            (StatusReason::Present, "Native API exists".to_owned())
+        } else {
+            let group_version = if api.group.is_empty() {
+                api.version.clone()
+            } else {
+                format!("{}/{}", api.group, api.version)
+            };
+            (
+                StatusReason::NotPresent,
+                format!(
+                    "Native API does not exist: the API server serves no {} in {group_version}; \
+                     install the component that provides it (spec.nativeAPIs)",
+                    api.kind
+                ),
+            )
+        };
+        push(
+            &api.group,
+            &api.version,
+            &api.kind,
+            &format!("{}.{}", api.version, api.group),
+            status,
+            message,
+            None,
         );
     }
 

@@ -314,6 +314,54 @@ fn a_server_older_than_min_kube_version_is_not_satisfied() {
 }
 
 #[test]
+fn native_apis_the_server_does_not_serve_are_not_present() {
+    let gvk = |group: &str, version: &str, kind: &str| v1alpha1::GroupVersionKind {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+    };
+    let snapshot = gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshot");
+    let pod = gvk("", "v1", "Pod");
+    let mut csv = Csv::test().phase(CsvPhase::Pending).build();
+    csv.spec.native_apis = vec![snapshot.clone(), pod.clone()];
+    let observed = Observed {
+        served_native_apis: [pod.clone()].into(),
+        ..ready()
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+    let reqs = d.requirement_status.unwrap();
+    let entry = |name: &str| reqs.iter().find(|r| r.name == name).unwrap();
+    let missing = entry("v1.snapshot.storage.k8s.io");
+    assert_eq!(
+        (
+            missing.group.as_str(),
+            missing.kind.as_str(),
+            missing.status.clone()
+        ),
+        (
+            "snapshot.storage.k8s.io",
+            "VolumeSnapshot",
+            StatusReason::NotPresent
+        )
+    );
+    assert!(missing.message.starts_with(
+        "Native API does not exist: the API server serves no VolumeSnapshot in snapshot.storage.k8s.io/v1"
+    ));
+    let served = entry("v1.");
+    assert_eq!(
+        (served.status.clone(), served.message.as_str()),
+        (StatusReason::Present, "Native API exists")
+    );
+
+    let observed = Observed {
+        served_native_apis: [pod, snapshot].into(),
+        ..ready()
+    };
+    assert!(requirement_status(&csv, &observed).0);
+}
+
+#[test]
 fn a_pending_csv_with_all_requirements_goes_install_ready() {
     let d = decide(&Csv::test().phase(CsvPhase::Pending).build(), &ready(), &t(0));
     assert_eq!(

@@ -53,6 +53,12 @@ fn a_csv_loses_unknown_fields_and_nulls_as_upstream_decodes_it() {
     for unknown in ["skipRange", "nativeApis", "replaces", "skips"] {
         assert!(spec.get(unknown).is_none(), "{unknown} kept");
     }
+    assert_eq!(
+        spec["nativeAPIs"],
+        json!([{"group": "", "version": "v1", "kind": "Pod"}]),
+        "Go fills nativeAPIs from nativeApis"
+    );
+    assert_eq!(typed.spec.native_apis.len(), 1);
     let deployment = &spec["install"]["spec"]["deployments"][0];
     assert!(deployment.get("labels").is_none());
     assert_eq!(deployment["label"], json!({"app": "op"}));
@@ -174,6 +180,41 @@ fn crd_schemas_keep_their_free_form_nulls() {
     assert_eq!(props["level"]["enum"], json!(["a", null]));
     assert_eq!(props["affinity"]["default"], json!({"nodeAffinity": null}));
     assert!(out["metadata"].get("creationTimestamp").is_none());
+}
+
+#[test]
+fn members_named_in_another_case_fill_their_field_as_go_decodes_them() {
+    let mut manifest = messy_csv();
+    manifest["metadata"]["Labels"] = json!({"Tier": "gold"});
+    let (_, csv) = csv(&manifest).unwrap();
+    assert_eq!(csv["metadata"]["labels"], json!({"Tier": "gold"}));
+
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"Name": "s"},
+        "spec": {"Ports": [{"Port": 443, "targetPort": 8443}]}
+    });
+    let out = object("", "v1", "Service", &service).unwrap();
+    assert_eq!(out["metadata"]["name"], "s");
+    assert_eq!(out["spec"]["ports"], json!([{"port": 443, "targetPort": 8443}]));
+
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "ws.example.com"},
+        "spec": {
+            "group": "example.com", "Scope": "Cluster",
+            "names": {"plural": "ws", "kind": "W"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "Properties": {"Size": {"Type": "integer"}}
+            }}}]
+        }
+    });
+    let out = object("apiextensions.k8s.io", "v1", "CustomResourceDefinition", &crd).unwrap();
+    assert_eq!(out["spec"]["scope"], "Cluster");
+    assert_eq!(
+        out["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"],
+        json!({"Size": {"type": "integer"}}),
+        "a schema's property names are map keys, kept as written"
+    );
 }
 
 #[test]
