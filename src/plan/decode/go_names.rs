@@ -49,10 +49,9 @@ struct Shape<'a> {
 impl GoNames {
     /// The names of `T`'s fields, as its `JsonSchema` (and so its serde attributes) declares them.
     pub fn of<T: JsonSchema>() -> Self {
-        let schema = SchemaGenerator::default().into_root_schema_for::<T>();
-        Self {
-            root: schema.to_value(),
-        }
+        let mut root = SchemaGenerator::default().into_root_schema_for::<T>().to_value();
+        keep_structure(&mut root);
+        Self { root }
     }
 
     /// Renames every member of `value` that Go would decode into a field under another name.
@@ -123,6 +122,36 @@ impl GoNames {
             for branch in schema.get(union).and_then(Value::as_array).into_iter().flatten() {
                 self.collect(branch, shape, depth + 1);
             }
+        }
+    }
+}
+
+/// The schema keywords that say which members are fields; the rest (descriptions above all:
+/// 220 KB of the CSV's schema) is dropped, as it is kept for the life of the process.
+const STRUCTURE: [&str; 8] = [
+    "$ref",
+    "$defs",
+    "properties",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "oneOf",
+    "allOf",
+];
+
+/// Reduces a schema to its [`STRUCTURE`], at every depth.
+fn keep_structure(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    map.retain(|k, _| STRUCTURE.contains(&k.as_str()));
+    for (keyword, value) in map.iter_mut() {
+        match (keyword.as_str(), value) {
+            ("properties" | "$defs", Value::Object(named)) => named.values_mut().for_each(keep_structure),
+            ("anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
+                branches.iter_mut().for_each(keep_structure)
+            }
+            (_, value) => keep_structure(value),
         }
     }
 }
@@ -238,6 +267,20 @@ mod tests {
         assert_eq!(
             spec,
             json!({"selector": {"matchLabels": {"a": "1", "b": "2"}, "matchExpressions": []}})
+        );
+    }
+
+    #[test]
+    fn only_the_structure_of_the_schema_is_kept() {
+        let names = GoNames::of::<ClusterServiceVersion>();
+        let text = names.root.to_string();
+        assert!(!text.contains("\"description\":\""), "descriptions dropped");
+        assert!(text.len() < 60_000, "{} bytes kept", text.len());
+        assert!(
+            names
+                .root
+                .pointer("/$defs/ClusterServiceVersionSpec/properties/nativeAPIs")
+                .is_some()
         );
     }
 
