@@ -1854,6 +1854,50 @@ async fn a_missing_target_namespace_fails_the_csv_naming_it_until_it_is_created(
     let _ = namespaces.delete(&missing, &DeleteParams::default()).await;
 }
 
+/// A namespace keeps at most five InstallPlans, as upstream's `gcInstallPlans` keeps them: seven
+/// finished plans there (hand-made ones, which fail at once) leave the five newest.
+#[tokio::test]
+async fn a_namespace_keeps_its_five_newest_finished_install_plans() {
+    let Some(env) = env("e2e-ipgc").await else { return };
+    for generation in 1..=7 {
+        env.create::<InstallPlan>(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+            "metadata": {"name": format!("hand-{generation}"), "namespace": env.ns()},
+            "spec": {"clusterServiceVersionNames": ["ghost-operator.v1.0.0"],
+                     "approval": "Automatic", "approved": true, "generation": generation}
+        }))
+        .await;
+    }
+    let plans: Api<InstallPlan> = Api::namespaced(env.client(), env.ns());
+    let left = wait_for("two of the seven InstallPlans to be collected", WAIT, || {
+        let plans = plans.clone();
+        async move {
+            let names: Vec<String> = plans
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .iter()
+                .map(ResourceExt::name_any)
+                .collect();
+            (names.len() == 5).then_some(names)
+        }
+    })
+    .await;
+    assert_eq!(left, ["hand-3", "hand-4", "hand-5", "hand-6", "hand-7"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        plans
+            .list(&ListParams::default())
+            .await
+            .expect("listing plans")
+            .items
+            .len(),
+        5,
+        "no more than the excess is collected"
+    );
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

@@ -46,7 +46,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::ListParams,
+    api::{DeleteParams, ListParams},
     core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
@@ -61,8 +61,8 @@ use crate::{
     plan::{
         crd_safety,
         install_plan::{
-            crd_established, gate, installed_condition, prepare_object, sequential_and_concurrent,
-            unresolvable,
+            MAX_INSTALL_PLANS, crd_established, gate, installed_condition, plans_to_collect, prepare_object,
+            referenced_plans, sequential_and_concurrent, unresolvable,
         },
         operator_group::member_annotations,
         steps,
@@ -161,6 +161,9 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         return Ok(Action::await_change());
     };
     if old.phase.is_terminal() || old.plan.is_empty() {
+        if old.phase.is_terminal() {
+            collect_old_plans(&ctx, &ns).await?;
+        }
         return Ok(Action::await_change());
     }
     let mut status = old.clone();
@@ -231,7 +234,48 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     };
     write(&ip, &old, &status, &ctx).await?;
     ctx.publish(events);
+    if status.phase.is_terminal() {
+        collect_old_plans(&ctx, &ns).await?;
+    }
     Ok(action)
+}
+
+/// Deletes the namespace's InstallPlans past [`MAX_INSTALL_PLANS`], as upstream's
+/// `gcInstallPlans` does ([`plans_to_collect`] decides which), once a plan there has finished.
+async fn collect_old_plans(ctx: &Context, ns: &str) -> Result<()> {
+    let stores = &ctx.shared.stores;
+    let plans: Vec<Arc<InstallPlan>> = stores
+        .install_plans
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(ns))
+        .collect();
+    if plans.len() <= MAX_INSTALL_PLANS {
+        return Ok(());
+    }
+    let subscriptions = stores.subscriptions.state();
+    let referenced = referenced_plans(
+        subscriptions
+            .iter()
+            .filter(|s| s.namespace().as_deref() == Some(ns))
+            .map(AsRef::as_ref),
+    );
+    let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
+    for name in plans_to_collect(plans.iter().map(AsRef::as_ref), &referenced) {
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {
+                tracing::info!(namespace = ns, plan = %name, "deleted an old InstallPlan (at most {MAX_INSTALL_PLANS} are kept)")
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Delete {
+                    what: format!("old InstallPlan {ns}/{name}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An Event of this controller (action `Install`).

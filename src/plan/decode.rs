@@ -48,7 +48,7 @@
 
 pub mod go_names;
 
-use std::{collections::BTreeMap, sync::LazyLock};
+use std::sync::LazyLock;
 
 use k8s_openapi::{
     api::{
@@ -56,7 +56,6 @@ use k8s_openapi::{
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
@@ -64,26 +63,9 @@ use serde_json::Value;
 use self::go_names::GoNames;
 use crate::api::v1alpha1::ClusterServiceVersion;
 
-/// The CSV's field names; its schema leaves `metadata` out, so that has [`OBJECT_META`]'s.
-static CSV_NAMES: LazyLock<GoNames> = LazyLock::new(GoNames::of::<ClusterServiceVersion>);
-static OBJECT_META: LazyLock<GoNames> = LazyLock::new(GoNames::of::<ObjectMeta>);
-/// The field names of each kind [`object`] decodes into a type, by kind.
-static TYPED_NAMES: LazyLock<BTreeMap<&str, GoNames>> = LazyLock::new(|| {
-    BTreeMap::from([
-        ("ServiceAccount", GoNames::of::<ServiceAccount>()),
-        ("Service", GoNames::of::<Service>()),
-        ("ConfigMap", GoNames::of::<ConfigMap>()),
-        ("Secret", GoNames::of::<Secret>()),
-        ("Role", GoNames::of::<Role>()),
-        ("RoleBinding", GoNames::of::<RoleBinding>()),
-        ("ClusterRole", GoNames::of::<ClusterRole>()),
-        ("ClusterRoleBinding", GoNames::of::<ClusterRoleBinding>()),
-        (
-            "CustomResourceDefinition",
-            GoNames::of::<CustomResourceDefinition>(),
-        ),
-    ])
-});
+/// The field names of the CSV, `ObjectMeta` (the CSV's schema leaves `metadata` out) and each kind
+/// [`object`] decodes into a type.
+static NAMES: LazyLock<GoNames> = LazyLock::new(GoNames::embedded);
 
 /// Removes every object member whose value is `null`, at any depth (list elements are kept).
 pub fn drop_nulls(value: &mut Value) {
@@ -111,9 +93,9 @@ fn round_trip<T: DeserializeOwned + Serialize>(manifest: Value) -> Result<Value,
 pub fn csv(manifest: &Value) -> Result<(ClusterServiceVersion, Value), serde_json::Error> {
     let mut manifest = manifest.clone();
     drop_nulls(&mut manifest);
-    CSV_NAMES.rename(&mut manifest);
+    NAMES.rename("ClusterServiceVersion", &mut manifest);
     if let Some(metadata) = manifest.get_mut("metadata") {
-        OBJECT_META.rename(metadata);
+        NAMES.rename("ObjectMeta", metadata);
     }
     let mut typed: ClusterServiceVersion = serde_json::from_value(manifest)?;
     // Go writes a zero struct for an absent non-pointer struct field of CSVSpec.
@@ -156,9 +138,7 @@ pub fn object(group: &str, version: &str, kind: &str, manifest: &Value) -> Resul
         }
         return Ok(manifest);
     }
-    if let Some(names) = TYPED_NAMES.get(kind) {
-        names.rename(&mut manifest);
-    }
+    NAMES.rename(kind, &mut manifest);
     match kind {
         "ServiceAccount" => round_trip::<ServiceAccount>(manifest),
         "Service" => round_trip::<Service>(manifest),

@@ -14,6 +14,13 @@
 //!   no steps and no Subscription owning it, fails at once with `Installed=False` and a message
 //!   naming the CSVs and the fix, instead of staying without a status.
 //!
+//! - **Garbage collection** ([`plans_to_collect`]): at most [`MAX_INSTALL_PLANS`] InstallPlans
+//!   stay in a namespace, as upstream's `gcInstallPlans` keeps them; the oldest go first.
+//!   Upstream's plans serve a whole namespace, so its newest five hold every Subscription's
+//!   current one; ours are per Subscription, so a plan a Subscription references
+//!   (`installPlanRef`, `installplan`) is never collected, and neither is a plan still in
+//!   progress (not `Complete` or `Failed`) or any newer one, even when that leaves more than five.
+//!
 //! The controller (`controller::install_plan`) applies the steps and writes the status.
 
 use std::collections::BTreeMap;
@@ -34,6 +41,60 @@ use crate::{
     },
     plan::steps,
 };
+
+/// How many InstallPlans a namespace keeps (upstream's `maxInstallPlanCount`).
+pub const MAX_INSTALL_PLANS: usize = 5;
+
+/// The InstallPlans of one namespace that go, oldest first (creation time, then
+/// `spec.generation`, then name), until [`MAX_INSTALL_PLANS`] are left; `referenced` names the
+/// plans the namespace's Subscriptions point at. A referenced plan is passed over (kept); the
+/// walk stops at the first plan still in progress, so no plan newer than one in flight goes.
+pub fn plans_to_collect<'a>(
+    plans: impl IntoIterator<Item = &'a InstallPlan>,
+    referenced: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut plans: Vec<&InstallPlan> = plans.into_iter().collect();
+    let Some(mut excess) = plans.len().checked_sub(MAX_INSTALL_PLANS).filter(|n| *n > 0) else {
+        return Vec::new();
+    };
+    plans.sort_by_key(|p| {
+        (
+            p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            p.spec.generation,
+            p.metadata.name.clone(),
+        )
+    });
+    let mut out = Vec::new();
+    for plan in plans {
+        let Some(name) = plan.metadata.name.as_ref() else {
+            continue;
+        };
+        if referenced.contains(name) {
+            continue;
+        }
+        if !plan.status.as_ref().is_some_and(|s| s.phase.is_terminal()) || excess == 0 {
+            break;
+        }
+        out.push(name.clone());
+        excess -= 1;
+    }
+    out
+}
+
+/// The InstallPlans `subscriptions` point at (`status.installPlanRef` and `status.installplan`).
+pub fn referenced_plans<'a>(
+    subscriptions: impl IntoIterator<Item = &'a crate::api::v1alpha1::Subscription>,
+) -> std::collections::BTreeSet<String> {
+    subscriptions
+        .into_iter()
+        .filter_map(|s| s.status.as_ref())
+        .flat_map(|st| {
+            let by_ref = st.install_plan_ref.as_ref().and_then(|r| r.name.clone());
+            let legacy = st.install_plan.as_ref().map(|r| r.name.clone());
+            by_ref.into_iter().chain(legacy)
+        })
+        .collect()
+}
 
 /// What the approval gate says (pure).
 pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
@@ -376,5 +437,64 @@ mod tests {
             },
         ]);
         assert_eq!(unresolvable(&owned, &now), None);
+    }
+
+    fn aged(name: &str, seconds: i64, phase: InstallPlanPhase) -> InstallPlan {
+        let mut plan = ip(Approval::Automatic, true);
+        plan.metadata.name = Some(name.into());
+        plan.metadata.creation_timestamp = Some(Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap(),
+        ));
+        plan.status = Some(InstallPlanStatus {
+            phase,
+            ..Default::default()
+        });
+        plan
+    }
+
+    #[test]
+    fn a_namespace_keeps_five_install_plans_the_oldest_finished_unreferenced_go() {
+        let none = std::collections::BTreeSet::new();
+        let five: Vec<InstallPlan> = (0..5)
+            .map(|i| aged(&format!("p{i}"), i, InstallPlanPhase::Complete))
+            .collect();
+        assert!(plans_to_collect(&five, &none).is_empty(), "five stay");
+
+        let mut eight: Vec<InstallPlan> = (0..8)
+            .map(|i| aged(&format!("p{i}"), 10 - i, InstallPlanPhase::Complete))
+            .collect();
+        // The oldest are p7, p6, p5 (created last-to-first).
+        assert_eq!(plans_to_collect(&eight, &none), vec!["p7", "p6", "p5"]);
+
+        // A referenced plan stays, and the next oldest go instead.
+        eight[0].status.as_mut().unwrap().phase = InstallPlanPhase::Failed;
+        let referenced = std::collections::BTreeSet::from(["p7".to_owned()]);
+        assert_eq!(plans_to_collect(&eight, &referenced), vec!["p6", "p5", "p4"]);
+
+        // Nothing newer than a plan in flight goes: the oldest waits for approval, nothing goes;
+        // the third oldest is installing, the two before it go.
+        eight[7].status.as_mut().unwrap().phase = InstallPlanPhase::RequiresApproval;
+        assert!(plans_to_collect(&eight, &none).is_empty());
+        eight[7].status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
+        eight[5].status.as_mut().unwrap().phase = InstallPlanPhase::Installing;
+        assert_eq!(plans_to_collect(&eight, &none), vec!["p7", "p6"]);
+    }
+
+    #[test]
+    fn referenced_plans_are_read_from_both_subscription_fields() {
+        let sub: crate::api::v1alpha1::Subscription = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"name": "p", "source": "c", "sourceNamespace": "olm"},
+            "status": {"lastUpdated": "2026-11-27T00:00:00Z",
+                "installPlanRef": {"name": "install-new"},
+                "installplan": {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+                                "name": "install-old", "uuid": "u"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            referenced_plans([&sub]),
+            std::collections::BTreeSet::from(["install-new".to_owned(), "install-old".to_owned()])
+        );
     }
 }

@@ -10,10 +10,15 @@
 //! effect there. serde matches names exactly and would drop it. [`GoNames::rename`] renames each
 //! such member to the field it fills, before the typed decoding of [`super`].
 //!
-//! Which names are fields comes from the type's JSON schema (schemars, the same schema the CRDs
+//! Which names are fields comes from the types' JSON schemas (schemars, the same schemas the CRDs
 //! are generated from): `properties` are struct fields, followed through `$ref`, `anyOf`,
 //! `oneOf`, `allOf`, `items` and `additionalProperties`. Map keys (`additionalProperties`) and
 //! free-form JSON are never renamed, as Go folds struct fields only.
+//!
+//! Only that structure is kept, and it is generated ahead of time into `go_names.json` (a test
+//! checks it against the types; `OLMRS_UPDATE_GO_NAMES=1 cargo test --lib go_names` rewrites
+//! it): generating the schemas in the controller cost 8 MiB of resident memory, most of it the
+//! code and descriptions of k8s-openapi's schemas, for about 60 KB of structure.
 //!
 //! Where two members fill one field (`nativeAPIs` and `nativeApis` both present), Go decodes both
 //! into it in document order: the later one wins, and a later object is decoded into the struct
@@ -23,13 +28,32 @@
 //! Written here because no crate matches names against a schema; the folding is Unicode simple
 //! case folding, as Go's `bytes.EqualFold` (`K` KELVIN SIGN folds to `k`, `ſ` to `s`).
 
-use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
+
+/// The kinds [`GoNames`] knows, by the name [`GoNames::rename`] takes (checked against
+/// `go_names.json` by its test).
+#[cfg(test)]
+pub const KINDS: [&str; 11] = [
+    "ClusterServiceVersion",
+    "ObjectMeta",
+    "ServiceAccount",
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+];
+
+/// The structure of the kinds' schemas: `{"kinds": {kind: schema}, "$defs": {...}}`.
+const EMBEDDED: &str = include_str!("go_names.json");
 
 /// How deep `$ref` / `anyOf` chains are followed for one value; real schemas need 3.
 const MAX_INDIRECTION: usize = 16;
 
-/// The field names of one type, from its JSON schema.
+/// The field names of the kinds bundle manifests are decoded into, from their JSON schemas.
 #[derive(Debug, Clone)]
 pub struct GoNames {
     root: Value,
@@ -47,16 +71,22 @@ struct Shape<'a> {
 }
 
 impl GoNames {
-    /// The names of `T`'s fields, as its `JsonSchema` (and so its serde attributes) declares them.
-    pub fn of<T: JsonSchema>() -> Self {
-        let mut root = SchemaGenerator::default().into_root_schema_for::<T>().to_value();
-        keep_structure(&mut root);
+    /// The structure generated into `go_names.json`. A file that does not parse (which its test
+    /// rules out) renames nothing, and says so in the log.
+    pub fn embedded() -> Self {
+        let root = serde_json::from_str(EMBEDDED).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "go_names.json does not parse: member names are matched exactly");
+            Value::Null
+        });
         Self { root }
     }
 
-    /// Renames every member of `value` that Go would decode into a field under another name.
-    pub fn rename(&self, value: &mut Value) {
-        self.walk(value, &self.root);
+    /// Renames every member of `value`, an object of `kind` (`ClusterServiceVersion`,
+    /// `ObjectMeta`, or a kind [`super::object`] decodes into a type; any other renames nothing), that Go would decode into a field under another name.
+    pub fn rename(&self, kind: &str, value: &mut Value) {
+        if let Some(schema) = self.root.get("kinds").and_then(|k| k.get(kind)) {
+            self.walk(value, schema);
+        }
     }
 
     fn walk(&self, value: &mut Value, schema: &Value) {
@@ -127,7 +157,8 @@ impl GoNames {
 }
 
 /// The schema keywords that say which members are fields; the rest (descriptions above all:
-/// 220 KB of the CSV's schema) is dropped, as it is kept for the life of the process.
+/// 220 KB of the CSV's schema) is dropped.
+#[cfg(test)]
 const STRUCTURE: [&str; 8] = [
     "$ref",
     "$defs",
@@ -140,6 +171,7 @@ const STRUCTURE: [&str; 8] = [
 ];
 
 /// Reduces a schema to its [`STRUCTURE`], at every depth.
+#[cfg(test)]
 fn keep_structure(schema: &mut Value) {
     let Some(map) = schema.as_object_mut() else {
         return;
@@ -206,11 +238,82 @@ fn merge(earlier: &mut Value, later: Value) {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::apps::v1::DeploymentSpec;
+    use k8s_openapi::{
+        api::{
+            core::v1::{ConfigMap, Secret, Service, ServiceAccount},
+            rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+        },
+        apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    };
+    use schemars::SchemaGenerator;
     use serde_json::json;
 
     use super::*;
     use crate::api::v1alpha1::ClusterServiceVersion;
+
+    /// [`KINDS`]' structure, generated from the types with schemars (one generator: shared
+    /// definitions).
+    fn generate() -> Value {
+        let mut generator = SchemaGenerator::default();
+        let mut kinds: Vec<(&str, Value)> = vec![
+            (
+                "ClusterServiceVersion",
+                generator.subschema_for::<ClusterServiceVersion>().to_value(),
+            ),
+            ("ObjectMeta", generator.subschema_for::<ObjectMeta>().to_value()),
+            (
+                "ServiceAccount",
+                generator.subschema_for::<ServiceAccount>().to_value(),
+            ),
+            ("Service", generator.subschema_for::<Service>().to_value()),
+            ("ConfigMap", generator.subschema_for::<ConfigMap>().to_value()),
+            ("Secret", generator.subschema_for::<Secret>().to_value()),
+            ("Role", generator.subschema_for::<Role>().to_value()),
+            ("RoleBinding", generator.subschema_for::<RoleBinding>().to_value()),
+            ("ClusterRole", generator.subschema_for::<ClusterRole>().to_value()),
+            (
+                "ClusterRoleBinding",
+                generator.subschema_for::<ClusterRoleBinding>().to_value(),
+            ),
+            (
+                "CustomResourceDefinition",
+                generator.subschema_for::<CustomResourceDefinition>().to_value(),
+            ),
+        ];
+        assert_eq!(kinds.iter().map(|(k, _)| *k).collect::<Vec<_>>(), KINDS);
+        kinds.iter_mut().for_each(|(_, s)| keep_structure(s));
+        let mut defs = Value::Object(generator.take_definitions(true));
+        if let Value::Object(named) = &mut defs {
+            named.values_mut().for_each(keep_structure);
+        }
+        let kinds: Map<String, Value> = kinds.into_iter().map(|(k, s)| (k.to_owned(), s)).collect();
+        json!({"kinds": kinds, "$defs": defs})
+    }
+
+    fn names() -> GoNames {
+        GoNames::embedded()
+    }
+
+    #[test]
+    fn the_embedded_structure_matches_the_types() {
+        let generated = generate();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/plan/decode/go_names.json");
+        if std::env::var_os("OLMRS_UPDATE_GO_NAMES").is_some() {
+            std::fs::write(path, serde_json::to_string_pretty(&generated).unwrap() + "\n").unwrap();
+        }
+        let embedded: Value = serde_json::from_str(EMBEDDED).expect("go_names.json parses");
+        assert!(
+            embedded == generated,
+            "src/plan/decode/go_names.json is stale: run OLMRS_UPDATE_GO_NAMES=1 cargo test --lib go_names"
+        );
+        assert!(!EMBEDDED.contains("\"description\":\""), "descriptions dropped");
+        assert!(
+            embedded
+                .pointer("/$defs/ClusterServiceVersionSpec/properties/nativeAPIs")
+                .is_some()
+        );
+    }
 
     #[test]
     fn a_member_named_in_another_case_fills_its_field() {
@@ -222,7 +325,7 @@ mod tests {
                 "spec": {"template": {"spec": {"ServiceAccountName": "op", "nodeSELECTOR": {"Disk": "ssd"}}}}
             }]}}
         }});
-        GoNames::of::<ClusterServiceVersion>().rename(&mut csv);
+        names().rename("ClusterServiceVersion", &mut csv);
         let spec = &csv["spec"];
         assert_eq!(
             spec["nativeAPIs"],
@@ -248,39 +351,31 @@ mod tests {
             }]}
         }});
         let before = csv.clone();
-        GoNames::of::<ClusterServiceVersion>().rename(&mut csv);
+        names().rename("ClusterServiceVersion", &mut csv);
+        names().rename("NotAKind", &mut csv);
         assert_eq!(csv, before);
     }
 
     #[test]
     fn the_exact_name_wins_and_a_later_member_replaces_or_merges() {
-        let names = GoNames::of::<DeploymentSpec>();
-        let mut spec = json!({"Replicas": 2, "replicas": 3, "Paused": true});
-        names.rename(&mut spec);
-        assert_eq!(spec, json!({"replicas": 3, "paused": true}));
-
-        let mut spec = json!({
-            "selector": {"matchLabels": {"a": "1"}},
-            "Selector": {"MatchExpressions": [], "matchLabels": {"b": "2"}}
-        });
-        names.rename(&mut spec);
+        let names = names();
+        let mut role =
+            json!({"Rules": [{"verbs": ["get"]}], "rules": [{"verbs": ["list"]}], "Metadata": {"Name": "r"}});
+        names.rename("Role", &mut role);
         assert_eq!(
-            spec,
-            json!({"selector": {"matchLabels": {"a": "1", "b": "2"}, "matchExpressions": []}})
+            role,
+            json!({"rules": [{"verbs": ["list"]}], "metadata": {"name": "r"}})
         );
-    }
 
-    #[test]
-    fn only_the_structure_of_the_schema_is_kept() {
-        let names = GoNames::of::<ClusterServiceVersion>();
-        let text = names.root.to_string();
-        assert!(!text.contains("\"description\":\""), "descriptions dropped");
-        assert!(text.len() < 60_000, "{} bytes kept", text.len());
-        assert!(
-            names
-                .root
-                .pointer("/$defs/ClusterServiceVersionSpec/properties/nativeAPIs")
-                .is_some()
+        let mut meta = json!({
+            "labels": {"a": "1"},
+            "Labels": {"b": "2"},
+            "OwnerReferences": [{"Kind": "X"}]
+        });
+        names.rename("ObjectMeta", &mut meta);
+        assert_eq!(
+            meta,
+            json!({"labels": {"a": "1", "b": "2"}, "ownerReferences": [{"kind": "X"}]})
         );
     }
 
