@@ -23,11 +23,7 @@ use std::{
     sync::{LazyLock, Mutex},
 };
 
-use kube::{
-    Api, Resource, ResourceExt,
-    api::{DeleteParams, ListParams},
-    runtime::reflector::ObjectRef,
-};
+use kube::{Api, Resource, ResourceExt, api::ListParams, runtime::reflector::ObjectRef};
 
 use super::{Context, Error, EventNote, Result, lock};
 use crate::{
@@ -248,14 +244,13 @@ async fn apply_copy(copy: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
 async fn delete_copy(target: &str, name: &str, ctx: &Context) -> Result<()> {
     let api: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), target);
     lock(&APPLIED).remove(&(target.to_owned(), name.to_owned()));
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(source) => Err(Error::Delete {
+    apply::delete_if_present(&api, name)
+        .await
+        .map(drop)
+        .map_err(|source| Error::Delete {
             what: format!("copied CSV {target}/{name}"),
             source,
-        }),
-    }
+        })
 }
 
 /// Deletes every copy of the original `csv` (its finalizer: the original goes).

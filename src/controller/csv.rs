@@ -163,10 +163,9 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
         .map_err(cleanup_err(format!("Roles of {ns}/{name}")))?
     {
         let api: Api<Role> = Api::namespaced(ctx.client(), &role.namespace().unwrap_or_default());
-        api.delete(&role.name_any(), &DeleteParams::default())
+        apply::delete_if_present(&api, &role.name_any())
             .await
             .map(drop)
-            .or_else(ignore_not_found)
             .map_err(cleanup_err(format!("Role {}", role.name_any())))?;
     }
     for binding in bindings
@@ -175,10 +174,9 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
         .map_err(cleanup_err(format!("RoleBindings of {ns}/{name}")))?
     {
         let api: Api<RoleBinding> = Api::namespaced(ctx.client(), &binding.namespace().unwrap_or_default());
-        api.delete(&binding.name_any(), &DeleteParams::default())
+        apply::delete_if_present(&api, &binding.name_any())
             .await
             .map(drop)
-            .or_else(ignore_not_found)
             .map_err(cleanup_err(format!("RoleBinding {}", binding.name_any())))?;
     }
     ctx.shared.metrics.forget_csv(&ns, &name);
@@ -553,10 +551,9 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
 
     if decision.delete_self {
         // (client)
-        capi.delete(&name, &DeleteParams::default())
+        apply::delete_if_present(&capi, &name)
             .await
             .map(drop)
-            .or_else(ignore_not_found)
             .map_err(|source| Error::Delete {
                 what: format!("CSV {ns}/{name}"),
                 source,
@@ -830,10 +827,9 @@ async fn apply_deployments(
 async fn delete_stale_deployments(ctx: &Context, ns: &str, stale: &[String]) -> Result<()> {
     let dapi: Api<Deployment> = Api::namespaced(ctx.client(), ns);
     for name in stale {
-        dapi.delete(name, &DeleteParams::default())
+        apply::delete_if_present(&dapi, name)
             .await
             .map(drop)
-            .or_else(ignore_not_found)
             .map_err(|source| Error::Delete {
                 what: format!("Deployment {ns}/{name}"),
                 source,
@@ -853,13 +849,6 @@ async fn write_status(
 ) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
     ctx.write_status_after(csv, own_versions, changed, status).await
-}
-
-fn ignore_not_found(err: kube::Error) -> std::result::Result<(), kube::Error> {
-    match &err {
-        kube::Error::Api(status) if status.code == 404 => Ok(()),
-        _ => Err(err),
-    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt,
-    api::{DeleteParams, ListParams},
+    api::ListParams,
     core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta},
     runtime::{controller::Action, reflector::ObjectRef},
 };
@@ -161,6 +161,8 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         return Ok(Action::await_change());
     };
     if old.phase.is_terminal() || old.plan.is_empty() {
+        // A plan's own status write brings it back here once it has finished (and every finished
+        // plan comes here at start-up): the one place old plans are collected.
         if old.phase.is_terminal() {
             collect_old_plans(&ctx, &ns).await?;
         }
@@ -234,14 +236,12 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     };
     write(&ip, &old, &status, &ctx).await?;
     ctx.publish(events);
-    if status.phase.is_terminal() {
-        collect_old_plans(&ctx, &ns).await?;
-    }
     Ok(action)
 }
 
 /// Deletes the namespace's InstallPlans past [`MAX_INSTALL_PLANS`], as upstream's
-/// `gcInstallPlans` does ([`plans_to_collect`] decides which), once a plan there has finished.
+/// `gcInstallPlans` does ([`plans_to_collect`] decides which), once a plan there has finished
+/// and the store shows it so.
 async fn collect_old_plans(ctx: &Context, ns: &str) -> Result<()> {
     let stores = &ctx.shared.stores;
     let plans: Vec<Arc<InstallPlan>> = stores
@@ -262,17 +262,14 @@ async fn collect_old_plans(ctx: &Context, ns: &str) -> Result<()> {
     );
     let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
     for name in plans_to_collect(plans.iter().map(AsRef::as_ref), &referenced) {
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {
-                tracing::info!(namespace = ns, plan = %name, "deleted an old InstallPlan (at most {MAX_INSTALL_PLANS} are kept)")
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(source) => {
-                return Err(Error::Delete {
-                    what: format!("old InstallPlan {ns}/{name}"),
-                    source,
-                });
-            }
+        let deleted = apply::delete_if_present(&api, &name)
+            .await
+            .map_err(|source| Error::Delete {
+                what: format!("old InstallPlan {ns}/{name}"),
+                source,
+            })?;
+        if deleted {
+            tracing::info!(namespace = ns, plan = %name, "deleted an old InstallPlan (at most {MAX_INSTALL_PLANS} are kept)");
         }
     }
     Ok(())

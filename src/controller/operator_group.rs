@@ -259,15 +259,14 @@ pub async fn sweep_orphaned_roles(ctx: &Context) -> Result<()> {
     let orphans = user_roles::orphaned_group_roles(roles.iter().map(AsRef::as_ref), &groups);
     let api: Api<ClusterRole> = Api::all(ctx.client());
     for name in orphans {
-        match api.delete(&name, &kube::api::DeleteParams::default()).await {
-            Ok(_) => tracing::info!(role = %name, "deleted the ClusterRole of a deleted OperatorGroup"),
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(source) => {
-                return Err(Error::Delete {
-                    what: format!("ClusterRole {name}"),
-                    source,
-                });
-            }
+        let deleted = apply::delete_if_present(&api, &name)
+            .await
+            .map_err(|source| Error::Delete {
+                what: format!("ClusterRole {name}"),
+                source,
+            })?;
+        if deleted {
+            tracing::info!(role = %name, "deleted the ClusterRole of a deleted OperatorGroup");
         }
     }
     Ok(())

@@ -4,11 +4,12 @@
 //! controller that owns the field (`olm-rs/<controller>`), so two controllers never fight over
 //! a field and a re-apply after a crash is a no-op. Status goes to the `/status` subresource
 //! as a minimal object (apiVersion, kind, status); [`same_ignoring_time`] lets callers skip a
-//! write that would only move timestamps.
+//! write that would only move timestamps. [`delete_if_present`] is the controllers' one delete:
+//! an object already gone is not an error.
 
 use kube::{
     Api, Resource,
-    api::{DynamicObject, Patch, PatchParams},
+    api::{DeleteParams, DynamicObject, Patch, PatchParams},
     core::ApiResource,
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -39,6 +40,19 @@ where
 {
     api.patch(name, &apply_params(manager), &Patch::Apply(object))
         .await
+}
+
+/// Deletes `name` (background propagation); returns whether it was there. A 404 is not an error:
+/// the object is gone already, which is what the caller wanted.
+pub async fn delete_if_present<K>(api: &Api<K>, name: &str) -> kube::Result<bool>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Sends a JSON merge patch under `manager`: only for the rare change a server-side apply cannot

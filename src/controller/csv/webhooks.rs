@@ -26,7 +26,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Context, Error, Result, ignore_not_found};
+use super::{Context, Error, Result};
 use crate::{
     api::{
         labels,
@@ -359,15 +359,13 @@ pub async fn apply_webhooks(ctx: &Context, objects: &WebhookObjects, observed: &
     }
     for (kind, name) in &objects.stale {
         let deleted = match kind {
-            ConfigKind::Validating => validating.delete(name, &DeleteParams::default()).await.map(drop),
-            ConfigKind::Mutating => mutating.delete(name, &DeleteParams::default()).await.map(drop),
+            ConfigKind::Validating => apply::delete_if_present(&validating, name).await,
+            ConfigKind::Mutating => apply::delete_if_present(&mutating, name).await,
         };
-        deleted
-            .or_else(ignore_not_found)
-            .map_err(|source| Error::Delete {
-                what: format!("webhook configuration {name}"),
-                source,
-            })?;
+        deleted.map_err(|source| Error::Delete {
+            what: format!("webhook configuration {name}"),
+            source,
+        })?;
         observed
             .webhooks
             .configs
