@@ -44,9 +44,13 @@ use crate::{
 
 /// How many InstallPlans a namespace keeps (upstream's `maxInstallPlanCount`).
 pub const MAX_INSTALL_PLANS: usize = 5;
+/// How many plans one collection deletes at most (upstream's `maxDeletesPerSweep`); the next
+/// finished plan's collection goes on.
+pub const MAX_DELETES_PER_SWEEP: usize = 5;
 
 /// The InstallPlans of one namespace that go, oldest first (creation time, then
-/// `spec.generation`, then name), until [`MAX_INSTALL_PLANS`] are left; `referenced` names the
+/// `spec.generation`, then name), until [`MAX_INSTALL_PLANS`] are left, at most
+/// [`MAX_DELETES_PER_SWEEP`] at a time; `referenced` names the
 /// plans the namespace's Subscriptions point at. A referenced plan is passed over (kept); the
 /// walk stops at the first plan still in progress, so no plan newer than one in flight goes.
 pub fn plans_to_collect<'a>(
@@ -54,7 +58,12 @@ pub fn plans_to_collect<'a>(
     referenced: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
     let mut plans: Vec<&InstallPlan> = plans.into_iter().collect();
-    let Some(mut excess) = plans.len().checked_sub(MAX_INSTALL_PLANS).filter(|n| *n > 0) else {
+    let Some(mut excess) = plans
+        .len()
+        .checked_sub(MAX_INSTALL_PLANS)
+        .filter(|n| *n > 0)
+        .map(|n| n.min(MAX_DELETES_PER_SWEEP))
+    else {
         return Vec::new();
     };
     plans.sort_by_key(|p| {
@@ -478,6 +487,15 @@ mod tests {
         eight[7].status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
         eight[5].status.as_mut().unwrap().phase = InstallPlanPhase::Installing;
         assert_eq!(plans_to_collect(&eight, &none), vec!["p7", "p6"]);
+
+        // A backlog goes five at a time, as upstream's sweep.
+        let twelve: Vec<InstallPlan> = (0..12)
+            .map(|i| aged(&format!("q{i:02}"), i, InstallPlanPhase::Complete))
+            .collect();
+        assert_eq!(
+            plans_to_collect(&twelve, &none),
+            vec!["q00", "q01", "q02", "q03", "q04"]
+        );
     }
 
     #[test]
