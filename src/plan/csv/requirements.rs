@@ -1,9 +1,10 @@
 //! requirements: a CSV's `requirementStatus` (upstream `olm/requirements.go`): its owned and
 //! required CRDs, the APIServices it requires and does not own, its `nativeAPIs`, its
 //! ServiceAccounts with one `PolicyRule` dependent per rule, and the rule that a new CSV waits
-//! only on the ServiceAccounts its own InstallPlan is still applying. Entries and messages are upstream's (the CSV's own `minKubeVersion` entry "CSV
-//! minKubeVersion (1.25.0) less than server version (v1.37.2)", a present ServiceAccount with
-//! an empty message), except where ours names the fix or the other owner.
+//! only on the ServiceAccounts its own InstallPlan is still applying. Entries and messages are
+//! upstream's (the CSV's own `minKubeVersion` entry "CSV minKubeVersion (1.25.0) less than server
+//! version (v1.37.2)", a present ServiceAccount with an empty message), except where ours names
+//! the fix or the other owner.
 
 #[allow(
     clippy::wildcard_imports,

@@ -50,7 +50,8 @@ pub const KINDS: [&str; 11] = [
 /// The structure of the kinds' schemas: `{"kinds": {kind: schema}, "$defs": {...}}`.
 const EMBEDDED: &str = include_str!("go_names.json");
 
-/// How deep `$ref` / `anyOf` chains are followed for one value; real schemas need 3.
+/// How deep `$ref` / `anyOf` chains are followed for one value: a guard, should a schema ever
+/// refer to itself without nesting a value.
 const MAX_INDIRECTION: usize = 16;
 
 /// The field names of the kinds bundle manifests are decoded into, from their JSON schemas.
@@ -81,8 +82,9 @@ impl GoNames {
         Self { root }
     }
 
-    /// Renames every member of `value`, an object of `kind` (`ClusterServiceVersion`,
-    /// `ObjectMeta`, or a kind [`super::object`] decodes into a type; any other renames nothing), that Go would decode into a field under another name.
+    /// Renames every member of `value`, an object of `kind`, that Go would decode into a field
+    /// under another name. `kind` is `ClusterServiceVersion`, `ObjectMeta`, or a kind
+    /// [`super::object`] decodes into a type; any other renames nothing.
     pub fn rename(&self, kind: &str, value: &mut Value) {
         if let Some(schema) = self.root.get("kinds").and_then(|k| k.get(kind)) {
             self.walk(value, schema);
