@@ -1898,6 +1898,218 @@ async fn a_namespace_keeps_its_five_newest_finished_install_plans() {
     );
 }
 
+// ---------------------------------------------------------------------------------------------
+// Hand-made InstallPlans, as upstream's own e2e suite makes them: created, then given their steps
+// and phase by a second (status) write.
+
+/// Creates the InstallPlan `name` (Automatic, approved), waits `pause`, then writes `status` over
+/// the status subresource with the resourceVersion of the create, as upstream's suite does: the
+/// write conflicts if the controller wrote anything in between.
+async fn hand_made_plan(env: &Env, name: &str, pause: Duration, status: Value) {
+    let plans = env.dynamic::<InstallPlan>();
+    let plan: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+        "metadata": {"name": name, "namespace": env.ns()},
+        "spec": {"clusterServiceVersionNames": [], "approval": "Automatic", "approved": true}
+    }))
+    .expect("an InstallPlan");
+    let mut created = plans
+        .create(&PostParams::default(), &plan)
+        .await
+        .unwrap_or_else(|e| panic!("creating InstallPlan {name}: {e}"));
+    tokio::time::sleep(pause).await;
+    created.data["status"] = status;
+    plans
+        .replace_status(name, &PostParams::default(), &created)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("writing the status of InstallPlan {name} (the controller wrote first?): {e}")
+        });
+}
+
+/// A step of a hand-made plan: `manifest` (JSON text) with the step fields as given (and the
+/// empty catalog fields Go's encoder writes).
+fn hand_step(resolving: &str, group: &str, version: &str, kind: &str, manifest: &Value) -> Value {
+    json!({
+        "resolving": resolving, "status": "Unknown",
+        "resource": {"group": group, "version": version, "kind": kind,
+                     "name": str_at(manifest, "/metadata/name"), "manifest": manifest.to_string(),
+                     "sourceName": "", "sourceNamespace": ""}
+    })
+}
+
+/// A ConfigMap manifest naming the CSV `owner` as its owner, with no uid.
+fn config_map_owned_by(name: &str, owner: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "ownerReferences": [{
+               "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+               "name": owner, "uid": ""}]},
+           "data": {"k": "v"}})
+}
+
+/// A CSV with no deployments (nothing to run), with the `apiVersion` given.
+fn bare_csv(name: &str, api_version: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": "ClusterServiceVersion",
+           "metadata": {"name": name},
+           "spec": {"displayName": name, "version": "1.0.0",
+                    "install": {"strategy": "deployment", "spec": {"deployments": []}},
+                    "installModes": [{"type": "OwnNamespace", "supported": true},
+                                     {"type": "SingleNamespace", "supported": true},
+                                     {"type": "MultiNamespace", "supported": false},
+                                     {"type": "AllNamespaces", "supported": true}]}})
+}
+
+fn plan_phase(plan: &Value) -> String {
+    str_at(plan, "/status/phase").to_owned()
+}
+
+#[tokio::test]
+async fn hand_made_install_plans_run_as_upstream_runs_them() {
+    let Some(env) = env("e2e-handip").await else {
+        return;
+    };
+    env.own_namespace_group().await;
+
+    // A plan given steps but no phase is left alone (upstream acts on RequiresApproval and
+    // Installing only); the status write after the create never conflicts with ours.
+    let idle = config_map_owned_by("idle", "nobody");
+    hand_made_plan(
+        &env,
+        "idle",
+        Duration::from_secs(3),
+        json!({"phase": "", "catalogSources": [], "plan": [hand_step("", "", "v1", "ConfigMap", &idle)]}),
+    )
+    .await;
+
+    // Steps are applied as their manifests say: a legacy CSV whose apiVersion is `v1alpha1`, a
+    // ConfigMap with no `resolving` whose manifest names that CSV as owner (the uid is filled in),
+    // and a PodDisruptionBudget whose step leaves the group empty (its manifest says policy/v1).
+    let owned = config_map_owned_by("owned", "hand-owner");
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                     "metadata": {"name": "hand-pdb"},
+                     "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "hand"}}}});
+    hand_made_plan(
+        &env,
+        "by-manifest",
+        Duration::ZERO,
+        json!({"phase": "Installing", "catalogSources": [], "plan": [
+            hand_step("hand-owner", "operators.coreos.com", "v1alpha1", "ClusterServiceVersion",
+                      &bare_csv("hand-owner", "v1alpha1")),
+            hand_step("", "", "v1", "ConfigMap", &owned),
+            hand_step("", "", "v1", "PodDisruptionBudget", &pdb),
+        ]}),
+    )
+    .await;
+    let plan = env
+        .wait_obj::<InstallPlan, _>("the plan to finish", "by-manifest", |p| {
+            matches!(plan_phase(p).as_str(), "Complete" | "Failed").then(|| p.clone())
+        })
+        .await;
+    assert_eq!(plan_phase(&plan), "Complete", "{plan:#}");
+    let csv = env
+        .get::<ClusterServiceVersion>("hand-owner")
+        .await
+        .expect("the CSV");
+    let config_map = env.get::<ConfigMap>("owned").await.expect("the ConfigMap");
+    assert_eq!(
+        str_at(&config_map, "/metadata/ownerReferences/0/uid"),
+        str_at(&csv, "/metadata/uid"),
+        "the owner's uid is filled in: {config_map:#}"
+    );
+    assert_eq!(
+        str_at(&config_map, "/metadata/ownerReferences/0/name"),
+        "hand-owner"
+    );
+    let pdbs = Api::<DynamicObject>::namespaced_with(
+        env.client(),
+        env.ns(),
+        &ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+        )),
+    );
+    assert!(pdbs.get_opt("hand-pdb").await.expect("reading the PDB").is_some());
+
+    // A manifest naming a CSV that does not exist waits (retrying, naming it) until it does.
+    let waiting = config_map_owned_by("waiting", "late-owner");
+    hand_made_plan(
+        &env,
+        "late",
+        Duration::ZERO,
+        json!({"phase": "Installing", "catalogSources": [],
+               "plan": [hand_step("", "", "v1", "ConfigMap", &waiting)]}),
+    )
+    .await;
+    env.wait_obj::<InstallPlan, _>("the plan to name the missing owner", "late", |p| {
+        (plan_phase(p) == "Installing"
+            && str_at(p, "/status/message").contains("ClusterServiceVersion late-owner not found"))
+        .then_some(())
+    })
+    .await;
+    let mut late = bare_csv("late-owner", "operators.coreos.com/v1alpha1");
+    late["metadata"]["namespace"] = json!(env.ns());
+    env.create::<ClusterServiceVersion>(late).await;
+    env.wait_obj::<InstallPlan, _>("the plan to complete once its owner exists", "late", |p| {
+        (plan_phase(p) == "Complete").then_some(())
+    })
+    .await;
+
+    // Still untouched, long after.
+    let idle = env.get::<InstallPlan>("idle").await.expect("the idle plan");
+    assert_eq!(plan_phase(&idle), "", "{idle:#}");
+    assert_eq!(str_at(&idle, "/status/plan/0/status"), "Unknown");
+    assert!(env.get::<ConfigMap>("idle").await.is_none());
+}
+
+#[tokio::test]
+async fn an_install_plan_waits_for_an_operator_group_and_then_runs() {
+    let Some(env) = env("e2e-ipnog").await else { return };
+    let manifest = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-group"}});
+    hand_made_plan(
+        &env,
+        "ip",
+        Duration::ZERO,
+        json!({"phase": "Installing", "catalogSources": [],
+               "plan": [hand_step("", "", "v1", "ConfigMap", &manifest)]}),
+    )
+    .await;
+    let held = env
+        .wait_obj::<InstallPlan, _>("the plan to say it has no group", "ip", |p| {
+            let conditions = p.pointer("/status/conditions")?.as_array()?;
+            conditions
+                .iter()
+                .any(|c| {
+                    str_at(c, "/type") == "Installed"
+                        && str_at(c, "/status") == "False"
+                        && str_at(c, "/reason") == "InstallCheckFailed"
+                        && str_at(c, "/message") == "no operator group found that is managing this namespace"
+                })
+                .then(|| p.clone())
+        })
+        .await;
+    assert_eq!(
+        plan_phase(&held),
+        "Installing",
+        "the plan keeps its phase: {held:#}"
+    );
+    assert!(
+        env.get::<ConfigMap>("after-group").await.is_none(),
+        "nothing applied without a group"
+    );
+    env.own_namespace_group().await;
+    let done = env
+        .wait_obj::<InstallPlan, _>("the plan to run once the group is there", "ip", |p| {
+            (plan_phase(p) == "Complete").then(|| p.clone())
+        })
+        .await;
+    assert!(
+        !done.to_string().contains("no operator group found"),
+        "the condition is cleared: {done:#}"
+    );
+    assert!(env.get::<ConfigMap>("after-group").await.is_some());
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

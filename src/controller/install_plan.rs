@@ -61,8 +61,9 @@ use crate::{
     plan::{
         crd_safety,
         install_plan::{
-            MAX_INSTALL_PLANS, crd_established, gate, installed_condition, plans_to_collect, prepare_object,
-            referenced_plans, sequential_and_concurrent, unresolvable,
+            MAX_INSTALL_PLANS, Transition, Unresolvable, crd_established, group_check, group_condition,
+            installed_condition, plans_to_collect, prepare_object, referenced_plans,
+            sequential_and_concurrent, set_condition, transition, unresolvable,
         },
         operator_group::member_annotations,
         steps,
@@ -104,13 +105,38 @@ pub enum StepError {
         /// `<kind> <name>`.
         what: String,
     },
-    /// The API server does not serve the step's kind.
+    /// The API server does not serve the step's kind (upstream's `gvkNotFoundError`, naming the
+    /// step's own group, version and kind as upstream does).
+    #[error(
+        "api-server resource not found installing {kind} {name}: GroupVersionKind {group}/{version}, Kind={kind} \
+         not found on the cluster. This API may have been deprecated and removed, see \
+         https://kubernetes.io/docs/reference/using-api/deprecation-guide/ for more information."
+    )]
+    GvkNotFound {
+        /// `step.resource.group`.
+        group: String,
+        /// `step.resource.version`.
+        version: String,
+        /// `step.resource.kind`.
+        kind: String,
+        /// `step.resource.name`.
+        name: String,
+    },
+    /// Discovery of the step's kind failed otherwise.
     #[error("api-server resource not found installing {what}: {}", crate::k8s::message::describe(.source))]
     Discover {
         /// `<kind> <name>`.
         what: String,
         /// The discovery error.
         source: kube::Error,
+    },
+    /// A manifest's owner reference names a CSV the namespace does not hold.
+    #[error("error generating ownerrefs for {what}: ClusterServiceVersion {csv} not found")]
+    OwnerCsvMissing {
+        /// The CSV the manifest names.
+        csv: String,
+        /// `<kind> <name>`.
+        what: String,
     },
     /// A namespaced object owned by the CSV waits for the CSV to exist.
     #[error("waiting for ClusterServiceVersion {csv} before {what}")]
@@ -143,19 +169,24 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     let ns = ip
         .namespace()
         .ok_or_else(|| Error::InvalidObject("InstallPlan without namespace".into()))?;
+    let now = Time(Timestamp::now());
     // (no client) A plan nothing resolved gets a status saying so, and an Event.
-    if let Some(status) = unresolvable(&ip, &Time(Timestamp::now())) {
-        let old = ip.status.clone().unwrap_or_default();
-        let message = status.message.clone().unwrap_or_default();
-        // (client)
-        write(&ip, &old, &status, &ctx).await?;
-        ctx.publish(vec![note(
-            &ip.object_ref(&()),
-            true,
-            "InstallCheckFailed",
-            message,
-        )]);
-        return Ok(Action::await_change());
+    match unresolvable(&ip, &now) {
+        Unresolvable::No => {}
+        Unresolvable::WaitFor(wait) => return Ok(Action::requeue(wait)),
+        Unresolvable::Fail(status) => {
+            let old = ip.status.clone().unwrap_or_default();
+            let message = status.message.clone().unwrap_or_default();
+            // (client)
+            write(&ip, &old, &status, &ctx).await?;
+            ctx.publish(vec![note(
+                &ip.object_ref(&()),
+                true,
+                "InstallCheckFailed",
+                message,
+            )]);
+            return Ok(Action::await_change());
+        }
     }
     let Some(old) = ip.status.clone() else {
         return Ok(Action::await_change());
@@ -172,29 +203,39 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     let reference = ip.object_ref(&());
     // Published in order once the status is written.
     let mut events = Vec::new();
-    match gate(&ip) {
-        InstallPlanPhase::RequiresApproval => {
-            if status.phase != InstallPlanPhase::RequiresApproval {
-                status.phase = InstallPlanPhase::RequiresApproval;
-                write(&ip, &old, &status, &ctx).await?;
-            }
-            return Ok(Action::await_change());
+    // (no client) The namespace's OperatorGroup, whatever the phase: without one the plan keeps
+    // its phase and says why in its Installed condition (the group's watch brings it back).
+    let groups = ctx.shared.stores.operator_groups.state();
+    let check = group_check(
+        groups
+            .iter()
+            .filter(|g| g.namespace().as_deref() == Some(ns.as_str()))
+            .map(AsRef::as_ref),
+    );
+    if let Some(condition) = group_condition(&status, &check, &now) {
+        if let Err(message) = &check {
+            events.push(note(&reference, true, "InstallCheckFailed", message.clone()));
         }
-        _ => {
-            if status.phase != InstallPlanPhase::Installing {
-                status.phase = InstallPlanPhase::Installing;
-                status.message = None;
-                events.push(note(
-                    &reference,
-                    false,
-                    "Installing",
-                    format!("installing {}", ip.spec.cluster_service_version_names.join(", ")),
-                ));
-            }
-            if status.start_time.is_none() {
-                status.start_time = Some(Time(Timestamp::now()));
-            }
-        }
+        set_condition(&mut status, condition);
+    }
+    if check.is_err() || transition(&ip) == Transition::Leave {
+        // (client)
+        write(&ip, &old, &status, &ctx).await?;
+        ctx.publish(events);
+        return Ok(Action::await_change());
+    }
+    if status.phase != InstallPlanPhase::Installing {
+        status.phase = InstallPlanPhase::Installing;
+        status.message = None;
+        events.push(note(
+            &reference,
+            false,
+            "Installing",
+            format!("installing {}", ip.spec.cluster_service_version_names.join(", ")),
+        ));
+    }
+    if status.start_time.is_none() {
+        status.start_time = Some(now.clone());
     }
 
     let outcome = execute(&ctx, &reference, &ns, &mut status.plan).await;
@@ -332,6 +373,7 @@ async fn execute(
         .iter()
         .filter_map(|&i| plan.get(i))
         .filter(|s| !matches!(s.status, StepStatus::Created | StepStatus::Present))
+        .filter(|s| !s.resolving.is_empty() && steps::owned_by_csv(&s.resource.kind))
         .map(|s| s.resolving.clone())
         .collect();
     wanted.sort();
@@ -381,6 +423,16 @@ async fn execute(
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Whether discovery says the API server does not serve a kind (its group version is unknown,
+/// or lists no such kind), rather than failing to answer.
+fn not_served(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code == 404,
+        kube::Error::Discovery(_) => true,
+        _ => false,
+    }
 }
 
 /// Steps applied at once after the CSV.
@@ -511,13 +563,25 @@ async fn apply_step(
     if r.kind == "CustomResourceDefinition" {
         check_crd_update(ctx, plan, &r.name, &manifest).await?;
     }
-    let gvk = GroupVersionKind::gvk(&r.group, &r.version, steps::apply_kind(&r.kind));
+    let (group, version, kind) = steps::step_gvk(r, &manifest);
+    let manifest = steps::with_type(&manifest, &group, &version, &kind);
+    let gvk = GroupVersionKind::gvk(&group, &version, &kind);
     let (resource, caps) = match ctx.shared.discover(&gvk).await {
         Ok(found) => found,
+        Err(source) if not_served(&source) => {
+            return Err(StepError::GvkNotFound {
+                group: r.group.clone(),
+                version: r.version.clone(),
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+            });
+        }
         Err(source) => return Err(StepError::Discover { what, source }),
     };
     let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
-    let owned = steps::owned_by_csv(&r.kind);
+    // A step that names no CSV (a hand-written plan) gets no owner of its own; the CSVs its
+    // manifest names as owners get their uids.
+    let owned = steps::owned_by_csv(&r.kind) && !step.resolving.is_empty();
     let owner = owners
         .filter(|_| owned)
         .and_then(|o| o.get(&step.resolving))
@@ -529,6 +593,21 @@ async fn apply_step(
             what,
         });
     }
+    let named_owners = steps::csv_owner_names(&manifest);
+    let manifest = if namespaced && !named_owners.is_empty() {
+        let mut uids = HashMap::new();
+        for csv in named_owners {
+            match csv_uid(ctx, ns, &csv).await? {
+                Some(uid) => {
+                    uids.insert(csv, uid);
+                }
+                None => return Err(StepError::OwnerCsvMissing { csv, what }),
+            }
+        }
+        steps::with_csv_owner_uids(&manifest, &uids)
+    } else {
+        manifest
+    };
     let member = (r.kind == steps::CSV_KIND)
         .then(|| member_annotations_in(ctx, ns))
         .flatten();

@@ -72,6 +72,25 @@ where
         .collect()
 }
 
+/// The InstallPlans of `namespace` still to be executed (steps written, phase not terminal):
+/// an OperatorGroup appearing or changing there may let a plan held by
+/// [`crate::plan::install_plan::group_check`] go on.
+pub fn unfinished_plans_in(
+    plans: &[Arc<crate::api::v1alpha1::InstallPlan>],
+    namespace: Option<&str>,
+) -> Vec<ObjectRef<crate::api::v1alpha1::InstallPlan>> {
+    plans
+        .iter()
+        .filter(|p| p.meta().namespace.as_deref() == namespace)
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| !s.phase.is_terminal() && !s.plan.is_empty())
+        })
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}
+
 /// Subscriptions that use the CatalogSource: those naming it, and (when it lives in the
 /// global namespace, or shares the Subscription's namespace) those whose own catalog is
 /// missing or whose dependencies may come from any catalog: every Subscription of those

@@ -380,8 +380,15 @@ pub(super) async fn run_controllers(
         }))
         .shutdown_on_signal();
 
+    // InstallPlans: an OperatorGroup in their namespace (a plan waits for one, see
+    // `plan::install_plan::group_check`).
+    let ip_store = stores.install_plans.clone();
     let ip_ctl = Controller::for_stream(ip_stream, install_plans)
         .with_config(cfg())
+        .watches_stream(
+            metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
+            move |og| mappers::unfinished_plans_in(&ip_store.state(), og.namespace().as_deref()),
+        )
         .shutdown_on_signal();
 
     // CSVs: their Deployments and ServiceAccounts, OperatorGroups, CRDs, the CSVs that

@@ -34,9 +34,10 @@ use serde_json::{Value, json};
 use crate::{
     api::{
         ConditionStatus, labels,
+        v1::OperatorGroup,
         v1alpha1::{
-            Approval, InstallPlan, InstallPlanCondition, InstallPlanConditionReason,
-            InstallPlanConditionType, InstallPlanPhase, InstallPlanStatus, Step,
+            InstallPlan, InstallPlanCondition, InstallPlanConditionReason, InstallPlanConditionType,
+            InstallPlanPhase, InstallPlanStatus, Step,
         },
     },
     plan::steps,
@@ -105,16 +106,107 @@ pub fn referenced_plans<'a>(
         .collect()
 }
 
-/// What the approval gate says (pure).
-pub fn gate(ip: &InstallPlan) -> InstallPlanPhase {
-    let phase = ip.status.as_ref().map(|s| s.phase.clone()).unwrap_or_default();
-    if phase.is_terminal() {
-        return phase;
+/// What one reconcile does with a plan that has steps (upstream's `transitionInstallPlanState`):
+/// the phase alone decides, never the approval strategy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// Nothing: a terminal plan, a `RequiresApproval` plan not approved yet, or a phase the
+    /// controller does not act on (empty, `Planning`, one it does not know). Upstream leaves such
+    /// a plan as it is until someone sets `RequiresApproval` or `Installing`; a hand-made plan is
+    /// created first and given its status by a second write, which must not conflict with ours.
+    Leave,
+    /// Apply the steps: the phase is `Installing`, or `RequiresApproval` with
+    /// `spec.approved: true` (the plan moves to `Installing`, its message cleared).
+    Execute,
+}
+
+/// The [`Transition`] of a plan (pure).
+pub fn transition(ip: &InstallPlan) -> Transition {
+    match ip.status.as_ref().map(|s| &s.phase) {
+        Some(InstallPlanPhase::Installing) => Transition::Execute,
+        Some(InstallPlanPhase::RequiresApproval) if ip.spec.approved => Transition::Execute,
+        _ => Transition::Leave,
     }
-    if ip.spec.approval == Approval::Manual && !ip.spec.approved {
-        InstallPlanPhase::RequiresApproval
-    } else {
-        InstallPlanPhase::Installing
+}
+
+/// Upstream's message when a plan's namespace has no OperatorGroup with resolved targets.
+pub const NO_OPERATOR_GROUP: &str = "no operator group found that is managing this namespace";
+
+/// Whether the namespace's OperatorGroups let a plan run (upstream's service-account querier,
+/// `queryServiceAccountFromNamespace`), checked on every plan that is not terminal and has steps,
+/// whatever its phase: a group counts once its `status.namespaces` is written; none gives
+/// [`NO_OPERATOR_GROUP`], more than one `more than one operator group(s) are managing this
+/// namespace count=N`. The plan keeps its phase and carries the message in its `Installed`
+/// condition (`False`, `InstallCheckFailed`) until a group is there.
+///
+/// # Errors
+/// The message of the `Installed` condition.
+pub fn group_check<'a>(groups: impl IntoIterator<Item = &'a OperatorGroup>) -> Result<(), String> {
+    let managing = groups
+        .into_iter()
+        .filter(|g| {
+            g.status
+                .as_ref()
+                .and_then(|s| s.namespaces.as_ref())
+                .is_some_and(|n| !n.is_empty())
+        })
+        .count();
+    match managing {
+        0 => Err(NO_OPERATOR_GROUP.to_owned()),
+        1 => Ok(()),
+        n => Err(format!(
+            "more than one operator group(s) are managing this namespace count={n}"
+        )),
+    }
+}
+
+/// The plan's `Installed` condition after [`group_check`] at `now`, or `None` when it stays as
+/// it is: a failed check sets `False` `InstallCheckFailed` with its message; a passing check
+/// clears a condition that a failed check wrote, to `False` with the reason `Unknown` and no
+/// message, as upstream resets it (the plan's completion then sets `True`).
+pub fn group_condition(
+    status: &InstallPlanStatus,
+    check: &Result<(), String>,
+    now: &Time,
+) -> Option<InstallPlanCondition> {
+    let current = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == Some(InstallPlanConditionType::Installed));
+    let failed_check =
+        current.is_some_and(|c| c.reason == Some(InstallPlanConditionReason::InstallCheckFailed));
+    let (reason, message) = match check {
+        Err(message) => (
+            InstallPlanConditionReason::InstallCheckFailed,
+            Some(message.clone()),
+        ),
+        Ok(()) if failed_check => (InstallPlanConditionReason::Unknown, None),
+        Ok(()) => return None,
+    };
+    if current.is_some_and(|c| {
+        c.status == Some(ConditionStatus::False) && c.reason.as_ref() == Some(&reason) && c.message == message
+    }) {
+        return None;
+    }
+    let transition = current
+        .filter(|c| c.status == Some(ConditionStatus::False))
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| now.clone());
+    Some(InstallPlanCondition {
+        type_: Some(InstallPlanConditionType::Installed),
+        status: Some(ConditionStatus::False),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(transition),
+        reason: Some(reason),
+        message,
+    })
+}
+
+/// `condition` put in place of the plan's condition of its type (or added).
+pub fn set_condition(status: &mut InstallPlanStatus, condition: InstallPlanCondition) {
+    match status.conditions.iter_mut().find(|c| c.type_ == condition.type_) {
+        Some(slot) => *slot = condition,
+        None => status.conditions.push(condition),
     }
 }
 
@@ -230,15 +322,32 @@ pub fn installed_condition(ok: bool, message: Option<String>, now: &Time) -> Ins
     }
 }
 
+/// How long a plan without steps is left alone before [`unresolvable`] fails it: whoever made it
+/// by hand gives it its steps and phase with a second write right after the create (as
+/// upstream's own e2e suite does), and that write must not meet a status of ours.
+pub const UNRESOLVABLE_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What [`unresolvable`] says of a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unresolvable {
+    /// The plan has steps or lookups, is terminal, or is a Subscription's: not one of these.
+    No,
+    /// A plan without steps younger than [`UNRESOLVABLE_GRACE`]: look again after this long.
+    WaitFor(std::time::Duration),
+    /// The plan's new status.
+    Fail(Box<InstallPlanStatus>),
+}
+
 /// The status of a plan no Subscription made and no catalog resolved (a hand-made InstallPlan
-/// naming CSVs, with no steps), or `None` for any other plan: `Failed`, with `Installed=False`
+/// with no steps, [`UNRESOLVABLE_GRACE`] after its creation): `Failed`, with `Installed=False`
 /// `InstallCheckFailed` (upstream's reason for a plan that cannot be resolved) and a message
-/// naming the CSVs and the fix. A plan owned by a Subscription whose status is not written yet is
+/// naming the CSVs and the fix. Upstream leaves such a plan without a status for ever; olm-rs
+/// says why nothing happens. A plan owned by a Subscription whose status is not written yet is
 /// not one of these: its Subscription writes its steps right after creating it.
-pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Option<InstallPlanStatus> {
+pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Unresolvable {
     let status = ip.status.clone().unwrap_or_default();
     if status.phase.is_terminal() || !status.plan.is_empty() || !status.bundle_lookups.is_empty() {
-        return None;
+        return Unresolvable::No;
     }
     let from_subscription = ip
         .metadata
@@ -247,7 +356,15 @@ pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Option<InstallPlanStatus> {
         .flatten()
         .any(|r| r.kind == "Subscription");
     if from_subscription {
-        return None;
+        return Unresolvable::No;
+    }
+    if let Some(created) = &ip.metadata.creation_timestamp {
+        let age = now.0.duration_since(created.0);
+        let grace = k8s_openapi::jiff::SignedDuration::try_from(UNRESOLVABLE_GRACE).unwrap_or_default();
+        if age < grace {
+            let left = (grace - age).unsigned_abs();
+            return Unresolvable::WaitFor(left);
+        }
     }
     let name = ip.metadata.name.clone().unwrap_or_default();
     let csvs = if ip.spec.cluster_service_version_names.is_empty() {
@@ -263,7 +380,7 @@ pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Option<InstallPlanStatus> {
          olm-rs installs only what a Subscription resolves from a catalog; create a Subscription \
          for the package (with startingCSV to pick a version) and delete this InstallPlan"
     );
-    Some(InstallPlanStatus {
+    Unresolvable::Fail(Box::new(InstallPlanStatus {
         phase: InstallPlanPhase::Failed,
         message: Some(message.clone()),
         conditions: vec![InstallPlanCondition {
@@ -275,14 +392,14 @@ pub fn unresolvable(ip: &InstallPlan, now: &Time) -> Option<InstallPlanStatus> {
             message: Some(message),
         }],
         ..status
-    })
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{
-        api::v1alpha1::{InstallPlanSpec, InstallPlanStatus, StepStatus},
+        api::v1alpha1::{Approval, InstallPlanSpec, InstallPlanStatus, StepStatus},
         plan::operator_group::member_annotations,
     };
 
@@ -300,24 +417,99 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_manual_plan_waits_for_approval_and_an_automatic_one_installs() {
-        assert_eq!(
-            gate(&ip(Approval::Manual, false)),
-            InstallPlanPhase::RequiresApproval
-        );
-        assert_eq!(gate(&ip(Approval::Manual, true)), InstallPlanPhase::Installing);
-        assert_eq!(gate(&ip(Approval::Automatic, true)), InstallPlanPhase::Installing);
+    fn with_phase(mut plan: InstallPlan, phase: InstallPlanPhase) -> InstallPlan {
+        plan.status = Some(InstallPlanStatus {
+            phase,
+            plan: vec![step("ConfigMap", "c")],
+            ..Default::default()
+        });
+        plan
     }
 
     #[test]
-    fn terminal_plans_stay_terminal() {
-        let mut plan = ip(Approval::Manual, false);
-        plan.status = Some(InstallPlanStatus {
-            phase: InstallPlanPhase::Complete,
-            ..Default::default()
+    fn the_phase_decides_a_plan_waits_for_approval_and_an_installing_one_runs() {
+        let waiting = with_phase(ip(Approval::Manual, false), InstallPlanPhase::RequiresApproval);
+        assert_eq!(transition(&waiting), Transition::Leave);
+        let approved = with_phase(ip(Approval::Manual, true), InstallPlanPhase::RequiresApproval);
+        assert_eq!(transition(&approved), Transition::Execute);
+        let automatic = with_phase(ip(Approval::Automatic, true), InstallPlanPhase::Installing);
+        assert_eq!(transition(&automatic), Transition::Execute);
+        // Upstream runs an Installing plan whatever its approval says.
+        let manual_installing = with_phase(ip(Approval::Manual, false), InstallPlanPhase::Installing);
+        assert_eq!(transition(&manual_installing), Transition::Execute);
+    }
+
+    #[test]
+    fn a_plan_without_a_phase_or_a_terminal_one_is_left_alone() {
+        for phase in [
+            InstallPlanPhase::None,
+            InstallPlanPhase::Planning,
+            InstallPlanPhase::Other("Later".into()),
+            InstallPlanPhase::Complete,
+            InstallPlanPhase::Failed,
+        ] {
+            let plan = with_phase(ip(Approval::Automatic, true), phase.clone());
+            assert_eq!(transition(&plan), Transition::Leave, "{phase:?}");
+        }
+        assert_eq!(transition(&ip(Approval::Automatic, true)), Transition::Leave);
+    }
+
+    fn group(name: &str, namespaces: Option<Vec<&str>>) -> OperatorGroup {
+        let mut group = OperatorGroup::new(name, Default::default());
+        group.status = namespaces.map(|n| crate::api::v1::OperatorGroupStatus {
+            namespaces: Some(n.into_iter().map(str::to_owned).collect()),
+            service_account_ref: None,
+            last_updated: Time(k8s_openapi::jiff::Timestamp::from_second(0).unwrap()),
+            conditions: Vec::new(),
         });
-        assert_eq!(gate(&plan), InstallPlanPhase::Complete);
+        group
+    }
+
+    #[test]
+    fn a_plan_needs_exactly_one_group_that_manages_its_namespace() {
+        assert_eq!(group_check([]), Err(NO_OPERATOR_GROUP.to_owned()));
+        // A group whose targets are not resolved yet does not count.
+        let fresh = group("og", None);
+        assert_eq!(group_check([&fresh]), Err(NO_OPERATOR_GROUP.to_owned()));
+        let ready = group("og", Some(vec!["ns"]));
+        assert_eq!(group_check([&fresh, &ready]), Ok(()));
+        let all = group("all", Some(vec![""]));
+        assert_eq!(
+            group_check([&ready, &all]),
+            Err("more than one operator group(s) are managing this namespace count=2".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_group_condition_is_set_while_no_group_manages_and_cleared_as_upstream_after() {
+        let t0 = Time(k8s_openapi::jiff::Timestamp::from_second(0).unwrap());
+        let t1 = Time(k8s_openapi::jiff::Timestamp::from_second(10).unwrap());
+        let mut status = InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            ..Default::default()
+        };
+        // A passing check on a plan that never failed one writes nothing.
+        assert_eq!(group_condition(&status, &Ok(()), &t0), None);
+        let failed = group_condition(&status, &Err(NO_OPERATOR_GROUP.into()), &t0).unwrap();
+        assert_eq!(failed.status, Some(ConditionStatus::False));
+        assert_eq!(
+            failed.reason,
+            Some(InstallPlanConditionReason::InstallCheckFailed)
+        );
+        assert_eq!(failed.message.as_deref(), Some(NO_OPERATOR_GROUP));
+        set_condition(&mut status, failed);
+        // The same failure again changes nothing (no status write).
+        assert_eq!(
+            group_condition(&status, &Err(NO_OPERATOR_GROUP.into()), &t1),
+            None
+        );
+        let cleared = group_condition(&status, &Ok(()), &t1).unwrap();
+        assert_eq!(cleared.reason, Some(InstallPlanConditionReason::Unknown));
+        assert_eq!(cleared.message, None);
+        assert_eq!(cleared.last_transition_time, Some(t0));
+        set_condition(&mut status, cleared);
+        assert_eq!(status.conditions.len(), 1);
+        assert_eq!(group_condition(&status, &Ok(()), &t1), None);
     }
 
     #[test]
@@ -419,7 +611,9 @@ mod tests {
     fn a_hand_made_plan_without_steps_fails_naming_its_csvs_but_a_subscriptions_plan_waits() {
         let now = Time(k8s_openapi::jiff::Timestamp::from_second(0).unwrap());
         let plan = ip(Approval::Automatic, true);
-        let status = unresolvable(&plan, &now).unwrap();
+        let Unresolvable::Fail(status) = unresolvable(&plan, &now) else {
+            panic!("a plan without steps fails");
+        };
         assert_eq!(status.phase, InstallPlanPhase::Failed);
         let condition = &status.conditions[0];
         assert_eq!(condition.type_, Some(InstallPlanConditionType::Installed));
@@ -434,8 +628,8 @@ mod tests {
         assert_eq!(status.message, Some(message));
         // Already failed: nothing more to say.
         let mut failed = plan.clone();
-        failed.status = Some(status);
-        assert_eq!(unresolvable(&failed, &now), None);
+        failed.status = Some(*status);
+        assert_eq!(unresolvable(&failed, &now), Unresolvable::No);
         // A Subscription's plan whose steps are not written yet waits for them.
         let mut owned = plan;
         owned.metadata.owner_references = Some(vec![
@@ -445,7 +639,27 @@ mod tests {
                 ..Default::default()
             },
         ]);
-        assert_eq!(unresolvable(&owned, &now), None);
+        assert_eq!(unresolvable(&owned, &now), Unresolvable::No);
+    }
+
+    #[test]
+    fn a_plan_without_steps_is_given_time_for_its_authors_status_write() {
+        let created = Time(k8s_openapi::jiff::Timestamp::from_second(100).unwrap());
+        let mut plan = ip(Approval::Automatic, true);
+        plan.metadata.creation_timestamp = Some(created);
+        let at = |s| Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap());
+        assert_eq!(
+            unresolvable(&plan, &at(110)),
+            Unresolvable::WaitFor(std::time::Duration::from_secs(20))
+        );
+        assert!(matches!(unresolvable(&plan, &at(130)), Unresolvable::Fail(_)));
+        // Its steps written in time: not unresolvable.
+        plan.status = Some(InstallPlanStatus {
+            phase: InstallPlanPhase::Installing,
+            plan: vec![step("ConfigMap", "c")],
+            ..Default::default()
+        });
+        assert_eq!(unresolvable(&plan, &at(130)), Unresolvable::No);
     }
 
     fn aged(name: &str, seconds: i64, phase: InstallPlanPhase) -> InstallPlan {

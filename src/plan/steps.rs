@@ -90,7 +90,7 @@
 //! if it exists for a different CSV (a 1-in-14-million hash collision within one
 //! namespace), the shell asks [`install_plan_name_attempt`] for attempt 1, 2, … .
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::{
     core::v1::ServiceAccount,
@@ -169,6 +169,110 @@ pub fn apply_kind(step_kind: &str) -> &str {
     } else {
         step_kind
     }
+}
+
+/// The kinds upstream's `ExecutePlan` decodes into their Go types and writes through typed
+/// clients, at the one group and version it writes them as.
+const TYPED_KINDS: &[(&str, &str, &str)] = &[
+    (crate::api::GROUP, "v1alpha1", CSV_KIND),
+    (crate::api::GROUP, "v1alpha1", SUBSCRIPTION_KIND),
+    ("", "v1", BUNDLE_SECRET_KIND),
+    ("", "v1", "Secret"),
+    ("", "v1", "ServiceAccount"),
+    ("", "v1", "Service"),
+    ("", "v1", "ConfigMap"),
+    (RBAC_GROUP, "v1", "ClusterRole"),
+    (RBAC_GROUP, "v1", "ClusterRoleBinding"),
+    (RBAC_GROUP, "v1", "Role"),
+    (RBAC_GROUP, "v1", "RoleBinding"),
+];
+
+/// The group, version and kind a step's object is applied as, picked as upstream's
+/// `ExecutePlan` picks them (pure):
+/// - a kind it decodes into its Go type ([`TYPED_KINDS`]: CSV, Subscription, Secret and the
+///   bundle Secret, ServiceAccount, Service, ConfigMap, the four RBAC kinds) at that type's one
+///   group and version, whatever the manifest's `apiVersion` says (a legacy catalog's CSV that
+///   reads `apiVersion: v1alpha1` installs);
+/// - anything else as its manifest's `apiVersion` and `kind` say: the step's `group` and
+///   `version` describe the object, upstream never reads them to apply it (a hand-written plan
+///   may leave `group` empty). A manifest without an `apiVersion` falls back to the step's.
+pub fn step_gvk(resource: &StepResource, manifest: &Value) -> (String, String, String) {
+    if let Some((group, version, _)) = TYPED_KINDS.iter().find(|(_, _, k)| *k == resource.kind) {
+        let kind = apply_kind(&resource.kind);
+        return ((*group).to_owned(), (*version).to_owned(), kind.to_owned());
+    }
+    let kind = manifest
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .unwrap_or(&resource.kind)
+        .to_owned();
+    match manifest
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+    {
+        Some(api_version) => {
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            (group.to_owned(), version.to_owned(), kind)
+        }
+        None => (resource.group.clone(), resource.version.clone(), kind),
+    }
+}
+
+/// The manifest with the `apiVersion` and `kind` it is applied as ([`step_gvk`]): a typed kind's
+/// manifest is written as its type, as upstream's typed clients write it.
+pub fn with_type(manifest: &Value, group: &str, version: &str, kind: &str) -> Value {
+    let mut out = manifest.clone();
+    if let Some(object) = out.as_object_mut() {
+        let api_version = if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        };
+        object.insert("apiVersion".into(), json!(api_version));
+        object.insert("kind".into(), json!(kind));
+    }
+    out
+}
+
+/// The names of the CSVs a manifest's `metadata.ownerReferences` point at (`kind:
+/// ClusterServiceVersion`), whose uids [`with_csv_owner_uids`] fills in.
+pub fn csv_owner_names(manifest: &Value) -> Vec<String> {
+    manifest
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(CSV_KIND))
+        .filter_map(|r| r.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// Every CSV owner reference of a manifest given the uid of the CSV of its name in the plan's
+/// namespace (upstream's `getUpdatedOwnerReferences`: a hand-written manifest names its owner
+/// CSV and leaves the uid to the installer). `uids` maps CSV names to uids; a name missing from
+/// it keeps its reference as written.
+pub fn with_csv_owner_uids(manifest: &Value, uids: &HashMap<String, String>) -> Value {
+    let mut out = manifest.clone();
+    if let Some(list) = out
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
+        for reference in list.iter_mut() {
+            if reference.get("kind").and_then(Value::as_str) != Some(CSV_KIND) {
+                continue;
+            }
+            let uid = reference
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| uids.get(name));
+            if let Some(uid) = uid {
+                reference["uid"] = json!(uid);
+            }
+        }
+    }
+    out
 }
 
 /// Everything [`bundle_steps`] needs besides the manifests.

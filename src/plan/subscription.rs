@@ -68,8 +68,8 @@
 //!    `RequiresApproval` → `InstallPlanPending` with the phase as reason; `Failed` →
 //!    `InstallPlanFailed` with the reason of the plan's `Installed=False` condition, else
 //!    `InstallPlanFailed`; `Complete` → none of them. The message is the plan's `Installed`
-//!    condition message, else its pending bundle-lookup messages; for a plan waiting for approval
-//!    with no message we say how to approve it (upstream leaves it empty).
+//!    condition message, else its pending bundle-lookup messages (a plan waiting for approval has
+//!    none: upstream's e2e suite compares the condition, message included, exactly).
 //!
 //! # `UpgradeAvailable` (we set it; upstream never does)
 //!
@@ -972,25 +972,14 @@ fn plan_condition(plan: &InstallPlan) -> Option<SubscriptionCondition> {
             phase.as_str(),
             &message,
         )),
-        InstallPlanPhase::RequiresApproval => {
-            let message = if message.is_empty() && !plan.spec.approved {
-                let name = plan.name_any();
-                let ns = plan.namespace().unwrap_or_default();
-                format!(
-                    "InstallPlan {ns}/{name} waits for approval: run `kubectl-olm approve {name} \
-                     -n {ns}` or `kubectl patch installplan {name} -n {ns} --type merge -p \
-                     '{{\"spec\":{{\"approved\":true}}}}'`"
-                )
-            } else {
-                message
-            };
-            Some(condition(
-                Cond::InstallPlanPending,
-                true,
-                phase.as_str(),
-                &message,
-            ))
-        }
+        // Upstream's condition carries the plan's own message only (none while it waits): tools
+        // and upstream's e2e suite compare it exactly. `kubectl olm list` says how to approve.
+        InstallPlanPhase::RequiresApproval => Some(condition(
+            Cond::InstallPlanPending,
+            true,
+            phase.as_str(),
+            &message,
+        )),
         InstallPlanPhase::Failed => {
             let installed = installed_condition(plan);
             let reason = installed

@@ -109,6 +109,9 @@ string_enum! {
         DependenciesConflict => "DependenciesConflict",
         /// Creating a step's object failed.
         InstallComponentFailed => "InstallComponentFailed",
+        /// A failed pre-install check cleared (upstream writes `False` with this reason and no
+        /// message until the plan completes).
+        Unknown => "Unknown",
     }
 }
 

@@ -360,8 +360,9 @@ pub enum WebhookInvalid {
         "CSV contains repeated WebhookDescription name {0}: each spec.webhookdefinitions[].generateName must be unique"
     )]
     Repeated(String),
-    /// A rule intercepts what OLM protects.
-    #[error("WebhookDescription {name}: {why}")]
+    /// A rule intercepts what OLM protects: upstream's message alone (its e2e suite compares
+    /// `status.message` exactly).
+    #[error("{why}")]
     ForbiddenRule {
         /// The description.
         name: String,

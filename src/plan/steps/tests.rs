@@ -525,3 +525,84 @@ fn step_manifests_write_integral_numbers_as_go_does() {
     );
     assert!(!text.contains("5.0"), "{text}");
 }
+
+fn resource(group: &str, version: &str, kind: &str) -> StepResource {
+    StepResource {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        name: "x".into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_step_is_applied_as_its_manifest_says_and_a_typed_kind_as_its_type() {
+    // A hand-written step: empty group, the manifest names the real API group.
+    let cr = json!({"apiVersion": "operators.io.operator-framework/v1", "kind": "Deprecated", "metadata": {"name": "x"}});
+    assert_eq!(
+        step_gvk(&resource("", "v1", "Deprecated"), &cr),
+        (
+            "operators.io.operator-framework".into(),
+            "v1".into(),
+            "Deprecated".into()
+        )
+    );
+    // A legacy catalog's CSV reads `apiVersion: v1alpha1`: written as the CSV type.
+    let legacy =
+        json!({"apiVersion": "v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "x"}});
+    let gvk = step_gvk(&resource("operators.coreos.com", "v1alpha1", CSV_KIND), &legacy);
+    assert_eq!(
+        gvk,
+        ("operators.coreos.com".into(), "v1alpha1".into(), CSV_KIND.into())
+    );
+    let typed = with_type(&legacy, &gvk.0, &gvk.1, &gvk.2);
+    assert_eq!(typed["apiVersion"], "operators.coreos.com/v1alpha1");
+    // The core group, and the bundle Secret written as a Secret.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    assert_eq!(
+        step_gvk(&resource("", "v1", "ConfigMap"), &cm),
+        (String::new(), "v1".into(), "ConfigMap".into())
+    );
+    assert_eq!(
+        step_gvk(&resource("", "v1", BUNDLE_SECRET_KIND), &json!({})),
+        (String::new(), "v1".into(), "Secret".into())
+    );
+    assert_eq!(with_type(&cm, "", "v1", "ConfigMap")["apiVersion"], "v1");
+    // No apiVersion in the manifest: the step's own fields.
+    assert_eq!(
+        step_gvk(
+            &resource("monitoring.coreos.com", "v1", "ServiceMonitor"),
+            &json!({"metadata": {}})
+        ),
+        (
+            "monitoring.coreos.com".into(),
+            "v1".into(),
+            "ServiceMonitor".into()
+        )
+    );
+}
+
+#[test]
+fn a_manifests_csv_owners_get_their_uids_and_other_owners_stay() {
+    let manifest = json!({"metadata": {"name": "cm", "ownerReferences": [
+        {"apiVersion": "operators.coreos.com/v1alpha1", "kind": CSV_KIND, "name": "a.v1", "uid": ""},
+        {"apiVersion": "operators.coreos.com/v1alpha1", "kind": CSV_KIND, "name": "b.v1"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "a.v1", "uid": "keep"}
+    ]}});
+    assert_eq!(
+        csv_owner_names(&manifest),
+        vec!["a.v1".to_owned(), "b.v1".to_owned()]
+    );
+    let uids = HashMap::from([("a.v1".to_owned(), "uid-a".to_owned())]);
+    let out = with_csv_owner_uids(&manifest, &uids);
+    let refs = out["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs[0]["uid"], "uid-a");
+    assert_eq!(
+        refs[1].get("uid"),
+        None,
+        "a CSV not in the map keeps its reference as written"
+    );
+    assert_eq!(refs[2]["uid"], "keep");
+    assert!(csv_owner_names(&json!({"metadata": {}})).is_empty());
+}
