@@ -2110,6 +2110,57 @@ async fn an_install_plan_waits_for_an_operator_group_and_then_runs() {
     assert!(env.get::<ConfigMap>("after-group").await.is_some());
 }
 
+/// A CSV applied directly (no package, no Subscription), with permissions and clusterPermissions,
+/// in an AllNamespaces group installs as upstream installs it: its RBAC carries no Operator
+/// component label (there is no package to name; `operators.coreos.com/.<namespace>` is refused
+/// by the API server).
+#[tokio::test]
+async fn a_csv_applied_directly_with_cluster_permissions_installs() {
+    let Some(env) = env("e2e-directcsv").await else {
+        return;
+    };
+    env.operator_group("global", None).await;
+    env.create::<ServiceAccount>(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "direct-sa", "namespace": env.ns()}}))
+        .await;
+    let mut csv = bare_csv("direct.v1.0.0", "operators.coreos.com/v1alpha1");
+    csv["metadata"]["namespace"] = json!(env.ns());
+    csv["spec"]["install"]["spec"] = json!({
+        "deployments": [{"name": "direct", "spec": {
+            "selector": {"matchLabels": {"app": "direct"}},
+            "template": {"metadata": {"labels": {"app": "direct"}},
+                         "spec": {"serviceAccountName": "direct-sa",
+                                  "containers": [{"name": "direct", "image": "olm-rs/placeholder"}]}}}}],
+        "permissions": [{"serviceAccountName": "direct-sa",
+                         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
+        "clusterPermissions": [{"serviceAccountName": "direct-sa",
+                                "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}]
+    });
+    env.create::<ClusterServiceVersion>(csv).await;
+    env.wait_csv_phase("direct.v1.0.0", "Succeeded").await;
+    let roles: Api<ClusterRole> = Api::all(env.client());
+    let selector = format!("olm.owner=direct.v1.0.0,olm.owner.namespace={}", env.ns());
+    // The AllNamespaces group lifts the namespaced permissions into a ClusterRole.
+    let owned = wait_for("the CSV's ClusterRoles", WAIT, || {
+        let (roles, selector) = (roles.clone(), selector.clone());
+        async move {
+            let list = roles.list(&ListParams::default().labels(&selector)).await.ok()?;
+            (!list.items.is_empty()).then_some(list)
+        }
+    })
+    .await;
+    for role in &owned.items {
+        assert!(
+            !role
+                .labels()
+                .keys()
+                .any(|k| k.starts_with("operators.coreos.com/.")),
+            "no component label without a package: {:?}",
+            role.labels()
+        );
+    }
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

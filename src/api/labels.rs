@@ -73,8 +73,13 @@ const LABEL_NAME_MAX: usize = 63;
 /// `operators.coreos.com/<package>.<namespace>`, its name part cut to 63 characters and
 /// stripped of trailing `.`, `-` and `_` (label names must end alphanumeric).
 ///
-/// Returns `None` when nothing valid is left (an empty package and namespace).
+/// Returns `None` without a package (a CSV applied directly, with no Subscription, has no
+/// Operator to be a component of, as upstream: `operators.coreos.com/.<namespace>` is not a valid
+/// label key, and the API server refuses an object carrying it).
 pub fn component_label_key(package: &str, namespace: &str) -> Option<String> {
+    if package.is_empty() {
+        return None;
+    }
     let name = format!("{package}.{namespace}");
     let mut cut: String = name.chars().take(LABEL_NAME_MAX).collect();
     while cut.ends_with(['.', '-', '_']) {
@@ -126,5 +131,7 @@ mod tests {
     #[test]
     fn an_empty_component_label_is_refused() {
         assert_eq!(component_label_key("", ""), None);
+        // A CSV with no package: no label, never `operators.coreos.com/.ns`.
+        assert_eq!(component_label_key("", "ns"), None);
     }
 }
