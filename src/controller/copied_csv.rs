@@ -75,6 +75,23 @@ async fn existing_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<B
     Ok(found.items.iter().filter_map(ResourceExt::namespace).collect())
 }
 
+/// Namespaces holding a CSV named as `csv` that is not a copy of it (their own install of the
+/// operator, or another namespace's copy), from the CSV store: no copy goes there.
+fn occupied_namespaces(csv: &ClusterServiceVersion, ctx: &Context) -> BTreeSet<String> {
+    let ns = csv.namespace().unwrap_or_default();
+    let name = csv.name_any();
+    ctx.shared
+        .stores
+        .csvs
+        .state()
+        .iter()
+        .filter(|other| other.name_any() == name)
+        .filter(|other| other.labels().get(labels::COPIED_FROM) != Some(&ns))
+        .filter_map(|other| other.namespace())
+        .filter(|other_ns| *other_ns != ns)
+        .collect()
+}
+
 /// Writes and prunes the copies of the original `csv` (nothing for a copy).
 pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
     if is_copy(csv) {
@@ -140,12 +157,14 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
             })
             .collect()
     };
+    let occupied = occupied_namespaces(csv, ctx);
     let decision = plan::decide(
         csv,
         &Observed {
             group_targets: group_targets.as_deref(),
             cluster_namespaces: &cluster_namespaces,
             existing: &existing,
+            occupied: &occupied,
             applied: &applied,
             copies_disabled: disabled,
         },

@@ -11,6 +11,9 @@
 //! and the original's status with reason `Copied` and the message "The operator is running in
 //! <ns> but is managing this namespace". Copies in namespaces that are no longer targets are
 //! deleted; all of them when the original failed with `InterOperatorGroupOwnerConflict`.
+//! A copy is never written where the namespace holds a CSV of the same name that is not a copy
+//! of this original (its own install of the operator, or another namespace's copy): the copy
+//! would take that CSV over, and nothing would manage its operator any more.
 //! With copied CSVs disabled (OLMConfig `disableCopiedCSVs` or `--disable-copied-csvs`, see
 //! [`crate::plan::olm_config::copies_disabled`]) upstream stops copying only for AllNamespaces groups, deletes their copies and records a
 //! `DisabledCopiedCSVs` Warning on the original; other groups keep their copies.
@@ -135,6 +138,10 @@ pub struct Observed<'a> {
     pub cluster_namespaces: &'a [String],
     /// Namespaces holding a copy of this CSV (`olm.copiedFrom=<ns>`, same name).
     pub existing: &'a BTreeSet<String>,
+    /// Namespaces holding a CSV of this name that is not a copy of this one: the namespace's
+    /// own install of the same operator, or a copy of another namespace's. No copy is ever
+    /// written there (a copy applied over an own CSV would take it over).
+    pub occupied: &'a BTreeSet<String>,
     /// The fingerprint of the copy last applied by this process, per namespace.
     pub applied: &'a BTreeMap<String, u64>,
     /// `--disable-copied-csvs` or OLMConfig `disableCopiedCSVs` (read for AllNamespaces groups).
@@ -150,6 +157,7 @@ impl Default for Observed<'_> {
             group_targets: None,
             cluster_namespaces: &[],
             existing: &NO_NAMESPACES,
+            occupied: &NO_NAMESPACES,
             applied: &NOTHING_APPLIED,
             copies_disabled: false,
         }
@@ -200,7 +208,10 @@ pub fn decide(original: &ClusterServiceVersion, observed: &Observed<'_>) -> Deci
             .filter(|ns| !ns.is_empty())
             .collect()
     };
-    for ns in desired.iter().filter(|ns| **ns != own) {
+    for ns in desired
+        .iter()
+        .filter(|ns| **ns != own && !observed.occupied.contains(**ns))
+    {
         let copy = copy_of(original, ns);
         let current =
             observed.existing.contains(*ns) && observed.applied.get(*ns) == Some(&fingerprint(&copy));

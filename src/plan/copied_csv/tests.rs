@@ -245,3 +245,27 @@ fn a_csv_without_group_or_a_copy_decides_nothing() {
 fn messages() {
     assert_eq!(disabled_note("ops", "a.v1"), "CSV copying disabled for ops/a.v1");
 }
+
+#[test]
+fn no_copy_is_written_over_a_namespaces_own_csv_of_the_same_name() {
+    let csv = original("Succeeded", "InstallSucceeded");
+    let (targets, cluster) = (ns(&[""]), ns(&["ops", "team-a", "team-b", "team-c"]));
+    // team-b installed the same operator itself; team-c holds another namespace's copy.
+    let (existing, occupied) = (set(&["team-a"]), set(&["team-b", "team-c"]));
+    let d = decide(
+        &csv,
+        &Observed {
+            group_targets: Some(&targets),
+            cluster_namespaces: &cluster,
+            existing: &existing,
+            occupied: &occupied,
+            ..Observed::default()
+        },
+    );
+    assert_eq!(namespaces_of(&d), vec!["team-a".to_owned()]);
+    assert!(
+        d.delete.is_empty(),
+        "nothing of theirs is deleted: {:?}",
+        d.delete
+    );
+}
