@@ -2161,6 +2161,46 @@ async fn a_csv_applied_directly_with_cluster_permissions_installs() {
     }
 }
 
+/// A pending InstallPlan deleted by hand is planned again under a new name (upstream's plans
+/// have generated names), and the new one waits for approval too.
+#[tokio::test]
+async fn a_deleted_pending_install_plan_is_planned_again_under_a_new_name() {
+    let Some(env) = env("e2e-replan").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.subscription(
+        "widget",
+        "widget-operator",
+        "e2e",
+        json!({"channel": "stable", "installPlanApproval": "Manual"}),
+    )
+    .await;
+    let head = csv_name("widget", "1.0.0");
+    let first = env.install_plan_for("widget", &head).await;
+    env.wait_obj::<InstallPlan, _>("RequiresApproval", &first, |p| {
+        (str_at(p, "/status/phase") == "RequiresApproval").then_some(())
+    })
+    .await;
+    env.dynamic::<InstallPlan>()
+        .delete(&first, &DeleteParams::default())
+        .await
+        .expect("deleting the pending plan");
+    let second = env
+        .wait_obj::<Subscription, _>("a new plan", "widget", |s| {
+            let name = str_at(s, "/status/installPlanRef/name");
+            (!name.is_empty() && name != first).then(|| name.to_owned())
+        })
+        .await;
+    env.wait_obj::<InstallPlan, _>("RequiresApproval", &second, |p| {
+        (str_at(p, "/status/phase") == "RequiresApproval"
+            && str_at(p, "/spec/clusterServiceVersionNames/0") == head)
+            .then_some(())
+    })
+    .await;
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

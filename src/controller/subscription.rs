@@ -541,16 +541,17 @@ async fn create_plan(
     let csv = selected.bundle.as_str();
     let uid = sub.uid().unwrap_or_default();
     let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
-    // The deterministic name; a plan of that name for another CSV (a hash collision) moves us
+    // The deterministic name (per plan number); a plan of that name for another CSV (a hash collision) moves us
     // to the next attempt. The store answers without a round trip; a plan it has not seen yet
     // (created by a reconcile whose watch event is still on its way) makes the create below
     // fail with a conflict, and is then read.
     // A plan that still has no status on the API server (its creator stopped before writing
     // it) gets its status below, like a new one.
-    let mut ip_name = steps::install_plan_name(&uid, csv);
+    let generation = status::next_plan_generation(sub);
+    let mut ip_name = steps::install_plan_name(&uid, csv, generation);
     let mut existing = None;
     for attempt in 0..8u32 {
-        ip_name = steps::install_plan_name_attempt(&uid, csv, attempt);
+        ip_name = steps::install_plan_name_attempt(&uid, csv, generation, attempt);
         let key = ObjectRef::<InstallPlan>::new(&ip_name).within(ns);
         match ctx.shared.stores.install_plans.get(&key) {
             Some(ip) if !plans_csv(&ip, csv) => continue,

@@ -416,18 +416,27 @@ pub fn permissions_hash<T: serde::Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// The InstallPlan name for installing `csv_name` for the Subscription with uid
-/// `subscription_uid`: `install-` plus five characters of a stable hash of both.
-pub fn install_plan_name(subscription_uid: &str, csv_name: &str) -> String {
-    install_plan_name_attempt(subscription_uid, csv_name, 0)
+/// `subscription_uid` as its plan number `generation` (the plan's `spec.generation`):
+/// `install-` plus five characters of a stable hash of the three. Stable while the Subscription
+/// has not recorded the plan (a reconcile that created it and stopped finds it again); a new
+/// plan for the same CSV, after the pending one was deleted, gets a new name, as upstream's
+/// generated names are new.
+pub fn install_plan_name(subscription_uid: &str, csv_name: &str, generation: i64) -> String {
+    install_plan_name_attempt(subscription_uid, csv_name, generation, 0)
 }
 
 /// [`install_plan_name`] for the `attempt`-th try (0 is the first); used only when the first
 /// name is taken by a plan for a different CSV.
-pub fn install_plan_name_attempt(subscription_uid: &str, csv_name: &str, attempt: u32) -> String {
+pub fn install_plan_name_attempt(
+    subscription_uid: &str,
+    csv_name: &str,
+    generation: i64,
+    attempt: u32,
+) -> String {
     let input = if attempt == 0 {
-        format!("{subscription_uid}/{csv_name}")
+        format!("{subscription_uid}/{csv_name}/{generation}")
     } else {
-        format!("{subscription_uid}/{csv_name}/{attempt}")
+        format!("{subscription_uid}/{csv_name}/{generation}/{attempt}")
     };
     format!("install-{}", encode_hash(super::fnv1a_64(input.as_bytes()), 5))
 }

@@ -55,6 +55,19 @@ fn crd_plan(name: &str, crd: &Value) -> Value {
     })
 }
 
+/// A fixture whose store holds the OperatorGroup of `ops` (a plan runs only where one is).
+fn fixture_with_group() -> (Fixture, ApiServerVerifier) {
+    let (mut fixture, server) = Fixture::new();
+    let group: crate::api::v1::OperatorGroup = serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "og", "namespace": "ops"},
+        "spec": {"targetNamespaces": ["ops"]},
+        "status": {"namespaces": ["ops"], "lastUpdated": "2026-01-01T00:00:00Z"}}))
+    .expect("an OperatorGroup");
+    Fixture::store(&mut fixture.writers.operator_groups, &group);
+    (fixture, server)
+}
+
 /// Reconciles `ip` through `scenario`; returns the status it wrote (its first status write)
 /// and every request received.
 async fn reconciled_status(
@@ -77,7 +90,7 @@ async fn reconciled_status(
 
 #[tokio::test]
 async fn a_crd_step_that_drops_a_stored_version_is_refused_with_upstreams_message_and_nothing_is_applied() {
-    let (fixture, mut server) = Fixture::new();
+    let (fixture, mut server) = fixture_with_group();
     let new_crd = crd(&["v1"], &[]);
     let plan = crd_plan("install-abcde", &new_crd);
     let ip: InstallPlan = object(plan.clone());
@@ -110,7 +123,7 @@ fn cluster(name: &str, size: Value) -> Value {
 
 #[tokio::test]
 async fn a_crd_step_reads_existing_objects_a_page_at_a_time_and_is_refused_by_one_on_the_second_page() {
-    let (fixture, mut server) = Fixture::new();
+    let (fixture, mut server) = fixture_with_group();
     // The new schema makes spec.size an integer; the existing one accepted anything.
     let mut new_crd = crd(&["v1"], &[]);
     new_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({

@@ -95,7 +95,8 @@ fn subscription_fixture(with_group: bool) -> (Fixture, ApiServerVerifier) {
 async fn a_subscription_creates_its_install_plan_then_writes_the_plans_status_and_its_own() {
     let (fixture, mut server) = subscription_fixture(true);
     let sub: Subscription = object(subscription_json());
-    let plan = steps::install_plan_name("u-1", "a.v2");
+    // The Subscription has no plan yet: this is its first (generation 1).
+    let plan = steps::install_plan_name("u-1", "a.v2", 1);
     let ctx = fixture.context("subscription");
     let (result, received) = server
         .run(

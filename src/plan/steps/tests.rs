@@ -339,13 +339,15 @@ fn owner_references_are_added_once_and_replace_an_older_csv_of_the_same_name() {
 }
 
 #[test]
-fn install_plan_names_are_stable_and_depend_on_subscription_and_csv() {
-    let a = install_plan_name("uid-1", "op.v1");
-    assert_eq!(a, install_plan_name("uid-1", "op.v1"));
+fn install_plan_names_are_stable_and_depend_on_subscription_csv_and_generation() {
+    let a = install_plan_name("uid-1", "op.v1", 1);
+    assert_eq!(a, install_plan_name("uid-1", "op.v1", 1));
     assert!(a.starts_with("install-") && a.len() == 13);
-    assert_ne!(a, install_plan_name("uid-2", "op.v1"));
-    assert_ne!(a, install_plan_name("uid-1", "op.v2"));
-    assert_ne!(a, install_plan_name_attempt("uid-1", "op.v1", 1));
+    assert_ne!(a, install_plan_name("uid-2", "op.v1", 1));
+    assert_ne!(a, install_plan_name("uid-1", "op.v2", 1));
+    // The next plan for the same CSV (the pending one was deleted) has a new name.
+    assert_ne!(a, install_plan_name("uid-1", "op.v1", 2));
+    assert_ne!(a, install_plan_name_attempt("uid-1", "op.v1", 1, 1));
 }
 
 #[test]
