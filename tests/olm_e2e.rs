@@ -2201,6 +2201,64 @@ async fn a_deleted_pending_install_plan_is_planned_again_under_a_new_name() {
     .await;
 }
 
+/// A copied CSV whose status someone else changes is written back from the original (upstream's
+/// "is synchronized with the original csv"), once: a restored copy is left alone after.
+#[tokio::test]
+async fn a_copied_csv_whose_status_is_changed_is_restored_from_the_original() {
+    let Some(env) = env("e2e-copysync").await else {
+        return;
+    };
+    let other = env.cluster.namespace("e2e-copysync-target").await;
+    env.apply_catalog(
+        "e2e-catalog",
+        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), other.name().to_owned()]))
+        .await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let name = csv_name("widget", "1.0.0");
+    let original = env.wait_csv_phase(&name, "Succeeded").await;
+    let copies: Api<DynamicObject> = Api::namespaced_with(
+        env.client(),
+        other.name(),
+        &ApiResource::erase::<ClusterServiceVersion>(&()),
+    );
+    let want = str_at(&original, "/status/lastUpdateTime").to_owned();
+    let synced = |copies: Api<DynamicObject>, name: String, want: String| async move {
+        let copy = serde_json::to_value(copies.get_opt(&name).await.ok()??).ok()?;
+        (str_at(&copy, "/status/phase") == "Succeeded" && str_at(&copy, "/status/lastUpdateTime") == want)
+            .then_some(copy)
+    };
+    wait_for("the copy", WAIT, || {
+        synced(copies.clone(), name.clone(), want.clone())
+    })
+    .await;
+    copies
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"lastUpdateTime": "1970-01-01T00:00:01Z"}})),
+        )
+        .await
+        .expect("changing the copy's status");
+    wait_for("the copy's status restored", WAIT, || {
+        synced(copies.clone(), name.clone(), want.clone())
+    })
+    .await;
+    // Restored once; an untouched copy is never taken for a changed one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let restores = env
+        .controller
+        .log_text()
+        .matches("restoring a copied CSV that someone else changed")
+        .count();
+    assert_eq!(restores, 1, "one restore, no churn");
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

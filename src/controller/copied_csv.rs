@@ -40,8 +40,12 @@ pub use plan::is_copy;
 /// The field manager of copies.
 pub const MANAGER: &str = "olm-rs/copied-csv";
 
-/// What this process applied: (namespace, name) → fingerprint of the copy.
-static APPLIED: LazyLock<Mutex<HashMap<(String, String), u64>>> = LazyLock::new(Default::default);
+/// What this process applied: (namespace, name) → fingerprint of the copy, and the copy's
+/// resourceVersion after that write (a later one means someone else changed the copy).
+static APPLIED: LazyLock<Mutex<HashMap<(String, String), Written>>> = LazyLock::new(Default::default);
+
+/// A copy as this process last wrote it: its fingerprint and the resourceVersion it was left at.
+type Written = (u64, Option<String>);
 
 /// Originals whose `DisabledCopiedCSVs` Event this process recorded: (namespace, name).
 static DISABLED_NOTED: LazyLock<Mutex<HashSet<(String, String)>>> = LazyLock::new(Default::default);
@@ -60,8 +64,9 @@ pub fn original_of(csv: &ClusterServiceVersion) -> Option<ObjectRef<ClusterServi
         .map(|from| ObjectRef::new(&csv.name_any()).within(from))
 }
 
-/// Namespaces holding a copy of `csv` (label `olm.copiedFrom=<ns>`, same name).
-async fn existing_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<BTreeSet<String>> {
+/// Namespaces holding a copy of `csv` (label `olm.copiedFrom=<ns>`, same name), with the
+/// copy's resourceVersion.
+async fn existing_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<BTreeMap<String, String>> {
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
     let lp = ListParams::default()
@@ -72,7 +77,11 @@ async fn existing_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<B
         .list_metadata(&lp)
         .await
         .map_err(Error::observe(format!("copies of CSV {ns}/{name}")))?;
-    Ok(found.items.iter().filter_map(ResourceExt::namespace).collect())
+    Ok(found
+        .items
+        .iter()
+        .filter_map(|c| Some((c.namespace()?, c.resource_version().unwrap_or_default())))
+        .collect())
 }
 
 /// Namespaces holding a CSV named as `csv` that is not a copy of it (their own install of the
@@ -147,17 +156,25 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
     } else {
         Vec::new()
     };
-    let applied: BTreeMap<String, u64> = {
+    let (applied, recorded): (BTreeMap<String, u64>, BTreeMap<String, String>) = {
         let memo = lock(&APPLIED);
-        existing
-            .iter()
+        let mine: Vec<(String, Written)> = existing
+            .keys()
             .filter_map(|target| {
                 memo.get(&(target.clone(), name.clone()))
-                    .map(|fp| (target.clone(), *fp))
+                    .map(|entry| (target.clone(), entry.clone()))
             })
-            .collect()
+            .collect();
+        (
+            mine.iter().map(|(t, (fp, _))| (t.clone(), *fp)).collect(),
+            mine.into_iter()
+                .filter_map(|(t, (_, rv))| Some((t, rv?)))
+                .collect(),
+        )
     };
     let occupied = occupied_namespaces(csv, ctx);
+    let drifted = plan::changed_by_others(&existing, &recorded);
+    let existing: BTreeSet<String> = existing.into_keys().collect();
     let decision = plan::decide(
         csv,
         &Observed {
@@ -165,11 +182,16 @@ pub async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<(
             cluster_namespaces: &cluster_namespaces,
             existing: &existing,
             occupied: &occupied,
+            drifted: &drifted,
             applied: &applied,
             copies_disabled: disabled,
         },
     );
     for copy in &decision.apply {
+        let target = copy.namespace().unwrap_or_default();
+        if drifted.contains(&target) {
+            tracing::info!(namespace = %target, csv = %name, "restoring a copied CSV that someone else changed");
+        }
         apply_copy(copy, ctx).await?;
     }
     for target in &decision.delete {
@@ -253,10 +275,13 @@ async fn apply_copy(copy: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
         }
         Err(source) => return Err(Error::apply(what)(source)),
     }
-    apply::apply_status(&api, &name, &status, MANAGER)
+    let written = apply::apply_status(&api, &name, &status, MANAGER)
         .await
         .map_err(Error::apply(format!("status of {what}")))?;
-    lock(&APPLIED).insert((target, name), plan::fingerprint(copy));
+    lock(&APPLIED).insert(
+        (target, name),
+        (plan::fingerprint(copy), written.resource_version()),
+    );
     Ok(())
 }
 
@@ -278,7 +303,7 @@ pub async fn delete_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result
         return Ok(());
     }
     let name = csv.name_any();
-    for target in existing_copies(csv, ctx).await? {
+    for target in existing_copies(csv, ctx).await?.into_keys() {
         delete_copy(&target, &name, ctx).await?;
     }
     let key = (csv.namespace().unwrap_or_default(), name);

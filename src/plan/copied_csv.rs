@@ -11,9 +11,9 @@
 //! and the original's status with reason `Copied` and the message "The operator is running in
 //! <ns> but is managing this namespace". Copies in namespaces that are no longer targets are
 //! deleted; all of them when the original failed with `InterOperatorGroupOwnerConflict`.
-//! A copy is never written where the namespace holds a CSV of the same name that is not a copy
-//! of this original (its own install of the operator, or another namespace's copy): the copy
-//! would take that CSV over, and nothing would manage its operator any more.
+//! A copy is never written where the namespace holds its own CSV of the same name (its own
+//! install of the operator): the copy would take that CSV over, and nothing would manage its
+//! operator any more. A copy someone else changed is written again.
 //! With copied CSVs disabled (OLMConfig `disableCopiedCSVs` or `--disable-copied-csvs`, see
 //! [`crate::plan::olm_config::copies_disabled`]) upstream stops copying only for AllNamespaces groups, deletes their copies and records a
 //! `DisabledCopiedCSVs` Warning on the original; other groups keep their copies.
@@ -128,6 +128,21 @@ pub fn fingerprint(copy: &ClusterServiceVersion) -> u64 {
     hasher.finish()
 }
 
+/// The namespaces whose copy someone else changed since this process last wrote it: its
+/// resourceVersion (`live`) is not the one our last write left (`recorded`). Such a copy is
+/// written again from the original (upstream's e2e suite changes a copy's status and waits for
+/// it to come back); a copy this process never wrote is left to the fingerprint rule.
+pub fn changed_by_others(
+    live: &BTreeMap<String, String>,
+    recorded: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    recorded
+        .iter()
+        .filter(|(ns, rv)| live.get(*ns).is_some_and(|now| now != *rv))
+        .map(|(ns, _)| ns.clone())
+        .collect()
+}
+
 /// What the shell observed about one original CSV.
 #[derive(Debug, Clone)]
 pub struct Observed<'a> {
@@ -142,6 +157,8 @@ pub struct Observed<'a> {
     /// own install of the same operator, or a copy of another namespace's. No copy is ever
     /// written there (a copy applied over an own CSV would take it over).
     pub occupied: &'a BTreeSet<String>,
+    /// Namespaces whose copy someone else changed ([`changed_by_others`]): written again.
+    pub drifted: &'a BTreeSet<String>,
     /// The fingerprint of the copy last applied by this process, per namespace.
     pub applied: &'a BTreeMap<String, u64>,
     /// `--disable-copied-csvs` or OLMConfig `disableCopiedCSVs` (read for AllNamespaces groups).
@@ -158,6 +175,7 @@ impl Default for Observed<'_> {
             cluster_namespaces: &[],
             existing: &NO_NAMESPACES,
             occupied: &NO_NAMESPACES,
+            drifted: &NO_NAMESPACES,
             applied: &NOTHING_APPLIED,
             copies_disabled: false,
         }
@@ -213,8 +231,9 @@ pub fn decide(original: &ClusterServiceVersion, observed: &Observed<'_>) -> Deci
         .filter(|ns| **ns != own && !observed.occupied.contains(**ns))
     {
         let copy = copy_of(original, ns);
-        let current =
-            observed.existing.contains(*ns) && observed.applied.get(*ns) == Some(&fingerprint(&copy));
+        let current = observed.existing.contains(*ns)
+            && !observed.drifted.contains(*ns)
+            && observed.applied.get(*ns) == Some(&fingerprint(&copy));
         if !current {
             decision.apply.push(copy);
         }

@@ -269,3 +269,35 @@ fn no_copy_is_written_over_a_namespaces_own_csv_of_the_same_name() {
         d.delete
     );
 }
+
+#[test]
+fn a_copy_someone_else_changed_is_written_again() {
+    let csv = original("Succeeded", "InstallSucceeded");
+    let targets = ns(&["ops", "team-a"]);
+    let copy = copy_of(&csv, "team-a");
+    let existing = set(&["team-a"]);
+    let applied = BTreeMap::from([("team-a".to_owned(), fingerprint(&copy))]);
+    let mut observed = Observed {
+        group_targets: Some(&targets),
+        existing: &existing,
+        applied: &applied,
+        ..Observed::default()
+    };
+    // As applied: nothing to write.
+    assert!(decide(&csv, &observed).apply.is_empty());
+    // Someone wrote the copy after us (its resourceVersion moved); a copy we never wrote, and
+    // one still at our write, are not taken for changed ones.
+    let live = BTreeMap::from([
+        ("team-a".to_owned(), "12".to_owned()),
+        ("team-b".to_owned(), "7".to_owned()),
+        ("team-c".to_owned(), "9".to_owned()),
+    ]);
+    let recorded = BTreeMap::from([
+        ("team-a".to_owned(), "10".to_owned()),
+        ("team-c".to_owned(), "9".to_owned()),
+    ]);
+    assert_eq!(changed_by_others(&live, &recorded), set(&["team-a"]));
+    let drifted = set(&["team-a"]);
+    observed.drifted = &drifted;
+    assert_eq!(namespaces_of(&decide(&csv, &observed)), vec!["team-a".to_owned()]);
+}
