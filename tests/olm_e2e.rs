@@ -2259,6 +2259,61 @@ async fn a_copied_csv_whose_status_is_changed_is_restored_from_the_original() {
     assert_eq!(restores, 1, "one restore, no churn");
 }
 
+/// An APIService labelled as a CSV's whose namespace or CSV is gone is deleted (upstream's
+/// "orphaned API service clean up"); one whose CSV exists stays.
+#[tokio::test]
+async fn orphaned_api_services_are_deleted_and_owned_ones_kept() {
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+    let Some(env) = env("e2e-apisvc").await else {
+        return;
+    };
+    env.operator_group("global", None).await;
+    let mut csv = bare_csv("hat-server.v1", "operators.coreos.com/v1alpha1");
+    csv["metadata"]["namespace"] = json!(env.ns());
+    env.create::<ClusterServiceVersion>(csv).await;
+    let api: Api<APIService> = Api::all(env.client());
+    let suffix = env.ns().rsplit('-').next().unwrap_or("x").to_owned();
+    let make = |name: &str, owner: &str, owner_ns: &str| -> APIService {
+        serde_json::from_value(json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name, "labels": {
+                "olm.owner": owner, "olm.owner.kind": "ClusterServiceVersion",
+                "olm.owner.namespace": owner_ns}},
+            "spec": {"group": name.split_once('.').map(|(_, g)| g).unwrap_or_default(),
+                     "version": "v1alpha1", "groupPriorityMinimum": 100, "versionPriority": 100}
+        }))
+        .expect("an APIService")
+    };
+    let no_namespace = format!("v1alpha1.gone-ns-{suffix}.hats.olm-rs.io");
+    let no_csv = format!("v1alpha1.gone-csv-{suffix}.hats.olm-rs.io");
+    let owned = format!("v1alpha1.owned-{suffix}.hats.olm-rs.io");
+    for service in [
+        make(&no_namespace, "hat-server.v1", "nonexistent-namespace"),
+        make(&no_csv, "hat-server.v0", env.ns()),
+        make(&owned, "hat-server.v1", env.ns()),
+    ] {
+        api.create(&PostParams::default(), &service)
+            .await
+            .expect("creating an APIService");
+    }
+    for name in [&no_namespace, &no_csv] {
+        let (api, name) = (api.clone(), name.clone());
+        wait_for(&format!("APIService {name} to be deleted"), WAIT, move || {
+            let (api, name) = (api.clone(), name.clone());
+            async move { api.get_opt(&name).await.ok()?.is_none().then_some(()) }
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        api.get_opt(&owned).await.expect("reading").is_some(),
+        "an owned APIService stays"
+    );
+    api.delete(&owned, &DeleteParams::default())
+        .await
+        .expect("cleaning up");
+}
+
 /// The catalog blobs with every bundle's CSV changed by `edit`.
 fn edit_csvs(mut blobs: Vec<Value>, edit: impl Fn(&mut Value)) -> Vec<Value> {
     use base64::Engine as _;

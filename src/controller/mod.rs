@@ -72,6 +72,7 @@ use crate::{
     metrics::Metrics,
 };
 
+pub mod api_service;
 pub mod cache;
 pub mod catalog_source;
 pub mod copied_csv;

@@ -471,6 +471,16 @@ pub(super) async fn run_controllers(
     .shutdown_on_signal();
     let operator_ctx = Context::new(&shared, "operator");
 
+    // APIServices labelled with a CSV owner: an orphan is deleted (upstream `syncAPIService`).
+    let api_service_orphans = tokio::spawn(api_service::collect_orphans(
+        Context::new(&shared, "apiservice"),
+        metadata_trigger::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(
+            &sync,
+            client.clone(),
+            wc().labels(api_service::SELECTOR),
+        ),
+    ));
+
     // The OLMConfig `cluster`: created when missing, its status follows the copies.
     tokio::spawn(olm_config::ensure_exists(client.clone()));
     let olm_config_ctl = Controller::for_stream(olm_config_stream, olm_configs)
@@ -556,6 +566,7 @@ pub(super) async fn run_controllers(
     readiness.abort();
     supervisor.abort();
     sweep.abort();
+    api_service_orphans.abort();
     let _ = stop_serving.send(true);
     servers.drained().await;
     tracing::info!("controllers stopped");

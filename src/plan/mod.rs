@@ -50,6 +50,7 @@
 
 use serde::Serialize;
 
+pub mod api_service;
 pub mod bundle_lookup;
 pub mod catalog_source;
 pub mod copied_csv;
