@@ -187,6 +187,17 @@ const TYPED_KINDS: &[(&str, &str, &str)] = &[
     (RBAC_GROUP, "v1", "RoleBinding"),
 ];
 
+/// The group and version of a bundle object's kind when upstream writes that kind through a
+/// typed client whatever the object's group ([`TYPED_KINDS`] but the CSV and Subscription, which
+/// a bundle carries only as the CSV itself).
+fn typed_by_kind(kind: &str) -> Option<(&'static str, &'static str)> {
+    TYPED_KINDS
+        .iter()
+        .filter(|(_, _, k)| *k != CSV_KIND && *k != SUBSCRIPTION_KIND && *k != BUNDLE_SECRET_KIND)
+        .find(|(_, _, k)| *k == kind)
+        .map(|(g, v, _)| (*g, *v))
+}
+
 /// The group, version and kind a step's object is applied as, picked as upstream's
 /// `ExecutePlan` picks them (pure):
 /// - a kind it decodes into its Go type ([`TYPED_KINDS`]: CSV, Subscription, Secret and the
@@ -925,6 +936,24 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
     let mut seen = BTreeSet::new();
     let mut bundle_objects = Vec::with_capacity(others.len());
     for mut object in others {
+        // Upstream picks how to write a bundle object by its kind alone (`ExecutePlan`'s switch):
+        // a kind it writes through a typed client is written as that core kind, its fields read as
+        // that type, whatever group the manifest names (a custom `Secret` of another group becomes
+        // a core Secret). So do we.
+        if let Some((group, version)) = typed_by_kind(&object.kind)
+            && object.group != group
+        {
+            object.group = group.to_owned();
+            object.version = version.to_owned();
+            if let Some(manifest) = object.manifest.as_object_mut() {
+                let api_version = if group.is_empty() {
+                    version.to_owned()
+                } else {
+                    format!("{group}/{version}")
+                };
+                manifest.insert("apiVersion".into(), json!(api_version));
+            }
+        }
         let Some(namespaced) = SUPPORTED_KINDS
             .iter()
             .find(|(g, k, _)| *g == object.group && *k == object.kind)

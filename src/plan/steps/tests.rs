@@ -238,13 +238,30 @@ fn an_unsupported_kind_is_refused_with_the_supported_list() {
 }
 
 #[test]
-fn a_kind_is_matched_with_its_group() {
+fn a_core_kind_of_another_group_is_written_as_the_core_kind_as_upstream_does() {
+    // Upstream's ExecutePlan picks the typed client by the kind alone.
+    let secret = json!({"apiVersion": "example.com/v1", "kind": "Secret",
+                        "metadata": {"name": "x"}, "spec": {"size": 1}, "data": {"k": "dg=="}});
     let knative =
-        json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "x"}});
-    assert!(matches!(
-        plan(&[csv_manifest(), knative]),
-        Err(StepsError::UnsupportedKind { .. })
-    ));
+        json!({"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "y"}});
+    let steps = plan(&[csv_manifest(), secret, knative]).expect("planned as upstream plans it");
+    let secret = steps
+        .iter()
+        .find(|s| s.resource.name == "x")
+        .expect("the Secret step");
+    assert_eq!(secret.resource.kind, BUNDLE_SECRET_KIND);
+    assert_eq!(secret.resource.group, "");
+    let manifest: Value = serde_json::from_str(secret.resource.manifest.as_deref().unwrap()).unwrap();
+    assert_eq!(manifest["apiVersion"], "v1");
+    assert_eq!(manifest["data"]["k"], "dg==");
+    let service = steps
+        .iter()
+        .find(|s| s.resource.name == "y")
+        .expect("the Service step");
+    assert_eq!(
+        (service.resource.group.as_str(), service.resource.kind.as_str()),
+        ("", "Service")
+    );
 }
 
 #[test]
@@ -607,4 +624,15 @@ fn a_manifests_csv_owners_get_their_uids_and_other_owners_stay() {
     );
     assert_eq!(refs[2]["uid"], "keep");
     assert!(csv_owner_names(&json!({"metadata": {}})).is_empty());
+}
+
+#[test]
+fn a_core_kind_of_another_group_keeps_only_the_core_types_fields() {
+    let secret = json!({"apiVersion": "example.com/v1", "kind": "Secret",
+                        "metadata": {"name": "x"}, "spec": {"size": 1}, "data": {"k": "dg=="}});
+    let steps = plan(&[csv_manifest(), secret]).unwrap();
+    let step = steps.iter().find(|s| s.resource.name == "x").unwrap();
+    let manifest: Value = serde_json::from_str(step.resource.manifest.as_deref().unwrap()).unwrap();
+    // Read as a core Secret, as Go's encoding/json reads it: `spec` is no field of a Secret.
+    assert_eq!(manifest.get("spec"), None, "{manifest}");
 }
