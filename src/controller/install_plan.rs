@@ -16,8 +16,10 @@
 //!   of data loss updating ...") or a schema that rejects existing objects fails the step (a
 //!   webhook-converted CRD only gets a `CRDValidation` Warning Event for the latter); the
 //!   objects are read a page at a time.
-//! - CRDs and the CSV go first, one by one; the remaining steps (ServiceAccounts, RBAC, other
-//!   bundle objects) are independent of each other and are applied concurrently. The CSV's
+//! - CRDs and the CSV go first, one by one; then the other bundle objects, concurrently; then,
+//!   once they all applied, the ServiceAccounts and RBAC, concurrently
+//!   ([`crate::plan::install_plan::concurrent_groups`]: a failing bundle object leaves the
+//!   operator without its RBAC, as upstream's in-order execution does). The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
 //!   costs one request (a re-applied ServiceAccount keeps the CSVs that already own it, read
 //!   from the ServiceAccount store, see [`crate::plan::steps::merge_csv_owner_references`]).
@@ -61,8 +63,8 @@ use crate::{
     plan::{
         crd_safety,
         install_plan::{
-            MAX_INSTALL_PLANS, Transition, Unresolvable, crd_established, group_check, group_condition,
-            installed_condition, plans_to_collect, prepare_object, referenced_plans,
+            MAX_INSTALL_PLANS, Transition, Unresolvable, concurrent_groups, crd_established, group_check,
+            group_condition, installed_condition, plans_to_collect, prepare_object, referenced_plans,
             sequential_and_concurrent, set_condition, transition, unresolvable,
         },
         operator_group::member_annotations,
@@ -339,9 +341,10 @@ async fn write(
     ctx.write_status(ip, changed, new).await.map(drop)
 }
 
-/// Applies every step not done yet: CRDs and the CSV first, in order, then the other objects
-/// (ServiceAccounts, RBAC, Services, ...) concurrently, since none depends on another once the
-/// CSV's uid is known. Returns the first failure, naming the object.
+/// Applies every step not done yet: CRDs and the CSV first, in order, then the bundle's other
+/// objects concurrently, then (if they all applied) the ServiceAccounts and RBAC concurrently,
+/// since none depends on another once the CSV's uid is known. Returns the first failure, naming
+/// the object.
 async fn execute(
     ctx: &Arc<Context>,
     reference: &ObjectReference,
@@ -387,42 +390,48 @@ async fn execute(
         }
     }
     let owners = Arc::new(owners);
-    let pending: Vec<(usize, Step)> = rest
-        .into_iter()
-        .filter_map(|i| plan.get(i).map(|s| (i, s.clone())))
-        .filter(|(_, s)| !matches!(s.status, StepStatus::Created | StepStatus::Present))
-        .collect();
-    let mut results = Vec::with_capacity(pending.len());
-    for chunk in pending.chunks(STEP_CONCURRENCY) {
-        let applies = chunk.iter().cloned().map(|(i, step)| {
-            let ctx = Arc::clone(ctx);
-            let reference = reference.clone();
-            let ns = ns.to_owned();
-            let owners = Arc::clone(&owners);
-            async move {
-                let mut scratch = HashMap::new();
-                (
-                    i,
-                    apply_step(&ctx, &reference, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
-                )
-            }
-        });
-        results.extend(futures::future::join_all(applies).await);
-    }
-    let mut first_error = None;
-    for (i, result) in results {
-        match result {
-            Ok(status) => {
-                if let Some(step) = plan.get_mut(i) {
-                    step.status = status;
+    for group in concurrent_groups(plan, &rest) {
+        let pending: Vec<(usize, Step)> = group
+            .into_iter()
+            .filter_map(|i| plan.get(i).map(|s| (i, s.clone())))
+            .filter(|(_, s)| !matches!(s.status, StepStatus::Created | StepStatus::Present))
+            .collect();
+        let mut results = Vec::with_capacity(pending.len());
+        for chunk in pending.chunks(STEP_CONCURRENCY) {
+            let applies = chunk.iter().cloned().map(|(i, step)| {
+                let ctx = Arc::clone(ctx);
+                let reference = reference.clone();
+                let ns = ns.to_owned();
+                let owners = Arc::clone(&owners);
+                async move {
+                    let mut scratch = HashMap::new();
+                    (
+                        i,
+                        apply_step(&ctx, &reference, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
+                    )
+                }
+            });
+            results.extend(futures::future::join_all(applies).await);
+        }
+        let mut first_error = None;
+        for (i, result) in results {
+            match result {
+                Ok(status) => {
+                    if let Some(step) = plan.get_mut(i) {
+                        step.status = status;
+                    }
+                }
+                Err(error) => {
+                    first_error.get_or_insert(error);
                 }
             }
-            Err(error) => {
-                first_error.get_or_insert(error);
-            }
+        }
+        // A failing group stops the plan: the groups after it wait (see `concurrent_groups`).
+        if let Some(error) = first_error {
+            return Err(error);
         }
     }
-    first_error.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// Whether discovery says the API server does not serve a kind (its group version is unknown,

@@ -291,11 +291,35 @@ fn rank(step: &Step) -> u8 {
 }
 
 /// [`execution_order`] split in two: the steps applied one by one (CRDs, then the CSV), and the
-/// rest, which depend on nothing but the CSV's uid and are applied concurrently.
+/// rest, which depend on nothing but the CSV's uid and are applied concurrently, group by group
+/// ([`concurrent_groups`]).
 pub fn sequential_and_concurrent(plan: &[Step]) -> (Vec<usize>, Vec<usize>) {
     execution_order(plan)
         .into_iter()
         .partition(|&i| plan.get(i).is_some_and(|s| rank(s) < 2))
+}
+
+/// The concurrent steps (`rest`, in plan order) in the groups they are applied in: the bundle's
+/// other objects, then the operator's ServiceAccounts and RBAC. A group starts only when the one
+/// before it has applied without a failure. Upstream applies its steps one by one and stops at
+/// the first failure, and its plans list the RBAC last, so a bundle object the cluster refuses
+/// (a ServiceMonitor with no such CRD) leaves the operator without its ServiceAccount and RBAC:
+/// its CSV stays `Pending` `RequirementsNotMet`, never `Succeeded` over a failing plan.
+pub fn concurrent_groups(plan: &[Step], rest: &[usize]) -> Vec<Vec<usize>> {
+    let is_rbac = |i: &usize| {
+        plan.get(*i).is_some_and(|s| {
+            matches!(
+                (s.resource.group.as_str(), s.resource.kind.as_str()),
+                ("", "ServiceAccount")
+                    | (
+                        "rbac.authorization.k8s.io",
+                        "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding"
+                    )
+            )
+        })
+    };
+    let (rbac, objects): (Vec<usize>, Vec<usize>) = rest.iter().copied().partition(is_rbac);
+    [objects, rbac].into_iter().filter(|g| !g.is_empty()).collect()
 }
 
 /// Whether a CRD is served: `Established` and `NamesAccepted` both `True`.
@@ -590,6 +614,32 @@ mod tests {
         assert_eq!(names, ["a", "a.v1", "sa", "r", "svc"]);
         let (one_by_one, together) = sequential_and_concurrent(&plan);
         assert_eq!((one_by_one, together), (vec![0, 3], vec![1, 2, 4]));
+    }
+
+    #[test]
+    fn the_rbac_waits_for_the_bundles_other_objects() {
+        let rbac = |kind: &str, name: &str| {
+            let mut s = step(kind, name);
+            s.resource.group = if kind == "ServiceAccount" {
+                String::new()
+            } else {
+                "rbac.authorization.k8s.io".into()
+            };
+            s
+        };
+        let plan = vec![
+            step(steps::CSV_KIND, "a.v1"),
+            rbac("ServiceAccount", "sa"),
+            step("ServiceMonitor", "metrics"),
+            rbac("Role", "r"),
+            step("ConfigMap", "cm"),
+            rbac("ClusterRoleBinding", "crb"),
+        ];
+        let (_, rest) = sequential_and_concurrent(&plan);
+        assert_eq!(concurrent_groups(&plan, &rest), vec![vec![2, 4], vec![1, 3, 5]]);
+        // Nothing but RBAC: one group.
+        let only = vec![rbac("ServiceAccount", "sa"), rbac("Role", "r")];
+        assert_eq!(concurrent_groups(&only, &[0, 1]), vec![vec![0, 1]]);
     }
 
     #[test]
