@@ -19,7 +19,12 @@
 //! skipped when it changes nothing, and deferred while the store has not caught up with this
 //! controller's previous write (and its Events go with the write that happens). The controller
 //! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
-//! requirement is re-checked when it appears, not by polling; and by its Subscription when
+//! requirement is re-checked when it appears, not by polling; by the deletion or change of
+//! anything its install owns (Deployments, ServiceAccounts, webhook Services and cert Secrets by
+//! owner reference; Roles, RoleBindings, ClusterRoles and ClusterRoleBindings by their
+//! `olm.owner*` labels), so what is gone is put back at once ([`plan_csv::components`]: the
+//! decision says what; `act` applies it and the reconcile sends an Event naming it); and by its
+//! Subscription when
 //! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
 //! into the Deployments (a spec-hash drift) without a new InstallPlan. After each sync the
 //! CSV's copies ([`super::copied_csv`]) and its OperatorCondition
@@ -419,6 +424,12 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         };
         observed.service_accounts.insert(sa.clone(), state);
     }
+    // The ServiceAccounts and RBAC its InstallPlan created, as the stores show them.
+    let plans = in_namespace(&stores.install_plans, &ns);
+    observed.components = plan_csv::desired_components(csv, plans.iter().map(AsRef::as_ref));
+    for component in &mut observed.components {
+        component.live = live_component(stores, &component.key);
+    }
     let wanted: Vec<&str> = strategy.deployments.iter().map(|d| d.name.as_str()).collect();
     for d in stores.deployments.state() {
         if d.namespace().as_deref() != Some(ns.as_str()) {
@@ -433,6 +444,79 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         }
     }
     Ok(observed)
+}
+
+/// A component of the install as its store holds it (JSON), or `None` when there is none.
+fn live_component(stores: &super::Stores, key: &plan_csv::ComponentKey) -> Option<Value> {
+    let ns = key.namespace.as_deref().unwrap_or_default();
+    let name = key.name.as_str();
+    match key.kind.as_str() {
+        "ServiceAccount" => stores
+            .service_accounts
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "Role" => stores
+            .roles
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "RoleBinding" => stores
+            .role_bindings
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "ClusterRole" => stores
+            .cluster_roles
+            .get(&ObjectRef::new(name))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "ClusterRoleBinding" => stores
+            .cluster_role_bindings
+            .get(&ObjectRef::new(name))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        _ => None,
+    }
+}
+
+/// Applies the manifests of the install's missing or changed components (client), under the
+/// CSV controller's field manager: only the fields the manifest sets are written.
+async fn restore_components(ctx: &Context, restore: &[plan_csv::ComponentIssue]) -> Result<()> {
+    use k8s_openapi::api::rbac::v1 as rbac;
+    for issue in restore {
+        let key = &issue.key;
+        let resource = match key.kind.as_str() {
+            "ServiceAccount" => kube::api::ApiResource::erase::<ServiceAccount>(&()),
+            "Role" => kube::api::ApiResource::erase::<rbac::Role>(&()),
+            "RoleBinding" => kube::api::ApiResource::erase::<rbac::RoleBinding>(&()),
+            "ClusterRole" => kube::api::ApiResource::erase::<rbac::ClusterRole>(&()),
+            "ClusterRoleBinding" => kube::api::ApiResource::erase::<rbac::ClusterRoleBinding>(&()),
+            _ => continue,
+        };
+        let api = apply::dynamic_api(ctx.client(), &resource, key.namespace.as_deref());
+        apply::apply_dynamic(&api, &key.name, &issue.manifest, &ctx.manager)
+            .await
+            .map_err(Error::apply(key.to_string()))?;
+        tracing::info!(component = %key, missing = issue.missing, plan = issue.plan, "restored");
+    }
+    Ok(())
+}
+
+/// The Events naming what a decision restored: one per component (`ComponentMissing` or
+/// `ComponentChanged`) and one per missing install-strategy object applied again.
+fn restore_events(csv: &ClusterServiceVersion, decision: &plan_csv::CsvDecision) -> Vec<EventNote> {
+    let regarding = csv.object_ref(&());
+    let components = decision.restore.iter().map(|issue| EventNote {
+        regarding: regarding.clone(),
+        warning: true,
+        reason: issue.event_reason().to_owned(),
+        action: "Restore",
+        note: format!("{issue}: applying it again from InstallPlan {}", issue.plan),
+    });
+    let strategy = decision.missing.iter().map(|what| EventNote {
+        regarding: regarding.clone(),
+        warning: true,
+        reason: "ComponentMissing".to_owned(),
+        action: "Restore",
+        note: format!("missing {what}: applying it again from the CSV's install strategy"),
+    });
+    components.chain(strategy).collect()
 }
 
 /// Applies the RBAC granting the operator its `permissions` in the OperatorGroup's other
@@ -504,7 +588,10 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         status,
         transitions,
         own_versions,
+        restored,
     } = chain_transitions(&csv, &ctx, &capi, observed, &now).await?;
+    // (no client: publishing is queued) What was put back is said whatever the status write.
+    ctx.publish(restored);
 
     // (no client) The same refusal again: keep the status as it is, no write, no Event.
     let (status, transitions) = if plan_csv::repeats_failure(&old, &decision) {
@@ -591,6 +678,8 @@ struct Chained {
     /// The resource versions this reconcile's own writes gave the CSV before its status
     /// write (so a store that has not caught up is not mistaken for someone else's change).
     own_versions: Vec<String>,
+    /// The Events naming what the decisions restored ([`restore_events`]).
+    restored: Vec<EventNote>,
 }
 
 /// Decides and acts on the CSV's state machine as far as it goes without an outside event,
@@ -617,6 +706,7 @@ async fn chain_transitions(
     let mut status = csv.status.clone().unwrap_or_default();
     let mut transitions = Vec::new();
     let mut own_versions = Vec::new();
+    let mut restored = Vec::new();
     // (no client)
     let mut decision = plan_csv::decide(&current, &observed, now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
@@ -638,6 +728,8 @@ async fn chain_transitions(
             };
             let group = observed.operator_groups.first().map(|g| g.name.as_str());
             decision = plan_csv::apply_failed(&failure, group);
+        } else {
+            restored.extend(restore_events(csv, &decision));
         }
         let phase_before = status.phase.clone();
         let reason_before = status.reason.clone();
@@ -673,6 +765,7 @@ async fn chain_transitions(
         status,
         transitions,
         own_versions,
+        restored,
     })
 }
 
@@ -691,6 +784,7 @@ async fn act(
         *current = stamp_annotations(capi, current, annotations, ctx).await?;
         own_versions.extend(current.resource_version());
     }
+    restore_components(ctx, &decision.restore).await?;
     if !decision.desired_deployments.is_empty() {
         let targets = observed
             .operator_groups

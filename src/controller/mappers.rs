@@ -144,6 +144,18 @@ pub fn csvs_related_to(
         .collect()
 }
 
+/// The CSV an object's `olm.owner`, `olm.owner.namespace` and `olm.owner.kind` labels name
+/// (the install's RBAC, which owner references cannot tie to it across namespaces or scopes).
+pub fn csv_of_owner_labels(object: &impl Resource) -> Option<ObjectRef<ClusterServiceVersion>> {
+    let labels = object.meta().labels.as_ref()?;
+    if labels.get(crate::api::labels::OWNER_KIND).map(String::as_str) != Some(crate::plan::steps::CSV_KIND) {
+        return None;
+    }
+    let name = labels.get(crate::api::labels::OWNER)?;
+    let namespace = labels.get(crate::api::labels::OWNER_NAMESPACE)?;
+    Some(ObjectRef::new(name).within(namespace))
+}
+
 /// CSVs that own or require the CRD named `crd` (`<plural>.<group>`).
 pub fn csvs_for_crd(csvs: &[Arc<ClusterServiceVersion>], crd: &str) -> Vec<ObjectRef<ClusterServiceVersion>> {
     csvs.iter()
@@ -317,6 +329,28 @@ mod tests {
             Some("a.v1"),
             ""
         )));
+    }
+
+    #[test]
+    fn an_install_object_maps_to_the_csv_its_owner_labels_name() {
+        let role = |labels: serde_json::Value| -> k8s_openapi::api::rbac::v1::Role {
+            serde_json::from_value(json!({"metadata": {"name": "r", "namespace": "t", "labels": labels}}))
+                .unwrap()
+        };
+        let csv_role = role(
+            json!({"olm.owner": "a.v1", "olm.owner.namespace": "ns", "olm.owner.kind": "ClusterServiceVersion"}),
+        );
+        assert_eq!(
+            csv_of_owner_labels(&csv_role),
+            Some(ObjectRef::new("a.v1").within("ns"))
+        );
+        let group_role =
+            role(json!({"olm.owner": "og", "olm.owner.namespace": "ns", "olm.owner.kind": "OperatorGroup"}));
+        assert_eq!(csv_of_owner_labels(&group_role), None);
+        assert_eq!(
+            csv_of_owner_labels(&role(json!({"olm.owner.kind": "ClusterServiceVersion"}))),
+            None
+        );
     }
 
     #[test]

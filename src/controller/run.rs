@@ -161,17 +161,39 @@ pub(super) async fn run_controllers(
         wc(),
         sync.flag("operatorgroups"),
     );
-    let (deployments, deployment_stream) = reflected(
-        Api::<Deployment>::all(client.clone()),
+    // What a CSV's install owns, deletions included: the CSV controller puts back what goes.
+    let csv_owned = || {
         wc().labels(&format!(
             "{}={}",
             crate::api::labels::OWNER_KIND,
             crate::plan::steps::CSV_KIND
-        )),
+        ))
+    };
+    let (deployments, deployment_stream) = reflected_with_deletions(
+        Api::<Deployment>::all(client.clone()),
+        csv_owned(),
         sync.flag("deployments"),
     );
-    let (service_accounts, sa_stream) =
-        reflected_metadata::<ServiceAccount>(client.clone(), wc(), sync.flag("serviceaccounts"));
+    let (service_accounts, sa_stream) = reflected_with_deletions(
+        Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
+        wc(),
+        sync.flag("serviceaccounts"),
+    );
+    let (roles, role_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::Role>::all(client.clone()),
+        csv_owned(),
+        sync.flag("roles"),
+    );
+    let (role_bindings, role_binding_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::RoleBinding>::all(client.clone()),
+        csv_owned(),
+        sync.flag("rolebindings"),
+    );
+    let (cluster_role_bindings, cluster_role_binding_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone()),
+        csv_owned(),
+        sync.flag("clusterrolebindings"),
+    );
 
     let (cluster_roles, cluster_role_stream) = reflected(
         Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone()),
@@ -234,6 +256,9 @@ pub(super) async fn run_controllers(
         deployments: deployments.clone(),
         service_accounts,
         cluster_roles,
+        roles,
+        role_bindings,
+        cluster_role_bindings,
         operator_conditions: operator_conditions.clone(),
         operator_conditions_synced: oc_synced,
         olm_configs: olm_configs.clone(),
@@ -391,6 +416,26 @@ pub(super) async fn run_controllers(
         .with_config(cfg())
         .owns_stream(deployment_stream)
         .owns_stream(sa_stream)
+        // The rest of what an install owns, deletions included: the webhook Services and cert
+        // Secrets (owner references), its RBAC here and in the target namespaces, and its
+        // ClusterRoles (`olm.owner*` labels).
+        .owns_stream(metadata_trigger::<k8s_openapi::api::core::v1::Service>(
+            &sync,
+            client.clone(),
+            wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
+        ))
+        .owns_stream(metadata_trigger::<k8s_openapi::api::core::v1::Secret>(
+            &sync,
+            client.clone(),
+            wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
+        ))
+        .watches_stream(role_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(role_binding_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(cluster_role_binding_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::ClusterRole>(&sync, client.clone(), csv_owned()),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::csvs_for_operator_group(&c1.state(), &og),
