@@ -2726,7 +2726,7 @@ async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_up
         async move {
             let d = api.get_opt("widget-operator").await.ok().flatten()?;
             let status = d.status.as_ref()?;
-            let want = d.spec.as_ref()?.replicas?;
+            let want = d.spec.replicas?;
             (d.metadata.uid != old
                 && want > 0
                 && status.available_replicas == Some(want)
@@ -2736,8 +2736,7 @@ async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_up
         }
     })
     .await;
-    let template =
-        serde_json::to_value(&recreated.spec.as_ref().expect("a spec").template).unwrap_or_default();
+    let template = serde_json::to_value(&recreated.spec.template).unwrap_or_default();
     assert!(has_var(&template), "{template:#}");
     env.wait_csv_phase(&csv, "Succeeded").await;
     assert_eq!(

@@ -153,7 +153,7 @@ pub fn desired_components<'a>(
                 .is_some_and(|s| s.phase == InstallPlanPhase::Complete)
         })
         .filter(|p| {
-            p.spec.cluster_service_version_names.iter().any(|n| *n == name)
+            p.spec.cluster_service_version_names.contains(&name)
                 || p.status
                     .as_ref()
                     .is_some_and(|s| s.plan.iter().any(|step| step.resolving == name))
