@@ -2600,6 +2600,38 @@ async fn each_deleted_component_of_an_installed_operator_is_back_within_30_secon
     let cluster_binding = env.owned_by_csv::<ClusterRoleBinding>(&csv, false).await;
     env.heals::<ClusterRoleBinding>(&csv, &cluster_binding, false)
         .await;
+    // The user roles (aggregated to admin/edit/view): the OperatorGroup's own, and the per-API
+    // roles of the widget API; their OperatorGroup puts them back.
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    let by_group = ListParams::default().labels(&format!(
+        "olm.owner=og,olm.owner.kind=OperatorGroup,olm.owner.namespace={}",
+        env.ns()
+    ));
+    let group_role = crs.list(&by_group).await.expect("group roles").items[0].name_any();
+    for name in [group_role.as_str(), "widgets.e2e.olm-rs.io-v1-admin"] {
+        let what = format!("ClusterRole {name}");
+        let old = wait_for(&what, WAIT, || {
+            let crs = crs.clone();
+            async move { crs.get_opt(name).await.ok().flatten() }
+        })
+        .await;
+        crs.delete(name, &DeleteParams::default())
+            .await
+            .expect("deleting a user role");
+        let started = std::time::Instant::now();
+        wait_for(&format!("{what} back"), HEAL_WITHIN, || {
+            let (crs, uid) = (crs.clone(), old.metadata.uid.clone());
+            async move {
+                crs.get_opt(name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .filter(|r| r.metadata.uid != uid)
+            }
+        })
+        .await;
+        eprintln!("{what} healed in {:?}", started.elapsed());
+    }
     let now: Api<Deployment> = env.ns.api();
     let now = now.get("widget-operator").await.expect("the Deployment");
     assert_eq!(

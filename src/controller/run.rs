@@ -195,7 +195,8 @@ pub(super) async fn run_controllers(
         sync.flag("clusterrolebindings"),
     );
 
-    let (cluster_roles, cluster_role_stream) = reflected(
+    // Deletions included: a deleted user role is put back by its OperatorGroup.
+    let (cluster_roles, cluster_role_stream) = reflected_with_deletions(
         Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone()),
         wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
         sync.flag("clusterroles"),
@@ -344,13 +345,17 @@ pub(super) async fn run_controllers(
             metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
-        // A group's own ClusterRole changed or went: put it back.
-        .watches_stream(cluster_role_stream, move |role| {
-            let group = mappers::operator_group_of(&role);
-            if group.as_ref().is_some_and(|g| og_store3.get(g).is_none()) {
-                let _ = sweep_tx2.unbounded_send(());
+        // A group's own ClusterRole, or a per-API role of its members' APIs, changed or went:
+        // put it back.
+        .watches_stream(cluster_role_stream, {
+            let csvs = stores.csvs.clone();
+            move |role| {
+                let group = mappers::operator_group_of(&role);
+                if group.as_ref().is_some_and(|g| og_store3.get(g).is_none()) {
+                    let _ = sweep_tx2.unbounded_send(());
+                }
+                mappers::operator_groups_for_cluster_role(&role, &csvs.state(), &og_store3.state())
             }
-            group
         })
         .shutdown_on_signal();
 
