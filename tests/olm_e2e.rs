@@ -2783,3 +2783,105 @@ async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_up
     let sub = env.get::<Subscription>("widget").await.expect("the Subscription");
     assert_eq!(sub.pointer("/status/installedCSV"), Some(&json!(csv)));
 }
+
+/// The RBAC an install makes in the OperatorGroup's other target namespaces (upstream
+/// `ensureTenantRBAC`, ensured on every sync): deleted there, it is back within 30 s, and the
+/// CSV stays `Succeeded`.
+#[tokio::test]
+async fn the_rbac_of_a_target_namespace_is_back_within_30_seconds() {
+    let Some(env) = env("e2e-heal-target").await else {
+        return;
+    };
+    let target = env.cluster.namespace("e2e-heal-tenant").await;
+    env.apply_catalog(
+        "e2e-catalog",
+        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), target.name().to_owned()]))
+        .await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let selector = format!(
+        "olm.owner={csv},olm.owner.namespace={},olm.owner.kind=ClusterServiceVersion",
+        env.ns()
+    );
+    let roles: Api<Role> = target.api();
+    let bindings: Api<RoleBinding> = target.api();
+    let listed = |what: &'static str| {
+        let (roles, bindings, selector) = (roles.clone(), bindings.clone(), selector.clone());
+        async move {
+            let lp = ListParams::default().labels(&selector);
+            let items: Vec<(String, Option<String>)> = if what == "Role" {
+                roles
+                    .list(&lp)
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .map(|r| (r.name_any(), r.metadata.uid.clone()))
+                    .collect()
+            } else {
+                bindings
+                    .list(&lp)
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .map(|r| (r.name_any(), r.metadata.uid.clone()))
+                    .collect()
+            };
+            items.into_iter().next()
+        }
+    };
+    for what in ["Role", "RoleBinding"] {
+        let (name, uid) = wait_for(&format!("the {what} in {}", target.name()), WAIT, || listed(what)).await;
+        let started = std::time::Instant::now();
+        match what {
+            "Role" => drop(
+                roles
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("deleting"),
+            ),
+            _ => drop(
+                bindings
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("deleting"),
+            ),
+        }
+        let back = wait_for(&format!("the {what} {name} back"), HEAL_WITHIN, || {
+            let (listed, uid, name) = (&listed, uid.clone(), name.clone());
+            async move { listed(what).await.filter(|(n, u)| *n == name && *u != uid) }
+        })
+        .await;
+        eprintln!(
+            "{what} {}/{} healed in {:?}",
+            target.name(),
+            back.0,
+            started.elapsed()
+        );
+        let c = env.get::<ClusterServiceVersion>(&csv).await.expect("the CSV");
+        assert_eq!(c.pointer("/status/phase"), Some(&json!("Succeeded")), "{c:#}");
+    }
+    wait_for(
+        "an Event naming what was put back",
+        Duration::from_secs(10),
+        || {
+            let (env, csv, ns) = (&env, &csv, target.name());
+            async move {
+                env.events_for("ClusterServiceVersion", csv)
+                    .await
+                    .into_iter()
+                    .any(|(reason, message)| reason == "ComponentMissing" && message.contains(ns))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}

@@ -190,22 +190,7 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
     Ok(Action::await_change())
 }
 
-/// The package of a CSV, from the `olm.package` property in its
-/// `operatorframework.io/properties` annotation (written by planning); empty when absent.
-pub fn package_of(csv: &ClusterServiceVersion) -> String {
-    csv.annotations()
-        .get(labels::PROPERTIES)
-        .and_then(|text| serde_json::from_str::<Value>(text).ok())
-        .and_then(|v| {
-            v["properties"].as_array().and_then(|props| {
-                props
-                    .iter()
-                    .find(|p| p["type"] == "olm.package")
-                    .and_then(|p| p["value"]["packageName"].as_str().map(str::to_owned))
-            })
-        })
-        .unwrap_or_default()
-}
+pub use crate::plan::csv::package_of;
 
 fn other(csv: &ClusterServiceVersion) -> OtherCsv {
     OtherCsv {
@@ -430,6 +415,17 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
     for component in &mut observed.components {
         component.live = live_component(stores, &component.key);
     }
+    // And the RBAC its install made in the group's other target namespaces.
+    if let Some(targets) = observed
+        .operator_groups
+        .first()
+        .and_then(|g| g.namespaces.as_deref())
+    {
+        observed.target_components = plan_csv::target_components(csv, targets);
+        for component in &mut observed.target_components {
+            component.live = live_component(stores, &component.key);
+        }
+    }
     let wanted: Vec<&str> = strategy.deployments.iter().map(|d| d.name.as_str()).collect();
     for d in stores.deployments.state() {
         if d.namespace().as_deref() != Some(ns.as_str()) {
@@ -507,7 +503,11 @@ fn restore_events(csv: &ClusterServiceVersion, decision: &plan_csv::CsvDecision)
         warning: true,
         reason: issue.event_reason().to_owned(),
         action: "Restore",
-        note: format!("{issue}: applying it again from InstallPlan {}", issue.plan),
+        note: if issue.plan.is_empty() {
+            format!("{issue}: applying it again from the CSV's install strategy")
+        } else {
+            format!("{issue}: applying it again from InstallPlan {}", issue.plan)
+        },
     });
     let strategy = decision.missing.iter().map(|what| EventNote {
         regarding: regarding.clone(),
@@ -943,24 +943,4 @@ async fn write_status(
 ) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
     ctx.write_status_after(csv, own_versions, changed, status).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_package_is_read_from_the_properties_annotation() {
-        let mut csv: ClusterServiceVersion = serde_json::from_value(json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-            "metadata": {"name": "a.v1", "annotations": {
-                "operatorframework.io/properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"a\",\"version\":\"1.0.0\"}}]}"
-            }},
-            "spec": {"displayName": "a", "install": {"strategy": "deployment", "spec": {"deployments": []}}}
-        }))
-        .unwrap();
-        assert_eq!(package_of(&csv), "a");
-        csv.metadata.annotations = None;
-        assert_eq!(package_of(&csv), "");
-    }
 }

@@ -96,7 +96,8 @@ pub struct Component {
     pub key: ComponentKey,
     /// The manifest to apply (as the InstallPlan applied it).
     pub manifest: Value,
-    /// The InstallPlan it comes from.
+    /// The InstallPlan it comes from (empty: the CSV's install strategy, for the RBAC of the
+    /// target namespaces).
     pub plan: String,
     /// The object in the cluster (`None`: there is none), filled by the shell.
     pub live: Option<Value>,
@@ -198,6 +199,69 @@ pub fn desired_components<'a>(
             plan: plan.name_any(),
             live: None,
         });
+    }
+    out
+}
+
+/// The package of a CSV, from the `olm.package` property in its
+/// `operatorframework.io/properties` annotation (written by planning); empty when absent.
+pub fn package_of(csv: &ClusterServiceVersion) -> String {
+    csv.annotations()
+        .get(crate::api::labels::PROPERTIES)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|v| {
+            v["properties"].as_array().and_then(|props| {
+                props
+                    .iter()
+                    .find(|p| p["type"] == "olm.package")
+                    .and_then(|p| p["value"]["packageName"].as_str().map(str::to_owned))
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// The RBAC the install makes in the OperatorGroup's other target namespaces (`targets`: its
+/// `status.namespaces`), as components ([`crate::plan::steps::target_namespace_rbac`]: Roles
+/// and RoleBindings there, or ClusterRoles and ClusterRoleBindings for all namespaces). Upstream
+/// ensures them on every sync of the CSV (`ensureRBACInTargetNamespace`); so does a `Succeeded`
+/// CSV here, without a phase change.
+pub fn target_components(csv: &ClusterServiceVersion, targets: &[String]) -> Vec<Component> {
+    let name = csv.name_any();
+    let namespace = csv.namespace().unwrap_or_default();
+    let rbac = crate::plan::steps::target_namespace_rbac(
+        &name,
+        &namespace,
+        &package_of(csv),
+        &csv.spec.install.spec,
+        targets,
+    );
+    let mut out = Vec::new();
+    let mut push = |kind: &str, meta: &ObjectMeta, value: Result<Value, serde_json::Error>| {
+        let Ok(manifest) = value else {
+            return;
+        };
+        out.push(Component {
+            key: ComponentKey::new(
+                kind,
+                meta.namespace.as_deref(),
+                meta.name.as_deref().unwrap_or_default(),
+            ),
+            manifest,
+            plan: String::new(),
+            live: None,
+        });
+    };
+    for r in &rbac.roles {
+        push("Role", &r.metadata, serde_json::to_value(r));
+    }
+    for r in &rbac.role_bindings {
+        push("RoleBinding", &r.metadata, serde_json::to_value(r));
+    }
+    for r in &rbac.cluster_roles {
+        push("ClusterRole", &r.metadata, serde_json::to_value(r));
+    }
+    for r in &rbac.cluster_role_bindings {
+        push("ClusterRoleBinding", &r.metadata, serde_json::to_value(r));
     }
     out
 }

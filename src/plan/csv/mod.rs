@@ -376,6 +376,9 @@ pub struct Observed {
     /// The ServiceAccounts and RBAC the CSV's InstallPlan created for it, with their live
     /// state ([`components`]); empty when no `Complete` plan names the CSV.
     pub components: Vec<components::Component>,
+    /// The RBAC its install made in the OperatorGroup's other target namespaces, with their
+    /// live state ([`components::target_components`]).
+    pub target_components: Vec<components::Component>,
 }
 
 #[cfg(test)]
@@ -1051,13 +1054,21 @@ impl Context<'_> {
             .requirements(statuses);
         }
         match self.health() {
-            Health::Healthy => self
-                .observed
-                .own_plan
-                .as_ref()
-                .and_then(plan_failed)
-                .unwrap_or_else(|| CsvDecision::keep(self.csv))
-                .requirements(statuses),
+            Health::Healthy => {
+                let mut d = self
+                    .observed
+                    .own_plan
+                    .as_ref()
+                    .and_then(plan_failed)
+                    .unwrap_or_else(|| CsvDecision::keep(self.csv))
+                    .requirements(statuses);
+                // As upstream's `ensureRBACInTargetNamespace` on every sync: the target
+                // namespaces' RBAC is put back without a phase change.
+                if d.phase == CsvPhase::Succeeded {
+                    d.restore = components::issues(&self.observed.target_components);
+                }
+                d
+            }
             Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
@@ -1243,7 +1254,7 @@ mod requirements;
 pub mod webhooks;
 mod writes;
 
-pub use components::{ComponentIssue, ComponentKey, desired_components};
+pub use components::{ComponentIssue, ComponentKey, desired_components, package_of, target_components};
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
 pub use deployments::{component_labels, deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use failures::{

@@ -2178,3 +2178,54 @@ fn a_missing_component_outside_the_requirements_goes_failed_then_needs_reinstall
     assert_eq!(d.restore.len(), 1);
     assert_eq!(d.restore[0].key.name, "redis-extra");
 }
+
+#[test]
+fn a_succeeded_csv_puts_back_the_rbac_of_its_target_namespaces_without_a_phase_change() {
+    // An AllNamespaces group: the install's ClusterRole and ClusterRoleBinding for
+    // `permissions` (upstream `ensureSingletonRBAC`, ensured on every sync).
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let targets = [String::new()];
+    let mut annotations = csv.annotations().clone();
+    annotations.extend(member_annotations("og", "operators", &targets));
+    let desired = desired_deployments(&csv, &annotations, None).unwrap();
+    let healthy = ObservedDeployment {
+        spec_hash: desired[0].labels().get(DEPLOYMENT_SPEC_HASH).cloned(),
+        ..healthy_deployment(&csv)
+    };
+    let mut observed = Observed::default()
+        .with_og("og", &[""])
+        .with_crd(CRD, established())
+        .with_service_account("redis-operator", &[ME])
+        .with_deployment("redis-operator", healthy);
+    observed.target_components = components::target_components(&csv, &targets);
+    let kinds: Vec<&str> = observed
+        .target_components
+        .iter()
+        .map(|c| c.key.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
+
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded, "{}", d.message);
+    assert_eq!(d.restore.len(), 2);
+    assert!(d.restore.iter().all(|i| i.missing && i.plan.is_empty()));
+
+    for c in &mut observed.target_components {
+        c.live = Some(c.manifest.clone());
+    }
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded);
+    assert!(d.restore.is_empty());
+}
+
+#[test]
+fn the_package_is_read_from_the_properties_annotation() {
+    let mut csv = Csv::test().build();
+    csv.metadata.annotations = Some(BTreeMap::from([(
+        "operatorframework.io/properties".to_owned(),
+        r#"{"properties":[{"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}}]}"#.to_owned(),
+    )]));
+    assert_eq!(package_of(&csv), "a");
+    csv.metadata.annotations = None;
+    assert_eq!(package_of(&csv), "");
+}
