@@ -2885,3 +2885,79 @@ async fn the_rbac_of_a_target_namespace_is_back_within_30_seconds() {
     )
     .await;
 }
+
+/// A Role of the install whose rules are edited by hand is put back (`ComponentChanged`);
+/// a label another field manager adds to it is theirs and stays.
+#[tokio::test]
+async fn a_role_changed_by_hand_is_put_back_and_what_others_add_is_left_alone() {
+    let Some(env) = env("e2e-heal-changed").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let role = env.owned_by_csv::<Role>(&csv, true).await;
+    let roles: Api<Role> = env.ns.api();
+    let rules = roles.get(&role).await.expect("the Role").rules;
+
+    // Someone else's label: not ours to compare, so no write and no Event.
+    roles
+        .patch(
+            &role,
+            &PatchParams::apply("someone-else"),
+            &Patch::Apply(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": role, "labels": {"team": "platform"}}
+            })),
+        )
+        .await
+        .expect("labelling the Role");
+    let labelled = roles.get(&role).await.expect("the Role");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = roles.get(&role).await.expect("the Role");
+    assert_eq!(
+        later.metadata.resource_version,
+        labelled.metadata.resource_version
+    );
+    assert_eq!(later.labels().get("team").map(String::as_str), Some("platform"));
+
+    // Its rules narrowed by hand: put back within 30 s, named by a ComponentChanged Event.
+    roles
+        .patch(
+            &role,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+            ),
+        )
+        .await
+        .expect("editing the Role's rules");
+    let started = std::time::Instant::now();
+    wait_for("the Role's rules back", HEAL_WITHIN, || {
+        let (roles, role, rules) = (roles.clone(), role.clone(), rules.clone());
+        async move { (roles.get(&role).await.ok()?.rules == rules).then_some(()) }
+    })
+    .await;
+    eprintln!("Role {role} rules put back in {:?}", started.elapsed());
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    wait_for("a ComponentChanged Event", Duration::from_secs(10), || {
+        let (env, csv, role) = (&env, &csv, &role);
+        async move {
+            env.events_for("ClusterServiceVersion", csv)
+                .await
+                .into_iter()
+                .any(|(reason, message)| reason == "ComponentChanged" && message.contains(role.as_str()))
+                .then_some(())
+        }
+    })
+    .await;
+    let after = roles.get(&role).await.expect("the Role");
+    assert_eq!(
+        after.labels().get("team").map(String::as_str),
+        Some("platform"),
+        "their label stays"
+    );
+}

@@ -565,6 +565,10 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
     Ok(())
 }
 
+/// How soon a reconcile that found the CSV store behind this controller's last status write
+/// looks again (the write's own watch event normally comes first).
+const STALE_STORE_REQUEUE: Duration = Duration::from_secs(1);
+
 /// How many phase transitions one reconcile may chain (Pending → InstallReady → Installing
 /// → Succeeded is the longest useful run; the bound only guards against a cycle).
 const MAX_CHAINED_TRANSITIONS: usize = 6;
@@ -576,6 +580,19 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
     let capi: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
+    // (no client) A store that has not seen our last status write shows the status from before
+    // it: deciding on it would act again on what that write settled (a certificate rotation
+    // issued twice, a component restored twice). Its watch event reconciles again; the requeue
+    // only bounds a missed one. Now that the install's objects trigger reconciles at once (their
+    // writes come just before the status write), this is the common case, not a rare one.
+    let key = object_key(ctx.name, csv.as_ref());
+    if ctx
+        .shared
+        .behind_last_status_write(&key, csv.resource_version().as_deref())
+    {
+        tracing::debug!("csv reconcile waits: the store has not seen this controller's last status write");
+        return Ok(Action::requeue(STALE_STORE_REQUEUE));
+    }
     // (client: one read per CRD; the rest from the stores)
     let mut observed = observe(&csv, &ctx).await?;
     let now = Time(Timestamp::now());
@@ -600,7 +617,6 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         (status, transitions)
     };
     // (no client: the stores and the last write's time are read, nothing is written)
-    let key = object_key(ctx.name, csv.as_ref());
     if let Some(requeue) = plan_csv::write_waits(
         &old,
         &status,
