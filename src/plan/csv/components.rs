@@ -29,8 +29,12 @@
 //!   are met and the CSV is installed again (`InstallReady` → `Installing` → `Succeeded`).
 //!   Any other component (one the bundle ships) that is missing or changed makes a `Succeeded`
 //!   CSV `Failed` `ComponentUnhealthy`, then `Pending` `NeedsReinstall`, restored the same way.
+//! - *The target namespaces* ([`target_components`]): the Roles and RoleBindings (or
+//!   ClusterRoles and ClusterRoleBindings, for all namespaces) the install makes in the
+//!   OperatorGroup's other target namespaces are put back by a `Succeeded` CSV without a phase
+//!   change, as upstream's `ensureRBACInTargetNamespace` does on every sync.
 //!
-//! Upstream restores none of these: its requirement check sends the CSV to `Pending`
+//! Upstream restores none of the first kind: its requirement check sends the CSV to `Pending`
 //! `RequirementsNotMet`, where it stays until someone re-creates the object by hand.
 
 use std::fmt;
