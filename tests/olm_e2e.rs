@@ -2726,6 +2726,21 @@ async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_up
         .delete("e2e", &DeleteParams::default())
         .await
         .expect("deleting the CatalogSource");
+    // Upstream checks `Consistently` that the catalog's loss changes nothing installed.
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let c = env.get::<ClusterServiceVersion>(&csv).await.expect("the CSV");
+        assert_eq!(c.pointer("/status/phase"), Some(&json!("Succeeded")), "{c:#}");
+        let d = env
+            .get::<Deployment>("widget-operator")
+            .await
+            .expect("the Deployment");
+        assert_eq!(
+            d.pointer("/metadata/uid").and_then(Value::as_str),
+            first.metadata.uid.as_deref(),
+            "the Deployment is not re-created"
+        );
+    }
     let subs = env.dynamic::<Subscription>();
     subs.patch(
         "widget",
