@@ -422,8 +422,8 @@ pub(super) async fn run_controllers(
         .owns_stream(deployment_stream)
         .owns_stream(sa_stream)
         // The rest of what an install owns, deletions included: the webhook Services and cert
-        // Secrets (owner references), its RBAC here and in the target namespaces, and its
-        // ClusterRoles (`olm.owner*` labels).
+        // Secrets (owner references), its RBAC here and in the target namespaces, its
+        // ClusterRoles and its webhook configurations (`olm.owner*` labels).
         .owns_stream(metadata_trigger::<k8s_openapi::api::core::v1::Service>(
             &sync,
             client.clone(),
@@ -439,6 +439,22 @@ pub(super) async fn run_controllers(
         .watches_stream(cluster_role_binding_stream, |o| mappers::csv_of_owner_labels(&o))
         .watches_stream(
             metadata_trigger::<k8s_openapi::api::rbac::v1::ClusterRole>(&sync, client.clone(), csv_owned()),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+                &sync,
+                client.clone(),
+                csv_owned(),
+            ),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+                &sync,
+                client.clone(),
+                csv_owned(),
+            ),
             |o| mappers::csv_of_owner_labels(&o),
         )
         .watches_stream(
