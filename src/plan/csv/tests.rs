@@ -2229,3 +2229,26 @@ fn the_package_is_read_from_the_properties_annotation() {
     csv.metadata.annotations = None;
     assert_eq!(package_of(&csv), "");
 }
+
+#[test]
+fn a_reinstall_names_what_it_puts_back_and_a_first_install_names_nothing() {
+    let mut csv = Csv::test()
+        .phase(CsvPhase::InstallReady)
+        .reason(CsvReason::AllRequirementsMet)
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(d.phase, CsvPhase::Installing);
+    assert_eq!(d.desired_deployments.len(), 1);
+    assert!(d.missing.is_empty(), "a first install: {:?}", d.missing);
+
+    csv.status.as_mut().unwrap().conditions = vec![v1alpha1::ClusterServiceVersionCondition {
+        phase: Some(CsvPhase::Succeeded),
+        reason: Some(CsvReason::InstallSucceeded),
+        ..Default::default()
+    }];
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(d.missing, ["Deployment operators/redis-operator"]);
+    // Present, it is not named (and not rolled: the shell skips an up-to-date Deployment).
+    let d = decide(&csv, &with_healthy(ready(), &csv), &t(0));
+    assert!(d.missing.is_empty());
+}
