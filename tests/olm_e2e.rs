@@ -2936,3 +2936,459 @@ async fn the_seed_flow_creates_the_objects_upstream_olm_creates_upgrade() {
         &group_cluster_roles(&env).await,
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Installs that heal (issue 27): what an install owns, deleted by hand, is put back.
+
+/// How long after its deletion an object of the install must be back, with its CSV
+/// `Succeeded` again (the issue's bound).
+const HEAL_WITHIN: Duration = Duration::from_secs(30);
+
+impl Env {
+    /// The name of the one object of kind `K` labelled as owned by `csv` (in this namespace,
+    /// or cluster-wide when `namespaced` is false).
+    async fn owned_by_csv<K: kube::Resource<DynamicType = ()>>(&self, csv: &str, namespaced: bool) -> String {
+        let resource = ApiResource::erase::<K>(&());
+        let api: Api<DynamicObject> = if namespaced {
+            Api::namespaced_with(self.client(), self.ns(), &resource)
+        } else {
+            Api::all_with(self.client(), &resource)
+        };
+        let selector = format!(
+            "olm.owner={csv},olm.owner.namespace={},olm.owner.kind=ClusterServiceVersion",
+            self.ns()
+        );
+        let items = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .expect("listing the install's objects")
+            .items;
+        assert_eq!(items.len(), 1, "one {} of {csv}: {items:?}", K::kind(&()));
+        items[0].name_any()
+    }
+
+    async fn uid_of<K: kube::Resource<DynamicType = ()>>(&self, name: &str) -> Value {
+        self.get::<K>(name)
+            .await
+            .and_then(|o| o.pointer("/metadata/uid").cloned())
+            .unwrap_or_default()
+    }
+
+    /// [`support::e2e::delete_and_wait_healed`] for this test's CSV, bounded by [`HEAL_WITHIN`].
+    async fn heals<K: kube::Resource<DynamicType = ()>>(&self, csv: &str, name: &str, namespaced: bool) {
+        let took = support::e2e::delete_and_wait_healed::<K>(
+            self.client(),
+            namespaced.then_some(self.ns()),
+            name,
+            self.ns(),
+            csv,
+            HEAL_WITHIN,
+        )
+        .await;
+        eprintln!("{} {name} healed in {took:?}", K::kind(&()));
+    }
+}
+
+#[tokio::test]
+async fn each_deleted_component_of_an_installed_operator_is_back_within_30_seconds() {
+    let Some(env) = env("e2e-heal").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let deployment = env.wait_deployment_available("widget-operator").await;
+    let generation = deployment.metadata.generation;
+
+    // The ServiceAccount and RBAC of the install: each deleted, each back (the requirement
+    // way, as upstream: Failed/Pending RequirementsNotMet, then installed again), and the
+    // Deployment, which did not change, is not rolled.
+    env.heals::<ServiceAccount>(&csv, "widget-operator", true).await;
+    let role = env.owned_by_csv::<Role>(&csv, true).await;
+    env.heals::<Role>(&csv, &role, true).await;
+    let binding = env.owned_by_csv::<RoleBinding>(&csv, true).await;
+    env.heals::<RoleBinding>(&csv, &binding, true).await;
+    let cluster_role = env.owned_by_csv::<ClusterRole>(&csv, false).await;
+    env.heals::<ClusterRole>(&csv, &cluster_role, false).await;
+    let cluster_binding = env.owned_by_csv::<ClusterRoleBinding>(&csv, false).await;
+    env.heals::<ClusterRoleBinding>(&csv, &cluster_binding, false)
+        .await;
+    // The user roles (aggregated to admin/edit/view): the OperatorGroup's own, and the per-API
+    // roles of the widget API; their OperatorGroup puts them back.
+    let crs: Api<ClusterRole> = Api::all(env.client());
+    let by_group = ListParams::default().labels(&format!(
+        "olm.owner=og,olm.owner.kind=OperatorGroup,olm.owner.namespace={}",
+        env.ns()
+    ));
+    let group_role = crs.list(&by_group).await.expect("group roles").items[0].name_any();
+    for name in [group_role.as_str(), "widgets.e2e.olm-rs.io-v1-admin"] {
+        let what = format!("ClusterRole {name}");
+        let old = wait_for(&what, WAIT, || {
+            let crs = crs.clone();
+            async move { crs.get_opt(name).await.ok().flatten() }
+        })
+        .await;
+        crs.delete(name, &DeleteParams::default())
+            .await
+            .expect("deleting a user role");
+        let started = std::time::Instant::now();
+        wait_for(&format!("{what} back"), HEAL_WITHIN, || {
+            let (crs, uid) = (crs.clone(), old.metadata.uid.clone());
+            async move {
+                crs.get_opt(name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .filter(|r| r.metadata.uid != uid)
+            }
+        })
+        .await;
+        eprintln!("{what} healed in {:?}", started.elapsed());
+    }
+    let now: Api<Deployment> = env.ns.api();
+    let now = now.get("widget-operator").await.expect("the Deployment");
+    assert_eq!(
+        now.metadata.uid, deployment.metadata.uid,
+        "the Deployment was not replaced"
+    );
+    assert_eq!(
+        now.metadata.generation, generation,
+        "the Deployment was not rolled"
+    );
+
+    // The Deployment: Failed ComponentUnhealthy, Pending NeedsReinstall, installed again;
+    // the ServiceAccount and RBAC stay as they are (upstream's e2e checks their uids).
+    let kept = (
+        env.uid_of::<ServiceAccount>("widget-operator").await,
+        env.uid_of::<Role>(&role).await,
+        env.uid_of::<RoleBinding>(&binding).await,
+    );
+    env.heals::<Deployment>(&csv, "widget-operator", true).await;
+    let reasons: Vec<String> = env
+        .events_for("ClusterServiceVersion", &csv)
+        .await
+        .into_iter()
+        .map(|(reason, _)| reason)
+        .collect();
+    for reason in [
+        "ComponentUnhealthy",
+        "NeedsReinstall",
+        "ComponentMissing",
+        "RequirementsNotMet",
+    ] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "no {reason} Event: {reasons:?}"
+        );
+    }
+    assert_eq!(
+        (
+            env.uid_of::<ServiceAccount>("widget-operator").await,
+            env.uid_of::<Role>(&role).await,
+            env.uid_of::<RoleBinding>(&binding).await,
+        ),
+        kept
+    );
+    env.wait_deployment_available("widget-operator").await;
+
+    // Scaled to 0 by hand: upstream compares the spec-hash label, not the live spec, and a
+    // Deployment of 0 replicas is Available, so it leaves it; so does olm-rs.
+    env.cluster.kubectl_ok([
+        "scale",
+        "deployment",
+        "widget-operator",
+        "-n",
+        env.ns(),
+        "--replicas=0",
+    ]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let d = env
+        .get::<Deployment>("widget-operator")
+        .await
+        .expect("the Deployment");
+    assert_eq!(d.pointer("/spec/replicas"), Some(&json!(0)), "left scaled down");
+    let c = env.get::<ClusterServiceVersion>(&csv).await.expect("the CSV");
+    assert_eq!(c.pointer("/status/phase"), Some(&json!("Succeeded")), "{c:#}");
+}
+
+/// Upstream's `catalog_e2e_test.go` "operator workload continues running after catalog source
+/// is deleted": the catalog goes, the Subscription's config changes, and the Deployment deleted
+/// by hand is re-created (new uid, ready replicas, the config's variable) while the
+/// ServiceAccount, Role and RoleBinding keep their uids.
+#[tokio::test]
+async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_upstreams_e2e() {
+    let Some(env) = env("e2e-heal-catalog").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let first = env.wait_deployment_available("widget-operator").await;
+    let role = env.owned_by_csv::<Role>(&csv, true).await;
+    let binding = env.owned_by_csv::<RoleBinding>(&csv, true).await;
+    let kept = (
+        env.uid_of::<ServiceAccount>("widget-operator").await,
+        env.uid_of::<Role>(&role).await,
+        env.uid_of::<RoleBinding>(&binding).await,
+    );
+
+    env.dynamic::<CatalogSource>()
+        .delete("e2e", &DeleteParams::default())
+        .await
+        .expect("deleting the CatalogSource");
+    // Upstream checks `Consistently` that the catalog's loss changes nothing installed.
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let c = env.get::<ClusterServiceVersion>(&csv).await.expect("the CSV");
+        assert_eq!(c.pointer("/status/phase"), Some(&json!("Succeeded")), "{c:#}");
+        let d = env
+            .get::<Deployment>("widget-operator")
+            .await
+            .expect("the Deployment");
+        assert_eq!(
+            d.pointer("/metadata/uid").and_then(Value::as_str),
+            first.metadata.uid.as_deref(),
+            "the Deployment is not re-created"
+        );
+    }
+    let subs = env.dynamic::<Subscription>();
+    subs.patch(
+        "widget",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"config": {"env": [{"name": "TEST_ENV_VAR", "value": "test-value"}]}}}),
+        ),
+    )
+    .await
+    .expect("patching spec.config");
+    let has_var = |t: &Value| {
+        t.pointer("/spec/containers/0/env")
+            .and_then(Value::as_array)
+            .is_some_and(|env| {
+                env.iter()
+                    .any(|e| e["name"] == "TEST_ENV_VAR" && e["value"] == "test-value")
+            })
+    };
+    wait_pod_template(&env, "widget-operator", "the config's variable", has_var).await;
+
+    // Deleted right away (the CSV may still be rolling the config out, as in upstream's e2e).
+    env.dynamic::<Deployment>()
+        .delete("widget-operator", &DeleteParams::default())
+        .await
+        .expect("deleting the Deployment");
+    let api: Api<Deployment> = env.ns.api();
+    let what = format!("Deployment {}/widget-operator re-created and ready", env.ns());
+    let recreated = wait_for(&what, WAIT, || {
+        let (api, old) = (api.clone(), first.metadata.uid.clone());
+        async move {
+            let d = api.get_opt("widget-operator").await.ok().flatten()?;
+            let status = d.status.as_ref()?;
+            let want = d.spec.replicas?;
+            (d.metadata.uid != old
+                && want > 0
+                && status.available_replicas == Some(want)
+                && status.ready_replicas == Some(want)
+                && status.updated_replicas == Some(want))
+            .then_some(d)
+        }
+    })
+    .await;
+    let template = serde_json::to_value(&recreated.spec.template).unwrap_or_default();
+    assert!(has_var(&template), "{template:#}");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    assert_eq!(
+        (
+            env.uid_of::<ServiceAccount>("widget-operator").await,
+            env.uid_of::<Role>(&role).await,
+            env.uid_of::<RoleBinding>(&binding).await,
+        ),
+        kept,
+        "the ServiceAccount, Role and RoleBinding were not re-created"
+    );
+    let sub = env.get::<Subscription>("widget").await.expect("the Subscription");
+    assert_eq!(sub.pointer("/status/installedCSV"), Some(&json!(csv)));
+}
+
+/// The RBAC an install makes in the OperatorGroup's other target namespaces (upstream
+/// `ensureTenantRBAC`, ensured on every sync): deleted there, it is back within 30 s, and the
+/// CSV stays `Succeeded`.
+#[tokio::test]
+async fn the_rbac_of_a_target_namespace_is_back_within_30_seconds() {
+    let Some(env) = env("e2e-heal-target").await else {
+        return;
+    };
+    let target = env.cluster.namespace("e2e-heal-tenant").await;
+    env.apply_catalog(
+        "e2e-catalog",
+        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+    )
+    .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), target.name().to_owned()]))
+        .await;
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let selector = format!(
+        "olm.owner={csv},olm.owner.namespace={},olm.owner.kind=ClusterServiceVersion",
+        env.ns()
+    );
+    let roles: Api<Role> = target.api();
+    let bindings: Api<RoleBinding> = target.api();
+    let listed = |what: &'static str| {
+        let (roles, bindings, selector) = (roles.clone(), bindings.clone(), selector.clone());
+        async move {
+            let lp = ListParams::default().labels(&selector);
+            let items: Vec<(String, Option<String>)> = if what == "Role" {
+                roles
+                    .list(&lp)
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .map(|r| (r.name_any(), r.metadata.uid.clone()))
+                    .collect()
+            } else {
+                bindings
+                    .list(&lp)
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .map(|r| (r.name_any(), r.metadata.uid.clone()))
+                    .collect()
+            };
+            items.into_iter().next()
+        }
+    };
+    for what in ["Role", "RoleBinding"] {
+        let (name, uid) = wait_for(&format!("the {what} in {}", target.name()), WAIT, || listed(what)).await;
+        let started = std::time::Instant::now();
+        match what {
+            "Role" => drop(
+                roles
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("deleting"),
+            ),
+            _ => drop(
+                bindings
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("deleting"),
+            ),
+        }
+        let back = wait_for(&format!("the {what} {name} back"), HEAL_WITHIN, || {
+            let (listed, uid, name) = (&listed, uid.clone(), name.clone());
+            async move { listed(what).await.filter(|(n, u)| *n == name && *u != uid) }
+        })
+        .await;
+        eprintln!(
+            "{what} {}/{} healed in {:?}",
+            target.name(),
+            back.0,
+            started.elapsed()
+        );
+        let c = env.get::<ClusterServiceVersion>(&csv).await.expect("the CSV");
+        assert_eq!(c.pointer("/status/phase"), Some(&json!("Succeeded")), "{c:#}");
+    }
+    wait_for(
+        "an Event naming what was put back",
+        Duration::from_secs(10),
+        || {
+            let (env, csv, ns) = (&env, &csv, target.name());
+            async move {
+                env.events_for("ClusterServiceVersion", csv)
+                    .await
+                    .into_iter()
+                    .any(|(reason, message)| reason == "ComponentMissing" && message.contains(ns))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// A Role of the install whose rules are edited by hand is put back (`ComponentChanged`);
+/// a label another field manager adds to it is theirs and stays.
+#[tokio::test]
+async fn a_role_changed_by_hand_is_put_back_and_what_others_add_is_left_alone() {
+    let Some(env) = env("e2e-heal-changed").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    let role = env.owned_by_csv::<Role>(&csv, true).await;
+    let roles: Api<Role> = env.ns.api();
+    let rules = roles.get(&role).await.expect("the Role").rules;
+
+    // Someone else's label: not ours to compare, so no write and no Event.
+    roles
+        .patch(
+            &role,
+            &PatchParams::apply("someone-else"),
+            &Patch::Apply(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": role, "labels": {"team": "platform"}}
+            })),
+        )
+        .await
+        .expect("labelling the Role");
+    let labelled = roles.get(&role).await.expect("the Role");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = roles.get(&role).await.expect("the Role");
+    assert_eq!(
+        later.metadata.resource_version,
+        labelled.metadata.resource_version
+    );
+    assert_eq!(later.labels().get("team").map(String::as_str), Some("platform"));
+
+    // Its rules narrowed by hand: put back within 30 s, named by a ComponentChanged Event.
+    roles
+        .patch(
+            &role,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+            ),
+        )
+        .await
+        .expect("editing the Role's rules");
+    let started = std::time::Instant::now();
+    wait_for("the Role's rules back", HEAL_WITHIN, || {
+        let (roles, role, rules) = (roles.clone(), role.clone(), rules.clone());
+        async move { (roles.get(&role).await.ok()?.rules == rules).then_some(()) }
+    })
+    .await;
+    eprintln!("Role {role} rules put back in {:?}", started.elapsed());
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    wait_for("a ComponentChanged Event", Duration::from_secs(10), || {
+        let (env, csv, role) = (&env, &csv, &role);
+        async move {
+            env.events_for("ClusterServiceVersion", csv)
+                .await
+                .into_iter()
+                .any(|(reason, message)| reason == "ComponentChanged" && message.contains(role.as_str()))
+                .then_some(())
+        }
+    })
+    .await;
+    let after = roles.get(&role).await.expect("the Role");
+    assert_eq!(
+        after.labels().get("team").map(String::as_str),
+        Some("platform"),
+        "their label stays"
+    );
+}

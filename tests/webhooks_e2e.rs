@@ -622,3 +622,65 @@ async fn an_owned_api_service_gets_the_ca_bundle_is_waited_on_and_goes_with_the_
     })
     .await;
 }
+
+/// Issue 27: the webhook Service, the cert Secret and a webhook configuration, each deleted by
+/// hand, are back within 30 s with the CSV `Succeeded` again, and every webhook object is in
+/// place afterwards (the Secret's loss is a certificate rotation, as upstream's
+/// `ShouldRotateCerts` makes it).
+#[tokio::test]
+async fn a_deleted_webhook_service_or_cert_secret_is_back_within_30_seconds() {
+    let Some(env) = env("webhooks-heal").await else {
+        return;
+    };
+    let csv = csv_name("0.1.0");
+    env.start(&["0.1.0"]).await;
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    assert_webhook_objects(&env, &csv).await;
+    for (kind, name) in [("Service", SERVICE), ("Secret", SECRET)] {
+        let took = match kind {
+            "Service" => {
+                e2e::delete_and_wait_healed::<Service>(
+                    env.client(),
+                    Some(env.ns()),
+                    name,
+                    env.ns(),
+                    &csv,
+                    Duration::from_secs(30),
+                )
+                .await
+            }
+            _ => {
+                e2e::delete_and_wait_healed::<Secret>(
+                    env.client(),
+                    Some(env.ns()),
+                    name,
+                    env.ns(),
+                    &csv,
+                    Duration::from_secs(30),
+                )
+                .await
+            }
+        };
+        eprintln!("{kind} {name} healed in {took:?}");
+        assert_webhook_objects(&env, &csv).await;
+    }
+    // The webhook configuration (cluster-scoped, labelled with its CSV): applied again.
+    let validating = env
+        .config::<ValidatingWebhookConfiguration>(&csv, "vhook.e2e.olm-rs.io")
+        .await;
+    let name = validating
+        .first()
+        .expect("the validating configuration")
+        .name_any();
+    let took = e2e::delete_and_wait_healed::<ValidatingWebhookConfiguration>(
+        env.client(),
+        None,
+        &name,
+        env.ns(),
+        &csv,
+        Duration::from_secs(30),
+    )
+    .await;
+    eprintln!("ValidatingWebhookConfiguration {name} healed in {took:?}");
+    assert_webhook_objects(&env, &csv).await;
+}

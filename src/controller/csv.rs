@@ -19,7 +19,12 @@
 //! skipped when it changes nothing, and deferred while the store has not caught up with this
 //! controller's previous write (and its Events go with the write that happens). The controller
 //! is triggered by its Deployments and ServiceAccounts (owner references), so a missing
-//! requirement is re-checked when it appears, not by polling; and by its Subscription when
+//! requirement is re-checked when it appears, not by polling; by the deletion or change of
+//! anything its install owns (Deployments, ServiceAccounts, webhook Services and cert Secrets by
+//! owner reference; Roles, RoleBindings, ClusterRoles and ClusterRoleBindings by their
+//! `olm.owner*` labels), so what is gone is put back at once ([`plan_csv::components`]: the
+//! decision says what; `act` applies it and the reconcile sends an Event naming it); and by its
+//! Subscription when
 //! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
 //! into the Deployments (a spec-hash drift) without a new InstallPlan. After each sync the
 //! CSV's copies ([`super::copied_csv`]) and its OperatorCondition
@@ -185,22 +190,7 @@ async fn cleanup(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<A
     Ok(Action::await_change())
 }
 
-/// The package of a CSV, from the `olm.package` property in its
-/// `operatorframework.io/properties` annotation (written by planning); empty when absent.
-pub fn package_of(csv: &ClusterServiceVersion) -> String {
-    csv.annotations()
-        .get(labels::PROPERTIES)
-        .and_then(|text| serde_json::from_str::<Value>(text).ok())
-        .and_then(|v| {
-            v["properties"].as_array().and_then(|props| {
-                props
-                    .iter()
-                    .find(|p| p["type"] == "olm.package")
-                    .and_then(|p| p["value"]["packageName"].as_str().map(str::to_owned))
-            })
-        })
-        .unwrap_or_default()
-}
+pub use crate::plan::csv::package_of;
 
 fn other(csv: &ClusterServiceVersion) -> OtherCsv {
     OtherCsv {
@@ -419,6 +409,23 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         };
         observed.service_accounts.insert(sa.clone(), state);
     }
+    // The ServiceAccounts and RBAC its InstallPlan created, as the stores show them.
+    let plans = in_namespace(&stores.install_plans, &ns);
+    observed.components = plan_csv::desired_components(csv, plans.iter().map(AsRef::as_ref));
+    for component in &mut observed.components {
+        component.live = live_component(stores, &component.key);
+    }
+    // And the RBAC its install made in the group's other target namespaces.
+    if let Some(targets) = observed
+        .operator_groups
+        .first()
+        .and_then(|g| g.namespaces.as_deref())
+    {
+        observed.target_components = plan_csv::target_components(csv, targets);
+        for component in &mut observed.target_components {
+            component.live = live_component(stores, &component.key);
+        }
+    }
     let wanted: Vec<&str> = strategy.deployments.iter().map(|d| d.name.as_str()).collect();
     for d in stores.deployments.state() {
         if d.namespace().as_deref() != Some(ns.as_str()) {
@@ -433,6 +440,83 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         }
     }
     Ok(observed)
+}
+
+/// A component of the install as its store holds it (JSON), or `None` when there is none.
+fn live_component(stores: &super::Stores, key: &plan_csv::ComponentKey) -> Option<Value> {
+    let ns = key.namespace.as_deref().unwrap_or_default();
+    let name = key.name.as_str();
+    match key.kind.as_str() {
+        "ServiceAccount" => stores
+            .service_accounts
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "Role" => stores
+            .roles
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "RoleBinding" => stores
+            .role_bindings
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "ClusterRole" => stores
+            .cluster_roles
+            .get(&ObjectRef::new(name))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        "ClusterRoleBinding" => stores
+            .cluster_role_bindings
+            .get(&ObjectRef::new(name))
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok()),
+        _ => None,
+    }
+}
+
+/// Applies the manifests of the install's missing or changed components (client), under the
+/// CSV controller's field manager: only the fields the manifest sets are written.
+async fn restore_components(ctx: &Context, restore: &[plan_csv::ComponentIssue]) -> Result<()> {
+    use k8s_openapi::api::rbac::v1 as rbac;
+    for issue in restore {
+        let key = &issue.key;
+        let resource = match key.kind.as_str() {
+            "ServiceAccount" => kube::api::ApiResource::erase::<ServiceAccount>(&()),
+            "Role" => kube::api::ApiResource::erase::<rbac::Role>(&()),
+            "RoleBinding" => kube::api::ApiResource::erase::<rbac::RoleBinding>(&()),
+            "ClusterRole" => kube::api::ApiResource::erase::<rbac::ClusterRole>(&()),
+            "ClusterRoleBinding" => kube::api::ApiResource::erase::<rbac::ClusterRoleBinding>(&()),
+            _ => continue,
+        };
+        let api = apply::dynamic_api(ctx.client(), &resource, key.namespace.as_deref());
+        apply::apply_dynamic(&api, &key.name, &issue.manifest, &ctx.manager)
+            .await
+            .map_err(Error::apply(key.to_string()))?;
+        tracing::info!(component = %key, missing = issue.missing, plan = issue.plan, "restored");
+    }
+    Ok(())
+}
+
+/// The Events naming what a decision restored: one per component (`ComponentMissing` or
+/// `ComponentChanged`) and one per missing install-strategy object applied again.
+fn restore_events(csv: &ClusterServiceVersion, decision: &plan_csv::CsvDecision) -> Vec<EventNote> {
+    let regarding = csv.object_ref(&());
+    let components = decision.restore.iter().map(|issue| EventNote {
+        regarding: regarding.clone(),
+        warning: true,
+        reason: issue.event_reason().to_owned(),
+        action: "Restore",
+        note: if issue.plan.is_empty() {
+            format!("{issue}: applying it again from the CSV's install strategy")
+        } else {
+            format!("{issue}: applying it again from InstallPlan {}", issue.plan)
+        },
+    });
+    let strategy = decision.missing.iter().map(|what| EventNote {
+        regarding: regarding.clone(),
+        warning: true,
+        reason: "ComponentMissing".to_owned(),
+        action: "Restore",
+        note: format!("missing {what}: applying it again from the CSV's install strategy"),
+    });
+    components.chain(strategy).collect()
 }
 
 /// Applies the RBAC granting the operator its `permissions` in the OperatorGroup's other
@@ -481,6 +565,10 @@ async fn apply_target_rbac(csv: &ClusterServiceVersion, ctx: &Context, targets: 
     Ok(())
 }
 
+/// How soon a reconcile that found the CSV store behind this controller's last status write
+/// looks again (the write's own watch event normally comes first).
+const STALE_STORE_REQUEUE: Duration = Duration::from_secs(1);
+
 /// How many phase transitions one reconcile may chain (Pending → InstallReady → Installing
 /// → Succeeded is the longest useful run; the bound only guards against a cycle).
 const MAX_CHAINED_TRANSITIONS: usize = 6;
@@ -492,6 +580,19 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
     let ns = csv.namespace().unwrap_or_default();
     let name = csv.name_any();
     let capi: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
+    // (no client) A store that has not seen our last status write shows the status from before
+    // it: deciding on it would act again on what that write settled (a certificate rotation
+    // issued twice, a component restored twice). Its watch event reconciles again; the requeue
+    // only bounds a missed one. Now that the install's objects trigger reconciles at once (their
+    // writes come just before the status write), this is the common case, not a rare one.
+    let key = object_key(ctx.name, csv.as_ref());
+    if ctx
+        .shared
+        .behind_last_status_write(&key, csv.resource_version().as_deref())
+    {
+        tracing::debug!("csv reconcile waits: the store has not seen this controller's last status write");
+        return Ok(Action::requeue(STALE_STORE_REQUEUE));
+    }
     // (client: one read per CRD; the rest from the stores)
     let mut observed = observe(&csv, &ctx).await?;
     let now = Time(Timestamp::now());
@@ -504,7 +605,10 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         status,
         transitions,
         own_versions,
+        restored,
     } = chain_transitions(&csv, &ctx, &capi, observed, &now).await?;
+    // (no client: publishing is queued) What was put back is said whatever the status write.
+    ctx.publish(restored);
 
     // (no client) The same refusal again: keep the status as it is, no write, no Event.
     let (status, transitions) = if plan_csv::repeats_failure(&old, &decision) {
@@ -513,7 +617,6 @@ async fn sync(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Acti
         (status, transitions)
     };
     // (no client: the stores and the last write's time are read, nothing is written)
-    let key = object_key(ctx.name, csv.as_ref());
     if let Some(requeue) = plan_csv::write_waits(
         &old,
         &status,
@@ -591,6 +694,8 @@ struct Chained {
     /// The resource versions this reconcile's own writes gave the CSV before its status
     /// write (so a store that has not caught up is not mistaken for someone else's change).
     own_versions: Vec<String>,
+    /// The Events naming what the decisions restored ([`restore_events`]).
+    restored: Vec<EventNote>,
 }
 
 /// Decides and acts on the CSV's state machine as far as it goes without an outside event,
@@ -617,6 +722,7 @@ async fn chain_transitions(
     let mut status = csv.status.clone().unwrap_or_default();
     let mut transitions = Vec::new();
     let mut own_versions = Vec::new();
+    let mut restored = Vec::new();
     // (no client)
     let mut decision = plan_csv::decide(&current, &observed, now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
@@ -638,6 +744,8 @@ async fn chain_transitions(
             };
             let group = observed.operator_groups.first().map(|g| g.name.as_str());
             decision = plan_csv::apply_failed(&failure, group);
+        } else {
+            restored.extend(restore_events(csv, &decision));
         }
         let phase_before = status.phase.clone();
         let reason_before = status.reason.clone();
@@ -673,6 +781,7 @@ async fn chain_transitions(
         status,
         transitions,
         own_versions,
+        restored,
     })
 }
 
@@ -691,6 +800,7 @@ async fn act(
         *current = stamp_annotations(capi, current, annotations, ctx).await?;
         own_versions.extend(current.resource_version());
     }
+    restore_components(ctx, &decision.restore).await?;
     if !decision.desired_deployments.is_empty() {
         let targets = observed
             .operator_groups
@@ -849,24 +959,4 @@ async fn write_status(
 ) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
     ctx.write_status_after(csv, own_versions, changed, status).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_package_is_read_from_the_properties_annotation() {
-        let mut csv: ClusterServiceVersion = serde_json::from_value(json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-            "metadata": {"name": "a.v1", "annotations": {
-                "operatorframework.io/properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"a\",\"version\":\"1.0.0\"}}]}"
-            }},
-            "spec": {"displayName": "a", "install": {"strategy": "deployment", "spec": {"deployments": []}}}
-        }))
-        .unwrap();
-        assert_eq!(package_of(&csv), "a");
-        csv.metadata.annotations = None;
-        assert_eq!(package_of(&csv), "");
-    }
 }

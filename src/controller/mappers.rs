@@ -34,6 +34,42 @@ pub fn operator_group_of(role: &k8s_openapi::api::rbac::v1::ClusterRole) -> Opti
     crate::plan::user_roles::owning_group(role).map(|(ns, name)| ObjectRef::new(name).within(ns))
 }
 
+/// The OperatorGroups to sync after an event (a deletion included) of a managed ClusterRole: the
+/// group its `olm.owner*` labels name, or, for a per-API role (owned by the CRD or APIService of
+/// the API, [`crate::plan::user_roles::provided_api_cluster_roles`]), the groups of the
+/// namespaces whose CSVs provide that API; none for any other role.
+pub fn operator_groups_for_cluster_role(
+    role: &k8s_openapi::api::rbac::v1::ClusterRole,
+    csvs: &[Arc<ClusterServiceVersion>],
+    groups: &[Arc<OperatorGroup>],
+) -> Vec<ObjectRef<OperatorGroup>> {
+    if let Some(group) = operator_group_of(role) {
+        return vec![group];
+    }
+    let owners: Vec<&str> = role
+        .owner_references()
+        .iter()
+        .filter(|o| matches!(o.kind.as_str(), "CustomResourceDefinition" | "APIService"))
+        .map(|o| o.name.as_str())
+        .collect();
+    if owners.is_empty() {
+        return Vec::new();
+    }
+    let namespaces: std::collections::BTreeSet<String> = csvs
+        .iter()
+        .filter(|c| {
+            crate::plan::user_roles::provided_apis(c)
+                .is_ok_and(|apis| apis.iter().any(|a| owners.contains(&a.owner_name().as_str())))
+        })
+        .filter_map(|c| c.namespace())
+        .collect();
+    groups
+        .iter()
+        .filter(|g| g.namespace().is_some_and(|ns| namespaces.contains(&ns)))
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
+}
+
 /// The CSVs to sync after an OperatorGroup event: those of its namespace and, anywhere, those
 /// providing an API its `olm.providedAPIs` lists (upstream `findCSVsThatProvideAnyOf`), so an
 /// `InterOperatorGroupOwnerConflict` appears and clears with the rival group.
@@ -161,6 +197,18 @@ pub fn csvs_related_to(
         })
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
+}
+
+/// The CSV an object's `olm.owner`, `olm.owner.namespace` and `olm.owner.kind` labels name
+/// (the install's RBAC, which owner references cannot tie to it across namespaces or scopes).
+pub fn csv_of_owner_labels(object: &impl Resource) -> Option<ObjectRef<ClusterServiceVersion>> {
+    let labels = object.meta().labels.as_ref()?;
+    if labels.get(crate::api::labels::OWNER_KIND).map(String::as_str) != Some(crate::plan::steps::CSV_KIND) {
+        return None;
+    }
+    let name = labels.get(crate::api::labels::OWNER)?;
+    let namespace = labels.get(crate::api::labels::OWNER_NAMESPACE)?;
+    Some(ObjectRef::new(name).within(namespace))
 }
 
 /// CSVs that own or require the CRD named `crd` (`<plural>.<group>`).
@@ -336,6 +384,82 @@ mod tests {
             Some("a.v1"),
             ""
         )));
+    }
+
+    #[test]
+    fn a_per_api_role_maps_to_the_groups_of_the_namespaces_providing_its_api() {
+        let csv = |ns: &str, kind: &str| -> Arc<ClusterServiceVersion> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                    "metadata": {"name": "w.v1", "namespace": ns},
+                    "spec": {"customresourcedefinitions": {"owned": [
+                        {"name": format!("{}s.w.io", kind.to_lowercase()), "version": "v1", "kind": kind}]}}
+                }))
+                .expect("a CSV"),
+            )
+        };
+        let og = |ns: &str| -> Arc<OperatorGroup> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                    "metadata": {"name": "og", "namespace": ns}, "spec": {}
+                }))
+                .expect("an OperatorGroup"),
+            )
+        };
+        let csvs = [csv("a", "Widget"), csv("b", "Gadget"), csv("c", "Widget")];
+        let groups = [og("a"), og("b"), og("c")];
+        let role = |owner_kind: &str| -> k8s_openapi::api::rbac::v1::ClusterRole {
+            serde_json::from_value(json!({"metadata": {"name": "widgets.w.io-v1-admin",
+                "labels": {"olm.managed": "true"},
+                "ownerReferences": [{"apiVersion": "x/v1", "kind": owner_kind,
+                                     "name": "widgets.w.io", "uid": "u"}]}}))
+            .unwrap()
+        };
+        let namespaces = |refs: Vec<ObjectRef<OperatorGroup>>| -> Vec<Option<String>> {
+            refs.into_iter().map(|r| r.namespace).collect()
+        };
+        assert_eq!(
+            namespaces(operator_groups_for_cluster_role(
+                &role("CustomResourceDefinition"),
+                &csvs,
+                &groups
+            )),
+            [Some("a".to_owned()), Some("c".to_owned())]
+        );
+        assert!(operator_groups_for_cluster_role(&role("Deployment"), &csvs, &groups).is_empty());
+        let group_role: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
+            "metadata": {"name": "r", "labels":
+                {"olm.owner": "og", "olm.owner.namespace": "b", "olm.owner.kind": "OperatorGroup"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            namespaces(operator_groups_for_cluster_role(&group_role, &csvs, &groups)),
+            [Some("b".to_owned())]
+        );
+    }
+
+    #[test]
+    fn an_install_object_maps_to_the_csv_its_owner_labels_name() {
+        let role = |labels: serde_json::Value| -> k8s_openapi::api::rbac::v1::Role {
+            serde_json::from_value(json!({"metadata": {"name": "r", "namespace": "t", "labels": labels}}))
+                .unwrap()
+        };
+        let csv_role = role(
+            json!({"olm.owner": "a.v1", "olm.owner.namespace": "ns", "olm.owner.kind": "ClusterServiceVersion"}),
+        );
+        assert_eq!(
+            csv_of_owner_labels(&csv_role),
+            Some(ObjectRef::new("a.v1").within("ns"))
+        );
+        let group_role =
+            role(json!({"olm.owner": "og", "olm.owner.namespace": "ns", "olm.owner.kind": "OperatorGroup"}));
+        assert_eq!(csv_of_owner_labels(&group_role), None);
+        assert_eq!(
+            csv_of_owner_labels(&role(json!({"olm.owner.kind": "ClusterServiceVersion"}))),
+            None
+        );
     }
 
     #[test]

@@ -161,19 +161,42 @@ pub(super) async fn run_controllers(
         wc(),
         sync.flag("operatorgroups"),
     );
-    let (deployments, deployment_stream) = reflected(
-        Api::<Deployment>::all(client.clone()),
+    // What a CSV's install owns, deletions included: the CSV controller puts back what goes.
+    let csv_owned = || {
         wc().labels(&format!(
             "{}={}",
             crate::api::labels::OWNER_KIND,
             crate::plan::steps::CSV_KIND
-        )),
+        ))
+    };
+    let (deployments, deployment_stream) = reflected_with_deletions(
+        Api::<Deployment>::all(client.clone()),
+        csv_owned(),
         sync.flag("deployments"),
     );
-    let (service_accounts, sa_stream) =
-        reflected_metadata::<ServiceAccount>(client.clone(), wc(), sync.flag("serviceaccounts"));
+    let (service_accounts, sa_stream) = reflected_with_deletions(
+        Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
+        wc(),
+        sync.flag("serviceaccounts"),
+    );
+    let (roles, role_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::Role>::all(client.clone()),
+        csv_owned(),
+        sync.flag("roles"),
+    );
+    let (role_bindings, role_binding_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::RoleBinding>::all(client.clone()),
+        csv_owned(),
+        sync.flag("rolebindings"),
+    );
+    let (cluster_role_bindings, cluster_role_binding_stream) = reflected_with_deletions(
+        Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone()),
+        csv_owned(),
+        sync.flag("clusterrolebindings"),
+    );
 
-    let (cluster_roles, cluster_role_stream) = reflected(
+    // Deletions included: a deleted user role is put back by its OperatorGroup.
+    let (cluster_roles, cluster_role_stream) = reflected_with_deletions(
         Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone()),
         wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
         sync.flag("clusterroles"),
@@ -234,6 +257,9 @@ pub(super) async fn run_controllers(
         deployments: deployments.clone(),
         service_accounts,
         cluster_roles,
+        roles,
+        role_bindings,
+        cluster_role_bindings,
         operator_conditions: operator_conditions.clone(),
         operator_conditions_synced: oc_synced,
         olm_configs: olm_configs.clone(),
@@ -319,13 +345,17 @@ pub(super) async fn run_controllers(
             metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
-        // A group's own ClusterRole changed or went: put it back.
-        .watches_stream(cluster_role_stream, move |role| {
-            let group = mappers::operator_group_of(&role);
-            if group.as_ref().is_some_and(|g| og_store3.get(g).is_none()) {
-                let _ = sweep_tx2.unbounded_send(());
+        // A group's own ClusterRole, or a per-API role of its members' APIs, changed or went:
+        // put it back.
+        .watches_stream(cluster_role_stream, {
+            let csvs = stores.csvs.clone();
+            move |role| {
+                let group = mappers::operator_group_of(&role);
+                if group.as_ref().is_some_and(|g| og_store3.get(g).is_none()) {
+                    let _ = sweep_tx2.unbounded_send(());
+                }
+                mappers::operator_groups_for_cluster_role(&role, &csvs.state(), &og_store3.state())
             }
-            group
         })
         .shutdown_on_signal();
 
@@ -398,6 +428,42 @@ pub(super) async fn run_controllers(
         .with_config(cfg())
         .owns_stream(deployment_stream)
         .owns_stream(sa_stream)
+        // The rest of what an install owns, deletions included: the webhook Services and cert
+        // Secrets (owner references), its RBAC here and in the target namespaces, its
+        // ClusterRoles and its webhook configurations (`olm.owner*` labels).
+        .owns_stream(metadata_trigger::<k8s_openapi::api::core::v1::Service>(
+            &sync,
+            client.clone(),
+            wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
+        ))
+        .owns_stream(metadata_trigger::<k8s_openapi::api::core::v1::Secret>(
+            &sync,
+            client.clone(),
+            wc().labels(&format!("{}=true", crate::api::labels::MANAGED)),
+        ))
+        .watches_stream(role_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(role_binding_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(cluster_role_binding_stream, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::ClusterRole>(&sync, client.clone(), csv_owned()),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+                &sync,
+                client.clone(),
+                csv_owned(),
+            ),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+                &sync,
+                client.clone(),
+                csv_owned(),
+            ),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::csvs_for_operator_group(&c1.state(), &og),

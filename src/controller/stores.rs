@@ -31,8 +31,16 @@ pub struct Stores {
     /// ServiceAccounts, metadata only (owners and uids for the CSV requirement check).
     pub service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
     /// ClusterRoles labelled `olm.managed=true` (the user roles the OperatorGroup controller
-    /// keeps: applied only when they differ from what is stored).
+    /// keeps: applied only when they differ from what is stored; and the ClusterRoles of the
+    /// CSVs' `clusterPermissions`, compared by the CSV controller).
     pub cluster_roles: Store<k8s_openapi::api::rbac::v1::ClusterRole>,
+    /// Roles labelled `olm.owner.kind=ClusterServiceVersion` (the install's, in the CSV's
+    /// namespace and its target namespaces), for the CSV controller's component check.
+    pub roles: Store<k8s_openapi::api::rbac::v1::Role>,
+    /// RoleBindings labelled `olm.owner.kind=ClusterServiceVersion`.
+    pub role_bindings: Store<k8s_openapi::api::rbac::v1::RoleBinding>,
+    /// ClusterRoleBindings labelled `olm.owner.kind=ClusterServiceVersion`.
+    pub cluster_role_bindings: Store<k8s_openapi::api::rbac::v1::ClusterRoleBinding>,
     /// OperatorConditions (see [`super::operator_condition`]).
     pub operator_conditions: Store<crate::api::v2::OperatorCondition>,
     /// Whether the OperatorCondition store has its first list: at startup when the CRD is
@@ -157,6 +165,44 @@ where
         .supervised_optional(name, move || watcher(api.clone(), wc.clone()));
     let (store, stream) = reflect_events(events, Arc::clone(&synced));
     (store, stream, synced)
+}
+
+/// [`reflected`], whose stream also passes on deleted objects (their last state): for the
+/// objects a controller owns, whose deletion it must hear of (a deleted Deployment, Role or
+/// ServiceAccount is put back).
+pub fn reflected_with_deletions<K>(
+    api: Api<K>,
+    wc: watcher::Config,
+    flag: StoreFlag,
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let events = flag
+        .health
+        .supervised(flag.name, move || watcher(api.clone(), wc.clone()));
+    let synced = flag.synced;
+    let (reader, writer) = reflector::store();
+    let stream = events
+        .modify(|object| object.meta_mut().managed_fields = None)
+        .reflect(writer)
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                synced.store(true, Ordering::Release);
+            }
+        })
+        .touched_objects()
+        .predicate_filter(predicates::resource_version, PredicateConfig::default());
+    (reader, stream)
 }
 
 /// Feeds a (supervised) watcher's events into a new store, sets `synced` on the first complete

@@ -508,6 +508,9 @@ impl Fixture {
         let (deployments, deployments_w) = reflector::store();
         let (service_accounts, service_accounts_w) = reflector::store();
         let (cluster_roles, cluster_roles_w) = reflector::store();
+        let (roles, _roles_w) = reflector::store();
+        let (role_bindings, _role_bindings_w) = reflector::store();
+        let (cluster_role_bindings, _cluster_role_bindings_w) = reflector::store();
         let (operator_conditions, _operator_conditions_w) = reflector::store();
         let (olm_configs, olm_configs_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
@@ -527,6 +530,9 @@ impl Fixture {
                 deployments,
                 service_accounts,
                 cluster_roles,
+                roles,
+                role_bindings,
+                cluster_role_bindings,
                 operator_conditions,
                 // The generator stays off: no scenario expects its writes.
                 operator_conditions_synced: Arc::default(),

@@ -271,3 +271,95 @@ pub async fn apply_catalog_config_map(
     .await
     .expect("applying the catalog ConfigMap");
 }
+
+/// Deletes the object `name` of kind `K` (in `ns`, or cluster-scoped when `ns` is `None`), then
+/// waits, at most `within` from the deletion, until an object of that name exists again with
+/// another uid and the CSV `csv` of `csv_ns` is `Succeeded` after a transition made since the
+/// deletion (it noticed, and healed). Then waits a little more for an Event on the CSV whose
+/// message names the object. Panics naming what did not happen; returns the time it took.
+pub async fn delete_and_wait_healed<K: kube::Resource<DynamicType = ()>>(
+    client: Client,
+    ns: Option<&str>,
+    name: &str,
+    csv_ns: &str,
+    csv: &str,
+    within: Duration,
+) -> Duration {
+    use k8s_openapi::jiff::Timestamp;
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let what = format!(
+        "{} {}{name}",
+        K::kind(&()),
+        ns.map(|n| format!("{n}/")).unwrap_or_default()
+    );
+    let before = api
+        .get(name)
+        .await
+        .unwrap_or_else(|e| panic!("reading {what} before deleting it: {e}"));
+    let old_uid = before.metadata.uid.clone();
+    let deleted_at = Timestamp::now();
+    let started = std::time::Instant::now();
+    api.delete(name, &kube::api::DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting {what}: {e}"));
+    let since = Timestamp::from_second(deleted_at.as_second()).unwrap_or(deleted_at);
+    let csvs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        csv_ns,
+        &ApiResource::erase::<olm_rs::api::v1alpha1::ClusterServiceVersion>(&()),
+    );
+    let mut last = String::new();
+    loop {
+        let back = api.get_opt(name).await.ok().flatten();
+        let recreated = back.as_ref().is_some_and(|o| o.metadata.uid != old_uid);
+        let csv_obj = csvs.get_opt(csv).await.ok().flatten();
+        let status = csv_obj
+            .as_ref()
+            .map(|c| c.data["status"].clone())
+            .unwrap_or_default();
+        let transitioned = status["lastTransitionTime"]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .is_some_and(|t| t >= since);
+        let healed = status["phase"] == "Succeeded" && transitioned;
+        if recreated && healed {
+            break;
+        }
+        last = format!(
+            "{what} recreated: {recreated}; CSV {csv}: {} {} {:?} (transitioned since the deletion: {transitioned})",
+            status["phase"], status["reason"], status["message"]
+        );
+        assert!(
+            started.elapsed() < within,
+            "{what} not healed within {within:?} of its deletion: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took = started.elapsed();
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, csv_ns);
+    let named = async {
+        for _ in 0..40 {
+            let found = events
+                .list(&kube::api::ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default()
+                .into_iter()
+                .any(|e| {
+                    e.involved_object.name.as_deref() == Some(csv)
+                        && e.message.as_deref().is_some_and(|m| m.contains(name))
+                });
+            if found {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        false
+    };
+    assert!(named.await, "no Event of CSV {csv} names {what} ({last})");
+    took
+}

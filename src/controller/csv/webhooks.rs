@@ -37,7 +37,7 @@ use crate::{
         Observed,
         webhooks::{
             self as plan, CertSecret, ConfigKind, IssuedCerts, ObservedApiService, ObservedConfig,
-            ObservedConversion, WebhookObjects,
+            ObservedConversion, ObservedService, WebhookObjects,
         },
     },
 };
@@ -181,7 +181,19 @@ pub async fn observe(csv: &ClusterServiceVersion, ctx: &Context, observed: &mut 
     }
     let ns = csv.namespace().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(ctx.client(), &ns);
+    let services: Api<Service> = Api::namespaced(ctx.client(), &ns);
     for deployment in plan::cert_deployments(csv) {
+        let name = plan::service_name(&deployment);
+        if let Some(service) = services
+            .get_opt(&name)
+            .await
+            .map_err(Error::observe(format!("Service {ns}/{name}")))?
+        {
+            observed
+                .webhooks
+                .services
+                .insert(deployment.clone(), ObservedService::from_service(&service));
+        }
         let name = plan::secret_name(&deployment);
         if let Some(secret) = secrets
             .get_opt(&name)
@@ -261,9 +273,23 @@ pub async fn apply_cert_objects(
     let client = ctx.client();
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     for s in &objects.services {
-        apply::apply(&services, &s.name_any(), s, &ctx.manager)
+        let applied = apply::apply(&services, &s.name_any(), s, &ctx.manager)
             .await
             .map_err(Error::apply(format!("Service {ns}/{}", s.name_any())))?;
+        // Its cert deployment: one with certificates in effect (issued now, or in a Secret).
+        if let Some(deployment) = observed
+            .webhooks
+            .issued
+            .keys()
+            .chain(observed.webhooks.secrets.keys())
+            .find(|d| plan::service_name(d) == s.name_any())
+            .cloned()
+        {
+            observed
+                .webhooks
+                .services
+                .insert(deployment, ObservedService::from_service(&applied));
+        }
     }
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     for s in &objects.secrets {

@@ -35,7 +35,10 @@
 //!   `permissions`/`clusterPermissions` exists and is not owned by an unrelated CSV. Unmet →
 //!   stay `Pending` `RequirementsNotMet`. Another CSV outside this one's replacement chain
 //!   owns one of its CRDs → `Failed` `OwnerConflict`. Replacing a CSV that is not yet
-//!   `Replacing` → wait. Otherwise → `InstallReady` `AllRequirementsMet`.
+//!   `Replacing` → wait. Otherwise → `InstallReady` `AllRequirementsMet`. Whatever the
+//!   outcome (but `Failed`), the components of the install that are missing or changed are
+//!   restored with it ([`CsvDecision::restore`], see [`components`]): this is how a deleted
+//!   ServiceAccount or Role comes back, and the requirement check that follows finds it.
 //! - `InstallReady`: the install strategy runs — the decision carries the desired
 //!   Deployments for the shell to apply — → `Installing` `InstallSucceeded` "waiting for
 //!   install components to report healthy".
@@ -43,18 +46,23 @@
 //!   current spec hash, has observed its generation, has rolled out all replicas and is
 //!   `Available` → `Succeeded` `InstallSucceeded`. A Deployment past its progress deadline →
 //!   `Failed` `InstallCheckFailed`. A Deployment whose spec hash or owner differs →
-//!   `InstallReady` (apply again). Still waiting → `Installing` `InstallWaiting`, until
-//!   5 minutes after `lastTransitionTime`, then `Failed` `InstallCheckFailed` "install timeout".
+//!   `InstallReady` (apply again). A Deployment (or webhook Service) that does not exist →
+//!   `Installing` `InstallWaiting` "installing: missing deployment with name=..." with the
+//!   Deployments to apply again (those present are skipped by the shell). Still waiting →
+//!   `Installing` `InstallWaiting`, until 5 minutes after `lastTransitionTime`, then `Failed`
+//!   `InstallCheckFailed` "install timeout".
 //! - `Succeeded`: a CSV in the namespace with `spec.replaces` naming this one → `Replacing`
-//!   `BeingReplaced`; requirements lost → `Failed` `RequirementsNotMet`; spec drift →
-//!   `InstallReady`; unhealthy → `Failed` `ComponentUnhealthy` (or `InstallCheckFailed`
-//!   past the progress deadline).
+//!   `BeingReplaced`; requirements lost (a ServiceAccount, or the RBAC the install made for
+//!   it, deleted or changed: [`components`]) → `Failed` `RequirementsNotMet`; spec drift →
+//!   `InstallReady`; a Deployment, webhook Service or other component missing, or unhealthy →
+//!   `Failed` `ComponentUnhealthy` "installing: missing deployment with name=..." (or
+//!   `InstallCheckFailed` past the progress deadline).
 //! - `Failed`: with a fail-forward OperatorGroup and a replacement → `Replacing`; failed
 //!   for an OperatorGroup reason (or `InterOperatorGroupOwnerConflict`,
 //!   `CannotModifyStaticOperatorGroupProvidedAPIs`) that the pre-checks
 //!   no longer see → `Pending`
 //!   `RequirementsUnknown`; requirements unmet → `Pending` `RequirementsNotMet`; components
-//!   healthy again → `Succeeded`; otherwise → `Pending` `NeedsReinstall`. An
+//!   healthy again → `Succeeded`; otherwise → `Pending` `NeedsReinstall` "installing: ...". An
 //!   `InstallComponentFailedNoRetry` CSV stays frozen, an `OwnerConflict` stays while the
 //!   conflict lasts, and `InvalidInstallModes` stays (only a new CSV fixes it).
 //! - `Replacing`: a CSV still replacing an older one waits (the oldest in a chain goes
@@ -116,6 +124,11 @@
 //!   "operator is not upgradeable: the operator is not upgradeable: <message>" becomes
 //!   "operator is not upgradeable: OperatorCondition <replaced CSV>: <message> (...)", the
 //!   same prefix, naming the object and how to let the upgrade proceed.
+//! - *Installs heal* ([`components`]): upstream leaves a CSV whose ServiceAccount or RBAC was
+//!   deleted in `Pending` `RequirementsNotMet` for good, and waits out the install timeout for a
+//!   Deployment deleted while `Installing`; olm-rs puts them back (same phases and reasons on
+//!   the way), and sends a Warning Event `ComponentMissing`/`ComponentChanged` naming each
+//!   object it applies again ([`CsvDecision::missing`], [`CsvDecision::restore`]).
 //! - *`kubectl.kubernetes.io/last-applied-configuration` is not copied* to pod templates: it
 //!   is large, changes with every `kubectl apply` and would restart the operator for nothing.
 
@@ -149,6 +162,10 @@ use crate::{
 
 /// How long a CSV may wait in `Installing` before it fails `InstallCheckFailed`.
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How long after entering `Installing` a Deployment the stores do not show counts as deleted
+/// and is applied again: the install applied it, and the Deployment store may lag behind that
+/// apply for a moment (re-applying then would change nothing, but say it was missing).
+pub const REAPPLY_MISSING_AFTER: Duration = Duration::from_secs(10);
 /// Requeue period while requirements are missing.
 pub const REQUIREMENTS_REQUEUE: Duration = Duration::from_secs(10);
 /// Requeue period while waiting on another CSV or on Deployments.
@@ -356,6 +373,12 @@ pub struct Observed {
     /// Every OperatorGroup of the cluster with its targets and `olm.providedAPIs`
     /// ([`group_conflict`]).
     pub providing_groups: Vec<group_conflict::ProvidingGroup>,
+    /// The ServiceAccounts and RBAC the CSV's InstallPlan created for it, with their live
+    /// state ([`components`]); empty when no `Complete` plan names the CSV.
+    pub components: Vec<components::Component>,
+    /// The RBAC its install made in the OperatorGroup's other target namespaces, with their
+    /// live state ([`components::target_components`]).
+    pub target_components: Vec<components::Component>,
 }
 
 #[cfg(test)]
@@ -498,6 +521,12 @@ pub struct CsvDecision {
     pub certs_rotate_at: Option<Time>,
     /// The CSV is `Deleting`: delete it.
     pub delete_self: bool,
+    /// Components of the install that are missing or changed: apply their manifests
+    /// ([`components`]), and publish an Event naming each.
+    pub restore: Vec<ComponentIssue>,
+    /// Install-strategy objects found missing and applied again with this decision (their
+    /// Deployments are in `desired_deployments`): one Event `ComponentMissing` each.
+    pub missing: Vec<String>,
     /// Reconcile again after this long even without events.
     pub requeue_after: Option<Duration>,
 }
@@ -515,6 +544,8 @@ impl CsvDecision {
             webhooks: None,
             certs_rotate_at: None,
             delete_self: false,
+            restore: Vec::new(),
+            missing: Vec::new(),
             requeue_after: None,
         }
     }
@@ -715,6 +746,9 @@ enum Health {
     Unrecoverable(String),
     /// A Deployment's spec or owner differs: apply again.
     Drifted(String),
+    /// An object of the install strategy is gone (upstream's `ComponentMissing` strategy error:
+    /// "missing deployment with name=...").
+    Missing(String),
     /// Waiting for a Deployment (missing, rolling out, unavailable).
     Waiting(String),
     /// The Subscription's `spec.config` cannot be applied.
@@ -731,7 +765,7 @@ impl Context<'_> {
     ) -> CsvDecision {
         match phase {
             CsvPhase::Pending => self.pending(),
-            CsvPhase::InstallReady => self.install(),
+            CsvPhase::InstallReady => self.install(status),
             CsvPhase::Installing => self.installing(status, now),
             CsvPhase::Succeeded => self.succeeded(),
             CsvPhase::Failed => self.failed(reason),
@@ -744,7 +778,18 @@ impl Context<'_> {
         }
     }
 
+    /// `Pending`, with the install's missing or changed components to restore ([`components`]):
+    /// whatever the requirement check says, they are written again now, so that the check
+    /// that follows their watch event finds them.
     fn pending(&self) -> CsvDecision {
+        let mut d = self.pending_phase();
+        if d.phase != CsvPhase::Failed {
+            d.restore = components::issues(&self.observed.components);
+        }
+        d
+    }
+
+    fn pending_phase(&self) -> CsvDecision {
         // First, as upstream: the CSV it replaces must be upgradeable (its OperatorCondition).
         if let (Some(prev), Some(block)) = (&self.observed.replacee, &self.observed.replacee_not_upgradeable)
         {
@@ -809,7 +854,7 @@ impl Context<'_> {
         .requirements(statuses)
     }
 
-    fn install(&self) -> CsvDecision {
+    fn install(&self, status: &ClusterServiceVersionStatus) -> CsvDecision {
         let mut d = CsvDecision::to(
             CsvPhase::Installing,
             CsvReason::InstallSucceeded,
@@ -824,6 +869,23 @@ impl Context<'_> {
         if webhooks::has_cert_resources(self.csv) {
             d.webhooks = Some(self.webhooks.objects.clone());
             d.certs_rotate_at = self.webhooks.rotating.clone();
+        }
+        // A reinstall of a CSV that was installed names what it puts back (a first install
+        // creates everything and names nothing).
+        let installed_before = status
+            .conditions
+            .iter()
+            .any(|c| c.phase == Some(CsvPhase::Succeeded));
+        if installed_before {
+            d.missing = self.missing_deployments();
+            d.missing
+                .extend(self.webhooks.missing_services(&self.observed.webhooks));
+            d.missing.extend(
+                webhooks::cert_deployments(self.csv)
+                    .iter()
+                    .filter(|dep| !self.observed.webhooks.secrets.contains_key(*dep))
+                    .map(|dep| format!("Secret {}/{}", self.namespace, webhooks::secret_name(dep))),
+            );
         }
         d
     }
@@ -854,12 +916,16 @@ impl Context<'_> {
         if let Some(m) = self.webhooks.not_installed(&self.observed.webhooks) {
             return Health::Drifted(m);
         }
+        match self.webhooks.service_issue(&self.observed.webhooks) {
+            Some((true, m)) => return Health::Missing(m),
+            Some((false, m)) => return Health::Drifted(m),
+            None => {}
+        }
         let mut waiting = None;
         for deployment in desired {
             let name = deployment.name_any();
             let Some(seen) = self.observed.deployments.get(&name) else {
-                waiting.get_or_insert(format!("deployment {name} is not created yet"));
-                continue;
+                return Health::Missing(format!("missing deployment with name={name}"));
             };
             if seen.owner.as_deref() != Some(self.name) {
                 return Health::Drifted(format!(
@@ -903,28 +969,57 @@ impl Context<'_> {
                 CsvReason::InstallWaiting,
                 format!("installing: {m}"),
             ),
-            Health::Waiting(m) => {
-                let since = status
-                    .last_transition_time
-                    .as_ref()
-                    .map(|t| now.0.duration_since(t.0))
-                    .and_then(|d| Duration::try_from(d).ok())
-                    .unwrap_or_default();
-                if since >= INSTALL_TIMEOUT {
-                    return CsvDecision::to(
-                        CsvPhase::Failed,
-                        CsvReason::InstallCheckFailed,
-                        "install timeout",
-                    );
+            Health::Missing(m) => {
+                // Upstream waits here until the install times out; the missing Deployments
+                // are applied again instead (those present are left as they are), once the
+                // install is older than the store's lag behind our own apply.
+                let mut d = Self::waiting(status, now, &m);
+                let since = since_transition(status, now);
+                if d.phase == CsvPhase::Installing && since < REAPPLY_MISSING_AFTER {
+                    let rest = REAPPLY_MISSING_AFTER.saturating_sub(since);
+                    d.requeue_after = d.requeue_after.map(|r| r.min(rest)).or(Some(rest));
+                } else if d.phase == CsvPhase::Installing
+                    && let Ok(desired) = &self.desired
+                {
+                    d.desired_deployments = desired.clone();
+                    d.missing = self.missing_deployments();
+                    if webhooks::has_cert_resources(self.csv) && self.webhooks.rotating.is_none() {
+                        d.webhooks = Some(self.webhooks.objects.clone());
+                        d.missing
+                            .extend(self.webhooks.missing_services(&self.observed.webhooks));
+                    }
                 }
-                CsvDecision::to(
-                    CsvPhase::Installing,
-                    CsvReason::InstallWaiting,
-                    format!("installing: {m}"),
-                )
-                .requeue(WAIT_REQUEUE.min(INSTALL_TIMEOUT.saturating_sub(since)))
+                d
             }
+            Health::Waiting(m) => Self::waiting(status, now, &m),
         }
+    }
+
+    /// The names (`Deployment <ns>/<name>`) of the strategy's Deployments that do not exist.
+    fn missing_deployments(&self) -> Vec<String> {
+        self.csv
+            .spec
+            .install
+            .spec
+            .deployments
+            .iter()
+            .filter(|d| !self.observed.deployments.contains_key(&d.name))
+            .map(|d| format!("Deployment {}/{}", self.namespace, d.name))
+            .collect()
+    }
+
+    /// Still `Installing` with `message`, until [`INSTALL_TIMEOUT`] after the last transition.
+    fn waiting(status: &ClusterServiceVersionStatus, now: &Time, m: &str) -> CsvDecision {
+        let since = since_transition(status, now);
+        if since >= INSTALL_TIMEOUT {
+            return CsvDecision::to(CsvPhase::Failed, CsvReason::InstallCheckFailed, "install timeout");
+        }
+        CsvDecision::to(
+            CsvPhase::Installing,
+            CsvReason::InstallWaiting,
+            format!("installing: {m}"),
+        )
+        .requeue(WAIT_REQUEUE.min(INSTALL_TIMEOUT.saturating_sub(since)))
     }
 
     fn succeeded(&self) -> CsvDecision {
@@ -950,14 +1045,30 @@ impl Context<'_> {
             )
             .requirements(statuses);
         }
+        if let Some(issue) = components::issues(&self.observed.components).first() {
+            return CsvDecision::to(
+                CsvPhase::Failed,
+                CsvReason::ComponentUnhealthy,
+                format!("installing: {issue}"),
+            )
+            .requirements(statuses);
+        }
         match self.health() {
-            Health::Healthy => self
-                .observed
-                .own_plan
-                .as_ref()
-                .and_then(plan_failed)
-                .unwrap_or_else(|| CsvDecision::keep(self.csv))
-                .requirements(statuses),
+            Health::Healthy => {
+                let mut d = self
+                    .observed
+                    .own_plan
+                    .as_ref()
+                    .and_then(plan_failed)
+                    .unwrap_or_else(|| CsvDecision::keep(self.csv))
+                    .requirements(statuses);
+                // As upstream's `ensureRBACInTargetNamespace` on every sync: the target
+                // namespaces' RBAC is put back without a phase change.
+                if d.phase == CsvPhase::Succeeded {
+                    d.restore = components::issues(&self.observed.target_components);
+                }
+                d
+            }
             Health::Invalid(e) => invalid_config(&e).requirements(statuses),
             Health::Unrecoverable(m) => CsvDecision::to(
                 CsvPhase::Failed,
@@ -969,7 +1080,7 @@ impl Context<'_> {
                 CsvReason::ComponentUnhealthy,
                 format!("installing: {m}"),
             ),
-            Health::Waiting(m) => CsvDecision::to(
+            Health::Missing(m) | Health::Waiting(m) => CsvDecision::to(
                 CsvPhase::Failed,
                 CsvReason::ComponentUnhealthy,
                 format!("installing: {m}"),
@@ -1029,18 +1140,29 @@ impl Context<'_> {
             )
             .requirements(statuses);
         }
+        if let Some(issue) = components::issues(&self.observed.components).first() {
+            return CsvDecision::to(
+                CsvPhase::Pending,
+                CsvReason::NeedsReinstall,
+                format!("installing: {issue}"),
+            )
+            .requirements(statuses);
+        }
         match self.health() {
             Health::Healthy => {
                 held_by_plan(succeeded_now(), self.observed.own_plan.as_ref()).requirements(statuses)
             }
             // Reinstalling would fail the same way: stay Failed until the config is fixed.
             Health::Invalid(e) => invalid_config(&e).requirements(statuses),
-            Health::Unrecoverable(m) | Health::Drifted(m) | Health::Waiting(m) => CsvDecision::to(
-                CsvPhase::Pending,
-                CsvReason::NeedsReinstall,
-                format!("needs reinstall: {m}"),
-            )
-            .requirements(statuses),
+            // Upstream's message (`updateInstallStatus` with `NeedsReinstall`): "installing: ...".
+            Health::Unrecoverable(m) | Health::Drifted(m) | Health::Missing(m) | Health::Waiting(m) => {
+                CsvDecision::to(
+                    CsvPhase::Pending,
+                    CsvReason::NeedsReinstall,
+                    format!("installing: {m}"),
+                )
+                .requirements(statuses)
+            }
         }
     }
 
@@ -1058,6 +1180,16 @@ impl Context<'_> {
             _ => CsvDecision::keep(self.csv).requeue(WAIT_REQUEUE),
         }
     }
+}
+
+/// How long ago the CSV's phase last changed (zero when unknown or in the future).
+fn since_transition(status: &ClusterServiceVersionStatus, now: &Time) -> Duration {
+    status
+        .last_transition_time
+        .as_ref()
+        .map(|t| now.0.duration_since(t.0))
+        .and_then(|d| Duration::try_from(d).ok())
+        .unwrap_or_default()
 }
 
 fn succeeded_now() -> CsvDecision {
@@ -1113,6 +1245,7 @@ fn rollout_wait(name: &str, d: &ObservedDeployment) -> Option<String> {
     None
 }
 
+pub mod components;
 pub mod config;
 mod deployments;
 mod failures;
@@ -1121,6 +1254,7 @@ mod requirements;
 pub mod webhooks;
 mod writes;
 
+pub use components::{ComponentIssue, ComponentKey, desired_components, package_of, target_components};
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
 pub use deployments::{component_labels, deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use failures::{

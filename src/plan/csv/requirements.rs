@@ -4,7 +4,11 @@
 //! only on the ServiceAccounts its own InstallPlan is still applying. Entries and messages are
 //! upstream's (the CSV's own `minKubeVersion` entry "CSV minKubeVersion (1.25.0) less than server
 //! version (v1.37.2)", a present ServiceAccount with an empty message), except where ours names
-//! the fix or the other owner.
+//! the fix or the other owner. The Role and RoleBinding (ClusterRole and ClusterRoleBinding) the
+//! InstallPlan made for a `permissions` (`clusterPermissions`) entry must be in place and
+//! unchanged when the CSV has such components ([`super::components`]); otherwise the account
+//! is `PresentNotSatisfied` "Policy rule not satisfied for service account" and the entry's
+//! rules `NotSatisfied`, as upstream's authorizer check says of rules nothing grants.
 
 #[allow(
     clippy::wildcard_imports,
@@ -187,6 +191,7 @@ pub fn requirement_status(
         .iter()
         .map(|p| ("namespaced", p))
         .chain(strategy.cluster_permissions.iter().map(|p| ("cluster", p)));
+    let mut unsatisfied: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     for (scope, permission) in scoped {
         let sa = &permission.service_account_name;
         let index = match accounts.iter().position(|a| a.name == *sa) {
@@ -229,15 +234,28 @@ pub fn requirement_status(
             }
         };
         let account = &mut accounts[index];
-        if account.status != StatusReason::Present {
+        if account.status != StatusReason::Present && !unsatisfied.contains(&index) {
             continue;
+        }
+        // The Role and binding the install made for these rules (upstream
+        // `permissionsPreviouslyCreated`): gone or changed, the rules are not granted.
+        let granted =
+            !super::components::rbac_unsatisfied(csv, permission, scope == "cluster", &observed.components);
+        if !granted {
+            unsatisfied.insert(index);
+            account.status = StatusReason::PresentNotSatisfied;
+            account.message = "Policy rule not satisfied for service account".to_owned();
         }
         for rule in &permission.rules {
             account.dependents.push(DependentStatus {
                 group: "rbac.authorization.k8s.io".to_owned(),
                 version: "v1".to_owned(),
                 kind: "PolicyRule".to_owned(),
-                status: StatusReason::Satisfied,
+                status: if granted {
+                    StatusReason::Satisfied
+                } else {
+                    StatusReason::NotSatisfied
+                },
                 uuid: None,
                 message: Some(format!("{scope} rule:{}", go_rule_json(rule))),
             });

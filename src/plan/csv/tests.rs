@@ -1793,3 +1793,463 @@ fn required_api_services_not_owned_are_requirements_as_upstream_checks_them() {
         Some((StatusReason::Present, Some("uid-v1beta1.metrics.k8s.io".into())))
     );
 }
+
+// ── installs that heal (issue 27) ─────────────────────────────────────────────────────
+
+/// A `Complete` InstallPlan of the namespace `operators` whose steps create the generated
+/// RBAC of `csv` (as `bundle_steps` writes them), plus `extra` steps `(kind, manifest)`.
+fn complete_plan(csv: &ClusterServiceVersion, extra: &[(&str, serde_json::Value)]) -> v1alpha1::InstallPlan {
+    let rbac = crate::plan::steps::generated_rbac(ME, "operators", "redis", &csv.spec.install.spec);
+    let mut steps: Vec<(String, serde_json::Value)> = Vec::new();
+    let mut add = |kind: &str, value: serde_json::Value| steps.push((kind.to_owned(), value));
+    rbac.service_accounts
+        .iter()
+        .for_each(|o| add("ServiceAccount", serde_json::to_value(o).unwrap()));
+    rbac.roles
+        .iter()
+        .for_each(|o| add("Role", serde_json::to_value(o).unwrap()));
+    rbac.role_bindings
+        .iter()
+        .for_each(|o| add("RoleBinding", serde_json::to_value(o).unwrap()));
+    for (kind, manifest) in extra {
+        add(kind, manifest.clone());
+    }
+    let plan: Vec<serde_json::Value> = steps
+        .into_iter()
+        .map(|(kind, mut manifest)| {
+            manifest["kind"] = json!(kind);
+            manifest["apiVersion"] = json!(if kind == "ServiceAccount" {
+                "v1"
+            } else {
+                "rbac.authorization.k8s.io/v1"
+            });
+            json!({
+                "resolving": ME, "status": "Created",
+                "resource": {"sourceName": "c", "sourceNamespace": "olm", "group": "", "version": "v1",
+                             "kind": kind, "name": manifest["metadata"]["name"],
+                             "manifest": manifest.to_string()}
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+        "metadata": {"name": "install-abcde", "namespace": "operators", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"clusterServiceVersionNames": [ME], "approval": "Automatic", "approved": true},
+        "status": {"phase": "Complete", "catalogSources": [], "plan": plan}
+    }))
+    .unwrap()
+}
+
+/// The components of `plan`, each live exactly as its manifest (all in place).
+fn components_in_place(
+    csv: &ClusterServiceVersion,
+    plan: &v1alpha1::InstallPlan,
+) -> Vec<components::Component> {
+    let mut components = desired_components(csv, [plan]);
+    for c in &mut components {
+        c.live = Some(c.manifest.clone());
+    }
+    components
+}
+
+fn without(mut components: Vec<components::Component>, kind: &str) -> Vec<components::Component> {
+    for c in &mut components {
+        if c.key.kind == kind {
+            c.live = None;
+        }
+    }
+    components
+}
+
+#[test]
+fn a_deleted_deployment_fails_a_succeeded_csv_component_unhealthy_with_upstreams_message() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::ComponentUnhealthy));
+    assert_eq!(
+        d.message,
+        "installing: missing deployment with name=redis-operator"
+    );
+    assert!(d.desired_deployments.is_empty(), "Failed applies nothing");
+
+    // Then, as upstream's Failed phase: Pending NeedsReinstall, same message.
+    let csv = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::ComponentUnhealthy)
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::NeedsReinstall));
+    assert_eq!(
+        d.message,
+        "installing: missing deployment with name=redis-operator"
+    );
+
+    // And Pending installs it again.
+    let csv = Csv::test()
+        .phase(CsvPhase::Pending)
+        .reason(CsvReason::NeedsReinstall)
+        .build();
+    assert_eq!(
+        outcome(&decide(&csv, &ready(), &t(0))),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+}
+
+#[test]
+fn an_installing_csv_applies_a_deleted_deployment_again_without_waiting_for_the_timeout() {
+    let csv = Csv::test()
+        .phase(CsvPhase::Installing)
+        .reason(CsvReason::InstallWaiting)
+        .transitioned_at(t(0))
+        .build();
+    // Just applied: the store may lag behind the apply; asked again when it cannot any more.
+    let d = decide(&csv, &ready(), &t(3));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert_eq!(
+        d.message,
+        "installing: missing deployment with name=redis-operator"
+    );
+    assert!(d.desired_deployments.is_empty() && d.missing.is_empty());
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+    let d = decide(&csv, &ready(), &t(7));
+    assert_eq!(d.requeue_after, Some(Duration::from_secs(3)));
+    // Past that: deleted, applied again, named for the Event.
+    let d = decide(&csv, &ready(), &t(10));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert_eq!(
+        d.message,
+        "installing: missing deployment with name=redis-operator"
+    );
+    assert_eq!(d.desired_deployments.len(), 1);
+    assert_eq!(d.missing, ["Deployment operators/redis-operator"]);
+    assert_eq!(d.requeue_after, Some(WAIT_REQUEUE));
+
+    // A Deployment that exists and is rolling out is left alone.
+    let mut rolling = healthy_deployment(&csv);
+    rolling.available = false;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", rolling), &t(10));
+    assert_eq!(outcome(&d), (CsvPhase::Installing, CsvReason::InstallWaiting));
+    assert!(d.desired_deployments.is_empty() && d.missing.is_empty());
+
+    // The install timeout still holds.
+    let d = decide(&csv, &ready(), &t(301));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::InstallCheckFailed));
+    assert!(d.desired_deployments.is_empty());
+}
+
+#[test]
+fn a_deployment_scaled_to_zero_by_hand_is_left_as_it_is_as_upstream_does() {
+    // Upstream compares the spec-hash label, not the live spec, and a Deployment of 0
+    // replicas is Available: the CSV stays Succeeded and nothing is applied.
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let mut scaled = healthy_deployment(&csv);
+    scaled.desired_replicas = 0;
+    scaled.replicas = 0;
+    scaled.updated_replicas = 0;
+    scaled.available_replicas = 0;
+    let d = decide(&csv, &ready().with_deployment("redis-operator", scaled), &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded);
+    assert!(d.desired_deployments.is_empty() && d.restore.is_empty());
+}
+
+#[test]
+fn the_components_are_the_rbac_of_the_newest_complete_plan_with_the_csv_as_owner() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let plan = complete_plan(&csv, &[]);
+    let components = desired_components(&csv, [&plan]);
+    let keys: Vec<String> = components.iter().map(|c| c.key.to_string()).collect();
+    let role = crate::plan::steps::role_name(ME, &csv.spec.install.spec.permissions[0]);
+    assert_eq!(
+        keys,
+        [
+            "ServiceAccount operators/redis-operator".to_owned(),
+            format!("Role operators/{role}"),
+            format!("RoleBinding operators/{role}"),
+        ]
+    );
+    let sa = &components[0].manifest;
+    assert_eq!(sa["metadata"]["ownerReferences"][0]["uid"], json!("uid-me"));
+    assert_eq!(sa["metadata"]["namespace"], json!("operators"));
+    assert_eq!(components[0].plan, "install-abcde");
+
+    // A plan still running (or failed) restores nothing: it is the one creating them.
+    let mut running = plan.clone();
+    running.status.as_mut().unwrap().phase = v1alpha1::InstallPlanPhase::Installing;
+    assert!(desired_components(&csv, [&running]).is_empty());
+    // Nor does a plan of another namespace.
+    let mut elsewhere = plan;
+    elsewhere.metadata.namespace = Some("other".into());
+    assert!(desired_components(&csv, [&elsewhere]).is_empty());
+}
+
+#[test]
+fn a_component_is_changed_only_when_a_field_the_install_sets_differs() {
+    let csv = Csv::test().build();
+    let plan = complete_plan(&csv, &[]);
+    let mut components = components_in_place(&csv, &plan);
+    assert!(components::issues(&components).is_empty());
+
+    // Fields others add (labels, annotations), and empty values spelled out: not a change.
+    let role = &mut components[1];
+    role.live.as_mut().unwrap()["metadata"]["labels"]["team"] = json!("x");
+    role.live.as_mut().unwrap()["rules"][0]["resourceNames"] = json!([]);
+    assert!(components::issues(&components).is_empty());
+
+    // A rule edited away is.
+    components[1].live.as_mut().unwrap()["rules"][0]["verbs"] = json!(["list"]);
+    let issues = components::issues(&components);
+    assert_eq!(issues.len(), 1);
+    assert!(!issues[0].missing);
+    assert_eq!(issues[0].event_reason(), "ComponentChanged");
+    assert!(
+        issues[0]
+            .to_string()
+            .ends_with("was changed from what the install set")
+    );
+
+    // A deleted one is missing.
+    let issues = components::issues(&without(components_in_place(&csv, &plan), "RoleBinding"));
+    assert_eq!(issues.len(), 1);
+    assert!(issues[0].missing);
+    assert!(
+        issues[0]
+            .to_string()
+            .starts_with("missing RoleBinding operators/")
+    );
+}
+
+#[test]
+fn an_aggregated_cluster_role_is_compared_by_its_aggregation_rule_only() {
+    let csv = Csv::test().build();
+    let aggregated = json!({
+        "metadata": {"name": "redis-view"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"redis/aggregate": "true"}}]}
+    });
+    let plan = complete_plan(&csv, &[("ClusterRole", aggregated)]);
+    let mut components = components_in_place(&csv, &plan);
+    let cr = components
+        .iter_mut()
+        .find(|c| c.key.kind == "ClusterRole")
+        .unwrap();
+    assert_eq!(cr.key.namespace, None);
+    // The aggregation controller fills its rules: not ours to compare.
+    cr.live.as_mut().unwrap()["rules"] =
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]);
+    assert!(components::issues(&components).is_empty());
+    let cr = components
+        .iter_mut()
+        .find(|c| c.key.kind == "ClusterRole")
+        .unwrap();
+    cr.live.as_mut().unwrap()["aggregationRule"] = json!({"clusterRoleSelectors": []});
+    assert_eq!(components::issues(&components).len(), 1);
+}
+
+#[test]
+fn a_deleted_service_account_goes_the_requirement_way_and_pending_restores_it() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let plan = complete_plan(&csv, &[]);
+    let mut observed = with_healthy(ready(), &csv);
+    observed.service_accounts.clear();
+    observed.components = without(components_in_place(&csv, &plan), "ServiceAccount");
+
+    // Succeeded → Failed RequirementsNotMet (upstream's words), nothing written yet.
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::RequirementsNotMet));
+    assert_eq!(d.message, "requirements no longer met");
+    assert!(d.restore.is_empty());
+
+    // Failed → Pending RequirementsNotMet.
+    let failed = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::RequirementsNotMet)
+        .build();
+    let d = decide(&failed, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+
+    // Pending restores it from the plan's manifest, naming it.
+    let pending = Csv::test()
+        .phase(CsvPhase::Pending)
+        .reason(CsvReason::RequirementsNotMet)
+        .build();
+    let d = decide(&pending, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::RequirementsNotMet));
+    assert_eq!(d.restore.len(), 1);
+    assert_eq!(
+        d.restore[0].key.to_string(),
+        "ServiceAccount operators/redis-operator"
+    );
+    assert_eq!(d.restore[0].event_reason(), "ComponentMissing");
+    assert_eq!(d.restore[0].manifest["kind"], json!("ServiceAccount"));
+
+    // Back: installed again, nothing more to restore.
+    let observed = with_healthy(ready(), &csv);
+    let observed = Observed {
+        components: components_in_place(&csv, &plan),
+        ..observed
+    };
+    let d = decide(&pending, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+    assert!(d.restore.is_empty());
+}
+
+#[test]
+fn a_deleted_role_or_binding_leaves_the_service_account_present_not_satisfied_as_upstream() {
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let plan = complete_plan(&csv, &[]);
+    for kind in ["Role", "RoleBinding"] {
+        let observed = Observed {
+            components: without(components_in_place(&csv, &plan), kind),
+            ..with_healthy(ready(), &csv)
+        };
+        let (met, reqs) = requirement_status(&csv, &observed);
+        assert!(!met, "{kind}");
+        let sa = reqs.iter().find(|r| r.kind == "ServiceAccount").unwrap();
+        assert_eq!(sa.status, StatusReason::PresentNotSatisfied);
+        assert_eq!(sa.message, "Policy rule not satisfied for service account");
+        assert!(
+            sa.dependents
+                .iter()
+                .all(|d| d.status == StatusReason::NotSatisfied)
+        );
+        assert_eq!(
+            outcome(&decide(&csv, &observed, &t(0))),
+            (CsvPhase::Failed, CsvReason::RequirementsNotMet)
+        );
+        let pending = Csv::test()
+            .phase(CsvPhase::Pending)
+            .reason(CsvReason::RequirementsNotMet)
+            .build();
+        let d = decide(&pending, &observed, &t(0));
+        assert_eq!(d.restore.len(), 1, "{kind}");
+        assert_eq!(d.restore[0].key.kind, kind);
+    }
+    // All in place: Satisfied, and a Succeeded CSV stays so.
+    let observed = Observed {
+        components: components_in_place(&csv, &plan),
+        ..with_healthy(ready(), &csv)
+    };
+    let (met, reqs) = requirement_status(&csv, &observed);
+    assert!(met);
+    let sa = reqs.iter().find(|r| r.kind == "ServiceAccount").unwrap();
+    assert!(sa.dependents.iter().all(|d| d.status == StatusReason::Satisfied));
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded);
+    assert!(d.restore.is_empty() && d.desired_deployments.is_empty());
+}
+
+#[test]
+fn a_missing_component_outside_the_requirements_goes_failed_then_needs_reinstall() {
+    // A Role the bundle ships itself (no permission entry grants through it).
+    let shipped = json!({
+        "metadata": {"name": "redis-extra"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    });
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let plan = complete_plan(&csv, &[("Role", shipped)]);
+    let mut components = components_in_place(&csv, &plan);
+    components
+        .iter_mut()
+        .filter(|c| c.key.name == "redis-extra")
+        .for_each(|c| c.live = None);
+    let observed = Observed {
+        components,
+        ..with_healthy(ready(), &csv)
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Failed, CsvReason::ComponentUnhealthy));
+    assert_eq!(d.message, "installing: missing Role operators/redis-extra");
+    let failed = Csv::test()
+        .phase(CsvPhase::Failed)
+        .reason(CsvReason::ComponentUnhealthy)
+        .build();
+    let d = decide(&failed, &observed, &t(0));
+    assert_eq!(outcome(&d), (CsvPhase::Pending, CsvReason::NeedsReinstall));
+    let pending = Csv::test()
+        .phase(CsvPhase::Pending)
+        .reason(CsvReason::NeedsReinstall)
+        .build();
+    let d = decide(&pending, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::InstallReady, CsvReason::AllRequirementsMet)
+    );
+    assert_eq!(d.restore.len(), 1);
+    assert_eq!(d.restore[0].key.name, "redis-extra");
+}
+
+#[test]
+fn a_succeeded_csv_puts_back_the_rbac_of_its_target_namespaces_without_a_phase_change() {
+    // An AllNamespaces group: the install's ClusterRole and ClusterRoleBinding for
+    // `permissions` (upstream `ensureSingletonRBAC`, ensured on every sync).
+    let csv = Csv::test().phase(CsvPhase::Succeeded).build();
+    let targets = [String::new()];
+    let mut annotations = csv.annotations().clone();
+    annotations.extend(member_annotations("og", "operators", &targets));
+    let desired = desired_deployments(&csv, &annotations, None).unwrap();
+    let healthy = ObservedDeployment {
+        spec_hash: desired[0].labels().get(DEPLOYMENT_SPEC_HASH).cloned(),
+        ..healthy_deployment(&csv)
+    };
+    let mut observed = Observed::default()
+        .with_og("og", &[""])
+        .with_crd(CRD, established())
+        .with_service_account("redis-operator", &[ME])
+        .with_deployment("redis-operator", healthy);
+    observed.target_components = components::target_components(&csv, &targets);
+    let kinds: Vec<&str> = observed
+        .target_components
+        .iter()
+        .map(|c| c.key.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
+
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded, "{}", d.message);
+    assert_eq!(d.restore.len(), 2);
+    assert!(d.restore.iter().all(|i| i.missing && i.plan.is_empty()));
+
+    for c in &mut observed.target_components {
+        c.live = Some(c.manifest.clone());
+    }
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(d.phase, CsvPhase::Succeeded);
+    assert!(d.restore.is_empty());
+}
+
+#[test]
+fn the_package_is_read_from_the_properties_annotation() {
+    let mut csv = Csv::test().build();
+    csv.metadata.annotations = Some(BTreeMap::from([(
+        "operatorframework.io/properties".to_owned(),
+        r#"{"properties":[{"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}}]}"#.to_owned(),
+    )]));
+    assert_eq!(package_of(&csv), "a");
+    csv.metadata.annotations = None;
+    assert_eq!(package_of(&csv), "");
+}
+
+#[test]
+fn a_reinstall_names_what_it_puts_back_and_a_first_install_names_nothing() {
+    let mut csv = Csv::test()
+        .phase(CsvPhase::InstallReady)
+        .reason(CsvReason::AllRequirementsMet)
+        .build();
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(d.phase, CsvPhase::Installing);
+    assert_eq!(d.desired_deployments.len(), 1);
+    assert!(d.missing.is_empty(), "a first install: {:?}", d.missing);
+
+    csv.status.as_mut().unwrap().conditions = vec![v1alpha1::ClusterServiceVersionCondition {
+        phase: Some(CsvPhase::Succeeded),
+        reason: Some(CsvReason::InstallSucceeded),
+        ..Default::default()
+    }];
+    let d = decide(&csv, &ready(), &t(0));
+    assert_eq!(d.missing, ["Deployment operators/redis-operator"]);
+    // Present, it is not named (and not rolled: the shell skips an up-to-date Deployment).
+    let d = decide(&csv, &with_healthy(ready(), &csv), &t(0));
+    assert!(d.missing.is_empty());
+}

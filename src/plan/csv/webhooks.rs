@@ -321,11 +321,46 @@ pub struct ObservedConversion {
     pub service: Option<(String, String)>,
 }
 
+/// The Service of a cert deployment, as observed: what of it the install sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedService {
+    /// `spec.selector`.
+    pub selector: BTreeMap<String, String>,
+    /// `spec.ports` as `(port, targetPort)` (`targetPort` as text, the port when unset).
+    pub ports: Vec<(i32, String)>,
+}
+
+impl ObservedService {
+    /// Reads what the plan compares from a Service.
+    pub fn from_service(service: &Service) -> Self {
+        let spec = service.spec.as_ref();
+        Self {
+            selector: spec.and_then(|s| s.selector.clone()).unwrap_or_default(),
+            ports: spec
+                .and_then(|s| s.ports.as_ref())
+                .map(|ports| ports.iter().map(port_pair).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A Service port as `(port, targetPort)`, the target port as text (the port when unset).
+fn port_pair(p: &ServicePort) -> (i32, String) {
+    let target = match &p.target_port {
+        Some(IntOrString::Int(n)) => n.to_string(),
+        Some(IntOrString::String(s)) => s.clone(),
+        None => p.port.to_string(),
+    };
+    (p.port, target)
+}
+
 /// What the state machine knows about a CSV's webhook objects.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObservedWebhooks {
     /// The cert Secrets by deployment name (a missing entry: no Secret).
     pub secrets: BTreeMap<String, CertSecret>,
+    /// The Services of the cert deployments by deployment name (a missing entry: no Service).
+    pub services: BTreeMap<String, ObservedService>,
     /// Fresh certificates by deployment name, issued by the shell for every deployment whose
     /// certificates are due ([`certs_due`]).
     pub issued: BTreeMap<String, IssuedCerts>,
@@ -1202,6 +1237,59 @@ impl WebhookPlan {
 }
 
 impl WebhookPlan {
+    /// The first Service of a cert deployment that is gone (`(true, message)`) or whose
+    /// selector or ports differ from the install's (`(false, message)`). Ports others added
+    /// are theirs; only the install's ports must be there.
+    pub fn service_issue(&self, observed: &ObservedWebhooks) -> Option<(bool, String)> {
+        for service in &self.objects.services {
+            let name = service.metadata.name.as_deref().unwrap_or_default();
+            let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
+            let deployment = self
+                .ca_hashes
+                .keys()
+                .find(|d| service_name(d) == name)
+                .cloned()
+                .unwrap_or_default();
+            let Some(seen) = observed.services.get(&deployment) else {
+                return Some((true, format!("missing Service {namespace}/{name}")));
+            };
+            let spec = service.spec.as_ref();
+            let selector = spec.and_then(|s| s.selector.clone()).unwrap_or_default();
+            let ports_ok = spec
+                .and_then(|s| s.ports.as_ref())
+                .is_none_or(|ports| ports.iter().all(|p| seen.ports.contains(&port_pair(p))));
+            if seen.selector != selector || !ports_ok {
+                return Some((
+                    false,
+                    format!("Service {namespace}/{name} does not match the CSV's webhooks; updating it"),
+                ));
+            }
+        }
+        None
+    }
+
+    /// The Services of cert deployments that are gone, as `Service <namespace>/<name>`.
+    pub fn missing_services(&self, observed: &ObservedWebhooks) -> Vec<String> {
+        self.objects
+            .services
+            .iter()
+            .filter(|service| {
+                let name = service.metadata.name.as_deref().unwrap_or_default();
+                !self
+                    .ca_hashes
+                    .keys()
+                    .any(|d| service_name(d) == name && observed.services.contains_key(d))
+            })
+            .map(|service| {
+                format!(
+                    "Service {}/{}",
+                    service.metadata.namespace.as_deref().unwrap_or_default(),
+                    service.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
     /// The first owned APIService that is not `Available` (upstream
     /// `areAPIServicesAvailable`), as a waiting message.
     pub fn unavailable(&self, observed: &ObservedWebhooks) -> Option<String> {

@@ -623,6 +623,10 @@ fn installed(mut w: ObservedWebhooks, objects: &WebhookObjects) -> ObservedWebho
         w.secrets
             .insert("wh.manager".to_owned(), CertSecret::from_secret(s));
     }
+    for s in &objects.services {
+        w.services
+            .insert("wh.manager".to_owned(), ObservedService::from_service(s));
+    }
     let hash = |m: &ObjectMeta| m.labels.as_ref().and_then(|l| l.get(WEBHOOK_HASH)).cloned();
     for v in &objects.validating {
         w.configs.push(ObservedConfig {
@@ -922,4 +926,68 @@ fn a_succeeded_csv_whose_api_service_went_missing_reports_a_resource_issue_and_r
         (d.phase, d.reason),
         (CsvPhase::Pending, CsvReason::ApiServiceResourcesNeedReinstall)
     );
+}
+
+#[test]
+fn a_deleted_webhook_service_goes_failed_then_needs_reinstall_and_is_applied_again() {
+    let now = t(1_800_000_000);
+    let certs = issued(&now);
+    let w = ObservedWebhooks {
+        secrets: BTreeMap::from([("wh.manager".to_owned(), secret_of(&certs))]),
+        ..Default::default()
+    };
+    let c = in_phase(CsvPhase::Succeeded, CsvReason::InstallSucceeded);
+    let objects = plan(&c, &[String::new()], &w, &now).objects;
+    let mut gone = installed(w, &objects);
+    gone.services.clear();
+    let service = format!("{NS}/wh-manager-service");
+
+    let d = decide(&c, &observed_with(&c, gone.clone(), &now), &now);
+    assert_eq!(
+        (d.phase, d.reason, d.message),
+        (
+            CsvPhase::Failed,
+            CsvReason::ComponentUnhealthy,
+            format!("installing: missing Service {service}")
+        )
+    );
+    let c = in_phase(CsvPhase::Failed, CsvReason::ComponentUnhealthy);
+    let d = decide(&c, &observed_with(&c, gone.clone(), &now), &now);
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Pending, CsvReason::NeedsReinstall)
+    );
+
+    // Installing with the Service gone: applied again at once, named for the Event.
+    let mut c = in_phase(CsvPhase::Installing, CsvReason::InstallWaiting);
+    c.status.as_mut().unwrap().last_transition_time = Some(t(1_800_000_000 - 60));
+    let d = decide(&c, &observed_with(&c, gone, &now), &now);
+    assert_eq!(d.phase, CsvPhase::Installing, "{}", d.message);
+    assert_eq!(d.missing, [format!("Service {service}")]);
+    assert_eq!(d.webhooks.map(|o| o.services.len()), Some(1));
+}
+
+#[test]
+fn a_webhook_service_is_changed_only_when_its_selector_or_the_install_ports_differ() {
+    let now = t(1_800_000_000);
+    let certs = issued(&now);
+    let w = ObservedWebhooks {
+        secrets: BTreeMap::from([("wh.manager".to_owned(), secret_of(&certs))]),
+        ..Default::default()
+    };
+    let c = in_phase(CsvPhase::Succeeded, CsvReason::InstallSucceeded);
+    let p = plan(&c, &[String::new()], &w, &now);
+    let mut w = installed(w, &p.objects);
+    assert_eq!(p.service_issue(&w), None);
+    // A port someone added is theirs.
+    let seen = w.services.get_mut("wh.manager").unwrap();
+    seen.ports.push((9999, "9999".to_owned()));
+    assert_eq!(p.service_issue(&w), None);
+    // A selector changed is a drift: installed again (InstallReady), not a reinstall.
+    w.services.get_mut("wh.manager").unwrap().selector.clear();
+    let (missing, message) = p.service_issue(&w).unwrap();
+    assert!(!missing);
+    assert!(message.contains("does not match"), "{message}");
+    let d = decide(&c, &observed_with(&c, w, &now), &now);
+    assert_eq!(d.phase, CsvPhase::InstallReady, "{}", d.message);
 }
