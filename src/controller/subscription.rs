@@ -547,6 +547,13 @@ async fn create_plan(
     // fail with a conflict, and is then read.
     // A plan that still has no status on the API server (its creator stopped before writing
     // it) gets its status below, like a new one.
+    // This Subscription's plan for the CSV, if it has one: planning the same CSV again (the
+    // resolution runs again while it is installed, or after its plan failed) finds it.
+    let plans = ctx.shared.stores.install_plans.state();
+    let in_ns = plans.iter().filter(|p| p.namespace().as_deref() == Some(ns));
+    if let Some(found) = status::existing_plan_for(in_ns.map(AsRef::as_ref), &uid, csv) {
+        return Ok(Ok(found.clone()));
+    }
     let generation = status::next_plan_generation(sub);
     let mut ip_name = steps::install_plan_name(&uid, csv, generation);
     let mut existing = None;

@@ -371,6 +371,30 @@ pub fn component_label_apply(sub: &Subscription, namespace: &str) -> Option<Valu
     }))
 }
 
+/// The plan `sub` already has for installing `csv`, if any: one of its own InstallPlans (owner
+/// reference to its uid) that names the CSV and has a status, the newest (`spec.generation`)
+/// when there are several. A Subscription planning a CSV again (resolution running again while
+/// the CSV is installed, or after a plan failed) gets that plan back rather than a new one; a
+/// plan deleted by hand is not in `plans`, so the next one is made.
+pub fn existing_plan_for<'a>(
+    plans: impl IntoIterator<Item = &'a InstallPlan>,
+    subscription_uid: &str,
+    csv: &str,
+) -> Option<&'a InstallPlan> {
+    plans
+        .into_iter()
+        .filter(|p| p.status.is_some())
+        .filter(|p| p.spec.cluster_service_version_names.iter().any(|n| n == csv))
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.kind == "Subscription" && r.uid == subscription_uid)
+        })
+        .max_by_key(|p| p.spec.generation)
+}
+
 /// The `spec.generation` of the next InstallPlan of `sub`: one more than the generation of its
 /// last plan (`status.installPlanGeneration`), so the first plan is 1. Upstream counts per
 /// namespace (one plan serves every Subscription there); our plans are per Subscription, so the

@@ -1187,3 +1187,33 @@ fn the_properties_annotation_lists_gvks_then_the_package_with_sorted_keys_as_ups
         r#"{"properties":[{"type":"olm.gvk","value":{"group":"cache.example.com","kind":"RedisCluster","version":"v1"}},{"type":"olm.package","value":{"packageName":"redis-operator","version":"1.0.0"}}]}"#
     );
 }
+
+#[test]
+fn planning_a_csv_again_finds_the_subscriptions_own_plan_for_it_the_newest_first() {
+    let owned = |name: &str, generation: i64, owner_uid: &str, status: bool| {
+        let mut p = plan(name, "Automatic", true, json!({"phase": "Complete"}));
+        p.spec.generation = Some(generation);
+        if !status {
+            p.status = None;
+        }
+        p.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                kind: "Subscription".into(),
+                name: "redis".into(),
+                uid: owner_uid.into(),
+                ..Default::default()
+            },
+        ]);
+        p
+    };
+    let plans = [
+        owned("install-a", 1, "sub-uid", true),
+        owned("install-b", 2, "sub-uid", true),
+        owned("install-c", 3, "other-uid", true),
+        owned("install-d", 4, "sub-uid", false),
+    ];
+    let found = existing_plan_for(plans.iter(), "sub-uid", "redis-operator.v0.2.0");
+    assert_eq!(found.and_then(|p| p.metadata.name.as_deref()), Some("install-b"));
+    assert!(existing_plan_for(plans.iter(), "sub-uid", "redis-operator.v0.3.0").is_none());
+    assert!(existing_plan_for(plans.iter(), "nobody", "redis-operator.v0.2.0").is_none());
+}
