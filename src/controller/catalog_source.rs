@@ -725,8 +725,11 @@ mod tests {
         cs: &Value,
         scenario: Scenario,
     ) -> (Action, Value, Vec<String>) {
+        // The store has seen every write so far.
+        let mut cs = cs.clone();
+        cs["metadata"]["resourceVersion"] = json!(server.last_version());
         let (action, received) = server
-            .run(scenario, reconcile(Arc::new(object(cs.clone())), Arc::clone(ctx)))
+            .run(scenario, reconcile(Arc::new(object(cs)), Arc::clone(ctx)))
             .await;
         let status = bodies(&received, &http::Method::PATCH, COLLECTION)
             .last()
