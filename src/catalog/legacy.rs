@@ -29,11 +29,13 @@
 //! another CSV). Upstream's loader (operator-registry's configmap loader) indexes the documents
 //! by every version they define (`spec.versions[].name`, or the old `spec.version`) and gives a
 //! CSV, for each owned CRD, the document defining the version its descriptor names. We do the
-//! same ([`CrdIndex`]), keyed by the CRD name (which spells the group and plural upstream's key
-//! also holds) and version: the first document defining a version is used for it, and a later
-//! one defining it again is reported (upstream refuses such a ConfigMap). A descriptor whose
-//! version no document defines gets the CRD's only document when there is just one (as before),
-//! and none, reported, when several documents could be meant.
+//! same (`CrdIndex`), keyed by the CRD name (which spells the group and plural upstream's key
+//! also holds) and version; upstream's key also holds the kind, which is not compared here (a
+//! descriptor whose kind differs from the CRD's still gets it, as before). The first document
+//! defining a version is used for it, and a later one defining it again is reported (upstream's
+//! loader fails on it, and its registry pod does not start). A descriptor whose version no
+//! document defines gets the CRD's only document when there is just one (as before; upstream
+//! fails), and none, reported, when several documents could be meant.
 //!
 //! CSVs no channel reaches are left out, as upstream's loader does. Problems (a package
 //! without a name, a channel whose `currentCSV` is not in the ConfigMap) are collected and

@@ -29,6 +29,13 @@
 //! a `304` keeps it, a `200` is linked by the same loader. TLS is verified against the system
 //! roots plus `--registry-ca`; plain HTTP only to loopback or an `--insecure-registry`. A server
 //! that fails keeps the last good catalog, as the grpc arm does.
+//!
+//! Status timestamps (`configMapReference.lastUpdateTime`, `connectionState.lastConnect`,
+//! `registryService.createdAt`) are decided by the plan from the status before, what this
+//! reconcile saw (the cache holding another catalog than when it started counts as a reload) and
+//! the time now; when one cannot be recorded yet the reconcile is requeued for the next second.
+//! The status is written through [`Context::write_status`], so a reconcile from a store that has
+//! not seen the last write does not write a status built on an older one.
 
 use std::{sync::Arc, time::Duration};
 
