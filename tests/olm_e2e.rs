@@ -3392,3 +3392,224 @@ async fn a_role_changed_by_hand_is_put_back_and_what_others_add_is_left_alone() 
         "their label stays"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// CatalogSource status as upstream's e2e suite waits on it (issue 21: ConfigMap updates,
+// registryService, legacy ConfigMap catalogs with several documents of one CRD).
+
+/// The CatalogSource's `status` once `check` accepts it.
+async fn wait_catalog_status(env: &Env, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    env.wait_obj::<CatalogSource, _>(what, name, |cs| {
+        let status = cs.get("status")?;
+        check(status).then(|| status.clone())
+    })
+    .await
+}
+
+/// Upstream's `catalogSourceRegistryPodSynced` (test/e2e/util.go), without the pod probe it
+/// skips by default: `registryService` set, `READY`, `lastConnect` set.
+fn registry_synced(status: &Value) -> bool {
+    status.get("registryService").is_some_and(Value::is_object)
+        && str_at(status, "/connectionState/lastObservedState") == "READY"
+        && !str_at(status, "/connectionState/lastConnect").is_empty()
+}
+
+/// `lastConnect` later than `configMapReference.lastUpdateTime` (RFC 3339 to the second, as
+/// stored, so comparing the texts compares the times).
+fn connected_after_update(status: &Value) -> bool {
+    let connect = str_at(status, "/connectionState/lastConnect");
+    let updated = str_at(status, "/configMapReference/lastUpdateTime");
+    !connect.is_empty() && !updated.is_empty() && connect > updated
+}
+
+/// Upstream's `updateInternalCatalog` and "config map update triggers registry pod rollout" /
+/// "loading between restarts" waits, on a ConfigMap catalog: after the ConfigMap changes,
+/// `configMapReference` names its new resourceVersion with a later `lastUpdateTime`, and
+/// `lastConnect` becomes later than that; `registryService` is `{protocol: grpc, createdAt}`;
+/// nothing more is written while nothing changes; a restarted controller moves `lastConnect`.
+#[tokio::test]
+async fn a_config_map_catalog_update_is_observable_as_upstreams_registry_rollout() {
+    let Some(mut env) = env("cs-cm-update").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    let before = wait_catalog_status(&env, "e2e", "registry synced, connected after the update", |s| {
+        registry_synced(s) && connected_after_update(s)
+    })
+    .await;
+    let service = &before["registryService"];
+    assert_eq!(service["protocol"], "grpc", "{before:#}");
+    let mut keys: Vec<&String> = service
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    keys.sort();
+    assert_eq!(keys, ["createdAt", "protocol"], "{before:#}");
+    let cms: Api<ConfigMap> = env.ns.api();
+    let rv = |cm: ConfigMap| cm.resource_version().unwrap_or_default();
+    assert_eq!(
+        str_at(&before, "/configMapReference/resourceVersion"),
+        rv(cms.get("e2e-catalog").await.expect("the ConfigMap")),
+    );
+
+    // Updated at once (within the second the first version may have been recorded in).
+    env.apply_catalog(
+        "e2e-catalog",
+        &widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]),
+    )
+    .await;
+    let updated_rv = rv(cms.get("e2e-catalog").await.expect("the ConfigMap"));
+    let after = wait_catalog_status(&env, "e2e", "the update recorded and connected after it", |s| {
+        str_at(s, "/configMapReference/lastUpdateTime")
+            > str_at(&before, "/configMapReference/lastUpdateTime")
+            && str_at(s, "/configMapReference/resourceVersion")
+                != str_at(&before, "/configMapReference/resourceVersion")
+            && connected_after_update(s)
+            && registry_synced(s)
+    })
+    .await;
+    assert_eq!(str_at(&after, "/configMapReference/resourceVersion"), updated_rv);
+    // The content served was replaced, as upstream's pod is: createdAt renewed.
+    assert!(
+        str_at(&after, "/registryService/createdAt") > str_at(&before, "/registryService/createdAt"),
+        "{before:#}\n{after:#}"
+    );
+    // The new version is what the catalog serves.
+    env.subscription("widget", "widget-operator", "e2e", json!({"channel": "stable"}))
+        .await;
+    env.wait_at_latest("widget", &csv_name("widget", "1.1.0")).await;
+
+    // Nothing changes: nothing is written.
+    let written = env.get::<CatalogSource>("e2e").await.unwrap_or_default();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still = env.get::<CatalogSource>("e2e").await.unwrap_or_default();
+    assert_eq!(
+        str_at(&written, "/metadata/resourceVersion"),
+        str_at(&still, "/metadata/resourceVersion"),
+        "a write that changed nothing:\n{written:#}\n{still:#}"
+    );
+
+    // Upstream's "loading between restarts": the restarted controller connects again.
+    let connected = env
+        .get::<CatalogSource>("e2e")
+        .await
+        .map(|cs| str_at(&cs, "/status/connectionState/lastConnect").to_owned())
+        .unwrap_or_default();
+    env.controller.restart();
+    wait_catalog_status(&env, "e2e", "lastConnect moved after the restart", |s| {
+        str_at(s, "/connectionState/lastConnect") > connected.as_str() && registry_synced(s)
+    })
+    .await;
+}
+
+/// A legacy ConfigMap catalog (`packages`, `clusterServiceVersions`,
+/// `customResourceDefinitions`) shipping two documents of one CRD, as upstream's "blocks a CRD
+/// upgrade that could cause data loss" spec does: each CSV gets the document defining the version
+/// it owns, so the stable CSV installs the old CRD, and moving to the alpha channel (whose CRD
+/// drops the stored version) fails the InstallPlan with upstream's data-loss message.
+#[tokio::test]
+async fn a_legacy_config_map_catalog_gives_each_csv_its_own_document_of_a_shared_crd() {
+    let Some(env) = env("cs-legacy-crd").await else {
+        return;
+    };
+    // CRD names are cluster-wide: one of this namespace's own.
+    let plural: String = env.ns().chars().filter(char::is_ascii_alphanumeric).collect();
+    let group = "legacy.e2e.olm-rs.io";
+    let crd_name = format!("{plural}.{group}");
+    let kind = format!("L{plural}");
+    let crd = |versions: [&str; 2]| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": crd_name},
+            "spec": {
+                "group": group, "scope": "Namespaced",
+                "names": {"plural": plural, "singular": plural, "kind": kind, "listKind": format!("{kind}List")},
+                "versions": [
+                    {"name": versions[0], "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "description": "my crd schema"}}},
+                    {"name": versions[1], "served": true, "storage": false,
+                        "schema": {"openAPIV3Schema": {"type": "object", "description": "my crd schema"}}},
+                ],
+            },
+        })
+    };
+    let template = fixture("gadget/csv.yaml");
+    let csv = |name: &str, version: &str, replaces: Option<&str>, crd_version: &str| {
+        let mut csv = template.clone();
+        csv["metadata"]["name"] = json!(name);
+        csv["spec"]["version"] = json!(version);
+        if let Some(r) = replaces {
+            csv["spec"]["replaces"] = json!(r);
+        }
+        csv["spec"]["customresourcedefinitions"] = json!({"owned": [{
+            "name": crd_name, "version": crd_version, "kind": kind, "displayName": "ins", "description": "ins",
+        }]});
+        csv
+    };
+    let stable = "legacy-gadget.v0.1.0";
+    let alpha = "legacy-gadget.v0.1.1";
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "legacy-catalog", "namespace": env.ns()},
+        "data": {
+            "packages": json!([{
+                "packageName": "legacy-gadget", "defaultChannel": "stable",
+                "channels": [{"name": "stable", "currentCSV": stable}, {"name": "alpha", "currentCSV": alpha}],
+            }]).to_string(),
+            "clusterServiceVersions": json!([
+                csv(stable, "0.1.0", None, "v1alpha2"),
+                csv(alpha, "0.1.1", Some(stable), "v1alpha3"),
+            ]).to_string(),
+            // The old CRD first, as upstream's fixture lists them.
+            "customResourceDefinitions": json!([crd(["v1alpha2", "v2alpha1"]), crd(["v1alpha3", "v2alpha2"])]).to_string(),
+        },
+    });
+    let cms: Api<ConfigMap> = env.ns.api();
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(cm).expect("a ConfigMap"),
+    )
+    .await
+    .expect("creating the legacy catalog ConfigMap");
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    env.catalog_source("legacy", "legacy-catalog").await;
+    env.own_namespace_group().await;
+    let status = wait_catalog_status(&env, "legacy", "registry synced", registry_synced).await;
+    // Two documents, no version defined twice: nothing to report.
+    assert!(status.get("message").is_none(), "{status:#}");
+
+    env.subscription("gadget", "legacy-gadget", "legacy", json!({"channel": "stable"}))
+        .await;
+    env.wait_csv_phase(stable, "Succeeded").await;
+    let installed = crds.get(&crd_name).await.expect("the CRD installed");
+    let versions: Vec<&str> = installed.spec.versions.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        versions,
+        ["v1alpha2", "v2alpha1"],
+        "the stable CSV's own CRD document"
+    );
+
+    // The alpha CSV's document drops the stored version v1alpha2: refused as upstream does.
+    env.dynamic::<Subscription>()
+        .patch(
+            "gadget",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"channel": "alpha"}})),
+        )
+        .await
+        .expect("moving the Subscription to alpha");
+    let plan = env.install_plan_for("gadget", alpha).await;
+    let failed = env
+        .wait_obj::<InstallPlan, _>("Failed", &plan, |p| {
+            (str_at(p, "/status/phase") == "Failed").then(|| p.clone())
+        })
+        .await;
+    let conditions = failed.pointer("/status/conditions").cloned().unwrap_or_default();
+    assert!(conditions.to_string().contains("risk of data loss"), "{failed:#}");
+    let kept = crds.get(&crd_name).await.expect("the CRD");
+    let versions: Vec<&str> = kept.spec.versions.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(versions, ["v1alpha2", "v2alpha1"], "the CRD was not replaced");
+    // The CRD is cluster-wide (one a failed run leaves behind is named after its namespace).
+    let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
+}

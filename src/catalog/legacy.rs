@@ -22,6 +22,21 @@
 //!   owned CRD found in `customResourceDefinitions` inlined as `olm.bundle.object`
 //!   (base64 of the JSON), which is what the install planner unpacks.
 //!
+//! # Which CRD document a bundle gets
+//!
+//! `customResourceDefinitions` may hold several documents of one CRD name, one per state of the
+//! CRD (upstream's e2e fixtures ship a CRD's old and new versions side by side, each owned by
+//! another CSV). Upstream's loader (operator-registry's configmap loader) indexes the documents
+//! by every version they define (`spec.versions[].name`, or the old `spec.version`) and gives a
+//! CSV, for each owned CRD, the document defining the version its descriptor names. We do the
+//! same (`CrdIndex`), keyed by the CRD name (which spells the group and plural upstream's key
+//! also holds) and version; upstream's key also holds the kind, which is not compared here (a
+//! descriptor whose kind differs from the CRD's still gets it, as before). The first document
+//! defining a version is used for it, and a later one defining it again is reported (upstream's
+//! loader fails on it, and its registry pod does not start). A descriptor whose version no
+//! document defines gets the CRD's only document when there is just one (as before; upstream
+//! fails), and none, reported, when several documents could be meant.
+//!
 //! CSVs no channel reaches are left out, as upstream's loader does. Problems (a package
 //! without a name, a channel whose `currentCSV` is not in the ConfigMap) are collected and
 //! returned with the blobs that could be built; the CatalogSource controller reports them.
@@ -70,10 +85,7 @@ pub fn convert(packages: &[Value], csvs: &[Value], crds: &[Value]) -> Converted 
         .iter()
         .filter_map(|csv| str_at(csv, &["metadata", "name"]).map(|n| (n, csv)))
         .collect();
-    let crd_by_name: BTreeMap<&str, &Value> = crds
-        .iter()
-        .filter_map(|crd| str_at(crd, &["metadata", "name"]).map(|n| (n, crd)))
-        .collect();
+    let crd_index = CrdIndex::new(crds, &mut out.problems);
     for (i, package) in packages.iter().enumerate() {
         let Some(name) = str_at(package, &["packageName"]).filter(|n| !n.is_empty()) else {
             out.problems.push(format!(
@@ -146,7 +158,8 @@ pub fn convert(packages: &[Value], csvs: &[Value], crds: &[Value]) -> Converted 
         }
         for csv_name in in_package {
             if let Some(csv) = by_name.get(csv_name) {
-                out.blobs.push(bundle_blob(name, csv_name, csv, &crd_by_name));
+                out.blobs
+                    .push(bundle_blob(name, csv_name, csv, &crd_index, &mut out.problems));
             }
         }
     }
@@ -163,7 +176,80 @@ fn gvk_of(desc: &Value) -> Option<Value> {
     }))
 }
 
-fn bundle_blob(package: &str, name: &str, csv: &Value, crds: &BTreeMap<&str, &Value>) -> Value {
+/// The CRD documents of `customResourceDefinitions` by name and by each version they define
+/// (see the module docs).
+struct CrdIndex<'a> {
+    docs: &'a [Value],
+    /// (name, version) → the first document defining it.
+    by_version: BTreeMap<(&'a str, &'a str), usize>,
+    /// name → every document of that name, in order.
+    by_name: BTreeMap<&'a str, Vec<usize>>,
+}
+
+/// The versions a CRD document defines: `spec.versions[].name`, or the old `spec.version`.
+fn crd_versions(crd: &Value) -> Vec<&str> {
+    let listed: Vec<&str> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|versions| versions.iter().filter_map(|v| str_at(v, &["name"])).collect())
+        .unwrap_or_default();
+    if listed.is_empty() {
+        str_at(crd, &["spec", "version"]).into_iter().collect()
+    } else {
+        listed
+    }
+}
+
+impl<'a> CrdIndex<'a> {
+    fn new(docs: &'a [Value], problems: &mut Vec<String>) -> Self {
+        let mut index = CrdIndex {
+            docs,
+            by_version: BTreeMap::new(),
+            by_name: BTreeMap::new(),
+        };
+        for (i, crd) in docs.iter().enumerate() {
+            let Some(name) = str_at(crd, &["metadata", "name"]) else {
+                continue;
+            };
+            index.by_name.entry(name).or_default().push(i);
+            for version in crd_versions(crd) {
+                match index.by_version.get(&(name, version)) {
+                    Some(first) => problems.push(format!(
+                        "customResourceDefinitions[{i}] defines {name} version {version} again; customResourceDefinitions[{first}] is used for it (upstream refuses such a ConfigMap); define each version of a CRD in one document"
+                    )),
+                    None => {
+                        index.by_version.insert((name, version), i);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    /// The document for an owned CRD `name` at `version`, or why there is none (`Ok(None)`: the
+    /// catalog has no document of that name, which the install reports later).
+    fn owned(&self, name: &str, version: &str) -> Result<Option<(usize, &'a Value)>, String> {
+        if let Some(&i) = self.by_version.get(&(name, version)) {
+            return Ok(Some((i, &self.docs[i])));
+        }
+        match self.by_name.get(name).map(Vec::as_slice) {
+            None | Some([]) => Ok(None),
+            Some(&[only]) => Ok(Some((only, &self.docs[only]))),
+            Some(several) => Err(format!(
+                "{} documents of CRD {name} in customResourceDefinitions, none defining version {version}",
+                several.len()
+            )),
+        }
+    }
+}
+
+fn bundle_blob(
+    package: &str,
+    name: &str,
+    csv: &Value,
+    crds: &CrdIndex<'_>,
+    problems: &mut Vec<String>,
+) -> Value {
     let version = str_at(csv, &["spec", "version"]).unwrap_or("0.0.0");
     let mut properties = vec![json!({
         "type": "olm.package",
@@ -189,13 +275,22 @@ fn bundle_blob(package: &str, name: &str, csv: &Value, crds: &BTreeMap<&str, &Va
             properties.push(json!({"type": "olm.gvk.required", "value": gvk}));
         }
     }
-    let mut inlined: BTreeSet<&str> = BTreeSet::new();
+    let mut inlined: BTreeSet<usize> = BTreeSet::new();
     for desc in &owned {
-        if let Some(crd_name) = str_at(desc, &["name"])
-            && inlined.insert(crd_name)
-            && let Some(crd) = crds.get(crd_name)
-        {
-            properties.push(bundle_object(crd));
+        let Some(crd_name) = str_at(desc, &["name"]) else {
+            continue;
+        };
+        let version = str_at(desc, &["version"]).unwrap_or_default();
+        match crds.owned(crd_name, version) {
+            Ok(Some((i, crd))) => {
+                if inlined.insert(i) {
+                    properties.push(bundle_object(crd));
+                }
+            }
+            Ok(None) => {}
+            Err(why) => problems.push(format!(
+                "CSV {name} owns {crd_name} version {version}, but there are {why}; its bundle carries no document of that CRD"
+            )),
         }
     }
     properties.push(bundle_object(csv));
@@ -343,5 +438,138 @@ mod tests {
         ];
         let out = convert(&packages(), &csvs, &[]);
         assert_eq!(out.blobs[1]["entries"].as_array().unwrap().len(), 2);
+    }
+
+    fn crd(name: &str, versions: &[&str], marker: &str) -> Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "annotations": {"marker": marker}},
+            "spec": {"group": "cluster.com", "names": {"plural": "ins", "kind": "ins"},
+                "versions": versions.iter().map(|v| json!({"name": v, "served": true, "storage": true})).collect::<Vec<_>>()}})
+    }
+
+    fn owning(name: &str, replaces: Option<&str>, crd_version: &str) -> Value {
+        let mut v = csv(name, "0.1.0", replaces);
+        v["spec"]["customresourcedefinitions"] =
+            json!({"owned": [{"name": "ins.cluster.com", "version": crd_version, "kind": "ins"}]});
+        v
+    }
+
+    /// The `marker` annotations of the CRD documents inlined in the bundle `name`.
+    fn crd_markers(out: &Converted, name: &str) -> Vec<String> {
+        let bundle = out
+            .blobs
+            .iter()
+            .find(|b| b["schema"] == "olm.bundle" && b["name"] == name)
+            .unwrap_or_else(|| panic!("no bundle {name}"));
+        bundle["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["type"] == "olm.bundle.object")
+            .map(|p| {
+                let data = BASE64.decode(p["value"]["data"].as_str().unwrap()).unwrap();
+                serde_json::from_slice::<Value>(&data).unwrap()
+            })
+            .filter(|o| o["kind"] == "CustomResourceDefinition")
+            .map(|o| {
+                o["metadata"]["annotations"]["marker"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    fn two_channels() -> Vec<Value> {
+        vec![json!({
+            "packageName": "p", "defaultChannel": "stable",
+            "channels": [{"name": "stable", "currentCSV": "p-stable"}, {"name": "alpha", "currentCSV": "p-alpha"}],
+        })]
+    }
+
+    #[test]
+    fn two_documents_of_one_crd_go_each_to_the_csv_owning_its_version() {
+        // Upstream's "blocks a CRD upgrade that could cause data loss" fixture: the old and the
+        // new CRD side by side, the old one listed first.
+        let crds = [
+            crd("ins.cluster.com", &["v1alpha2", "v2alpha1"], "old"),
+            crd("ins.cluster.com", &["v1alpha3", "v2alpha2"], "new"),
+        ];
+        let csvs = [
+            owning("p-stable", None, "v1alpha2"),
+            owning("p-alpha", Some("p-stable"), "v1alpha3"),
+        ];
+        let out = convert(&two_channels(), &csvs, &crds);
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
+        assert_eq!(crd_markers(&out, "p-stable"), ["old"]);
+        assert_eq!(crd_markers(&out, "p-alpha"), ["new"]);
+        // Listed the other way round, each still gets its own.
+        let crds = [crds[1].clone(), crds[0].clone()];
+        let out = convert(&two_channels(), &csvs, &crds);
+        assert_eq!(crd_markers(&out, "p-stable"), ["old"]);
+        assert_eq!(crd_markers(&out, "p-alpha"), ["new"]);
+    }
+
+    #[test]
+    fn a_version_defined_twice_goes_to_the_first_document_and_is_reported() {
+        let crds = [
+            crd("ins.cluster.com", &["v1alpha1"], "alpha-only"),
+            crd("ins.cluster.com", &["v1alpha1", "v1alpha2"], "both"),
+        ];
+        let csvs = [
+            owning("p-stable", None, "v1alpha1"),
+            owning("p-alpha", Some("p-stable"), "v1alpha2"),
+        ];
+        let out = convert(&two_channels(), &csvs, &crds);
+        assert_eq!(crd_markers(&out, "p-stable"), ["alpha-only"]);
+        assert_eq!(crd_markers(&out, "p-alpha"), ["both"]);
+        assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
+        assert!(
+            out.problems[0]
+                .contains("customResourceDefinitions[1] defines ins.cluster.com version v1alpha1 again"),
+            "{:?}",
+            out.problems
+        );
+    }
+
+    #[test]
+    fn a_descriptor_naming_no_defined_version_gets_the_only_document_or_none_of_several() {
+        let only = [crd("ins.cluster.com", &["v1"], "only")];
+        let csvs = [
+            owning("p-stable", None, "v9"),
+            owning("p-alpha", Some("p-stable"), "v1"),
+        ];
+        let out = convert(&two_channels(), &csvs, &only);
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
+        assert_eq!(crd_markers(&out, "p-stable"), ["only"]);
+
+        let several = [
+            crd("ins.cluster.com", &["v1"], "a"),
+            crd("ins.cluster.com", &["v2"], "b"),
+        ];
+        let out = convert(&two_channels(), &csvs, &several);
+        assert!(crd_markers(&out, "p-stable").is_empty());
+        assert_eq!(crd_markers(&out, "p-alpha"), ["a"]);
+        assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
+        assert!(
+            out.problems[0].contains("CSV p-stable owns ins.cluster.com version v9"),
+            "{:?}",
+            out.problems
+        );
+    }
+
+    #[test]
+    fn an_old_style_crd_with_spec_version_is_indexed_by_it() {
+        let mut old = crd("ins.cluster.com", &[], "old-style");
+        old["spec"]["version"] = json!("v1beta1");
+        let newer = crd("ins.cluster.com", &["v1"], "new");
+        let csvs = [
+            owning("p-stable", None, "v1beta1"),
+            owning("p-alpha", Some("p-stable"), "v1"),
+        ];
+        let out = convert(&two_channels(), &csvs, &[newer, old]);
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
+        assert_eq!(crd_markers(&out, "p-stable"), ["old-style"]);
+        assert_eq!(crd_markers(&out, "p-alpha"), ["new"]);
     }
 }

@@ -29,34 +29,57 @@
 //! a `304` keeps it, a `200` is linked by the same loader. TLS is verified against the system
 //! roots plus `--registry-ca`; plain HTTP only to loopback or an `--insecure-registry`. A server
 //! that fails keeps the last good catalog, as the grpc arm does.
+//!
+//! Status timestamps (`configMapReference.lastUpdateTime`, `connectionState.lastConnect`,
+//! `registryService.createdAt`) are decided by the plan from the status before, what this
+//! reconcile saw (the cache holding another catalog than when it started counts as a reload) and
+//! the time now; when one cannot be recorded yet the reconcile is requeued for the next second.
+//! The status is written through [`Context::write_status`], so a reconcile from a store that has
+//! not seen the last write does not write a status built on an older one.
 
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
 
-use super::{Context, Error, Result, cache::CatalogCache, instrumented};
+use super::{
+    Context, Error, Result,
+    cache::{CatalogCache, LoadedCatalog},
+    instrumented,
+};
 use crate::{
     api::{
         reasons::catalog_source as reason,
-        v1alpha1::{
-            CatalogSource, CatalogSourceStatus, ConfigMapResourceReference, GrpcConnectionState,
-            connection_state,
-        },
+        v1alpha1::{CatalogSource, CatalogSourceStatus, connection_state},
     },
     catalog::load::{self, catalog_from_data},
     catalogd,
     grpc::{ClientError, ClientOptions, Connection},
     k8s::apply,
     plan::catalog_source::{
-        GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan, grpc_refresh, grpc_unreachable_message,
+        ConfigMapSeen, ConnectionSeen, GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan,
+        config_map_reference, connection, decided_times_changed, grpc_refresh, grpc_unreachable_message,
         heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
-        plan_source, poll_due, source_status, unapplied_spec_note, with_note,
+        plan_source, poll_due, registry_service, source_status, unapplied_spec_note, with_note,
     },
 };
 
-fn now() -> Time {
-    Time(Timestamp::now())
+/// Whether the cache now holds another catalog for the CatalogSource than `before` (the one it
+/// held when the reconcile started): the first load in this process, or new content.
+fn reloaded(cache: &CatalogCache, ns: &str, name: &str, before: Option<&Arc<LoadedCatalog>>) -> bool {
+    match (before, cache.get(ns, name)) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(before), Some(now)) => !Arc::ptr_eq(before, &now),
+    }
+}
+
+/// The shorter of two optional requeues.
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Reconciles one CatalogSource.
@@ -71,6 +94,8 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
         .ok_or_else(|| Error::InvalidObject("CatalogSource without namespace".into()))?;
     let name = cs.name_any();
     let cache = &ctx.shared.catalogs;
+    let now = Timestamp::now();
+    let before = cache.get(&ns, &name);
     let old = cs.status.clone().unwrap_or_default();
     let mut status = CatalogSourceStatus {
         registry_service: None,
@@ -82,8 +107,12 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     let mut address: Option<String> = None;
     let mut poll_every: Option<Duration> = None;
     let mut interval_problem: Option<String> = None;
-    let outcome: std::result::Result<Served, (&'static str, String)> = match plan_source(&cs) {
-        SourcePlan::Image(image) => return reconcile_image(&cs, &ctx, &ns, &name, old, status, &image).await,
+    let plan = plan_source(&cs);
+    let valid = !matches!(plan, SourcePlan::Invalid(..));
+    let outcome: std::result::Result<Served, (&'static str, String)> = match plan {
+        SourcePlan::Image(image) => {
+            return reconcile_image(&cs, &ctx, &ns, &name, old, status, &image).await;
+        }
         SourcePlan::Invalid(r, m) => Err((r, m)),
         SourcePlan::Grpc {
             address: addr,
@@ -147,12 +176,11 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
                 )),
                 Some(cm) => {
                     let rv = cm.resource_version().unwrap_or_default();
-                    let reference = ConfigMapResourceReference {
+                    let reference = ConfigMapSeen {
                         name: cm_name.clone(),
                         namespace: ns.clone(),
                         uid: cm.uid(),
-                        resource_version: Some(rv.clone()),
-                        last_update_time: Some(now()),
+                        resource_version: rv.clone(),
                     };
                     let cached = cache.get(&ns, &name).filter(|c| c.resource_version == rv);
                     let loaded = match cached {
@@ -188,8 +216,18 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
             .map_err(|(r, m)| (*r, m.as_str())),
         interval_problem.as_deref(),
     );
+    // Reconcile again this soon when a timestamp could not be recorded yet.
+    let mut again = None;
+    let mut renewed = false;
     match outcome {
-        Ok((reference, _)) => status.config_map_reference = reference,
+        Ok((seen, _)) => {
+            status.config_map_reference = seen.map(|seen| {
+                let decided = config_map_reference(old.config_map_reference.as_ref(), seen, now);
+                again = decided.again;
+                renewed = decided.value.renewed;
+                decided.value.reference
+            });
+        }
         // A registry that went away keeps its last good catalog served (the message says so);
         // an invalid spec serves nothing.
         Err((r, _)) if r == reason::SPEC_INVALID_ERROR => cache.remove(&ns, &name),
@@ -202,21 +240,34 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
     } else {
         connection_state::TRANSIENT_FAILURE
     });
-    status.connection_state = Some(GrpcConnectionState {
-        address,
-        last_observed_state: state.into(),
-        last_connect: Some(now()),
-    });
-    report(&cs, &ctx, &ns, &name, &old, &mut status, ready, None).await?;
-    Ok(match (observed_state.is_some(), ready) {
+    let decided = connection(
+        &ConnectionSeen {
+            previous: old.connection_state.as_ref(),
+            state,
+            address,
+            reloaded: reloaded(cache, &ns, &name, before.as_ref()),
+            not_before: status
+                .config_map_reference
+                .as_ref()
+                .and_then(|r| r.last_update_time.as_ref()),
+        },
+        now,
+    );
+    status.connection_state = Some(decided.value);
+    status.registry_service = registry_service(old.registry_service.as_ref(), valid, renewed, now);
+    report(&cs, &ctx, &ns, &name, &old, &status, ready, None).await?;
+    let every = match (observed_state.is_some(), ready) {
         // A registry is checked every minute (or every poll interval, when shorter), a catalogd
         // server every poll interval (default a minute), and both soon again when they do not
         // answer.
-        (true, true) => Action::requeue(poll_every.unwrap_or(GRPC_CHECK)),
-        (true, false) => Action::requeue(Duration::from_secs(15)),
-        (false, true) => Action::requeue(Duration::from_secs(600)),
-        (false, false) => Action::requeue(Duration::from_secs(60)),
-    })
+        (true, true) => poll_every.unwrap_or(GRPC_CHECK),
+        (true, false) => Duration::from_secs(15),
+        (false, true) => Duration::from_secs(600),
+        (false, false) => Duration::from_secs(60),
+    };
+    Ok(Action::requeue(
+        sooner(Some(every), sooner(again, decided.again)).unwrap_or(every),
+    ))
 }
 
 /// Writes the status when it changed (metrics, Events on transitions, and the `extra` Event).
@@ -227,7 +278,7 @@ async fn report(
     ns: &str,
     name: &str,
     old: &CatalogSourceStatus,
-    status: &mut CatalogSourceStatus,
+    status: &CatalogSourceStatus,
     ready: bool,
     extra: Option<(&'static str, String)>,
 ) -> Result<()> {
@@ -240,19 +291,11 @@ async fn report(
         })
         .set(i64::from(ready));
 
-    // Keep the old configMapReference timestamp when the ConfigMap did not change.
-    if let (Some(new), Some(prev)) = (
-        status.config_map_reference.as_mut(),
-        old.config_map_reference.as_ref(),
-    ) && new.resource_version == prev.resource_version
-    {
-        new.last_update_time = prev.last_update_time.clone();
-    }
-    if !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(&*status)) {
-        let api: Api<CatalogSource> = Api::namespaced(ctx.client(), ns);
-        apply::apply_status(&api, name, &*status, &ctx.manager)
-            .await
-            .map_err(Error::status(format!("CatalogSource {ns}/{name}")))?;
+    // Timestamps that only tick are not written; the ones decided in the plan are. A reconcile
+    // from a store that has not seen the last write does not write (its event comes next).
+    let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status))
+        || decided_times_changed(old, status);
+    if ctx.write_status(cs, changed, status).await? {
         let reference = cs.object_ref(&());
         let was_ready = old
             .connection_state
@@ -298,6 +341,7 @@ async fn reconcile_image(
     mut status: CatalogSourceStatus,
     plan: &ImagePlan,
 ) -> Result<Action> {
+    let now = Timestamp::now();
     let key = (ns.to_owned(), name.to_owned());
     let puller = &ctx.shared.images;
     let mut view = puller.view(&key, plan);
@@ -306,6 +350,7 @@ async fn reconcile_image(
         view.pulling = puller.start(&key, plan, ctx.client());
     }
     let cache = &ctx.shared.catalogs;
+    let before = cache.get(ns, name);
     let left_out = match &view.served {
         Some(served) => {
             if cache
@@ -340,20 +385,21 @@ async fn reconcile_image(
         .served
         .as_ref()
         .map(|s| resolved_reference(&s.image, &s.digest));
-    let changed_state = old
-        .connection_state
-        .as_ref()
-        .map(|c| c.last_observed_state.as_str())
-        != Some(decided.state);
-    status.connection_state = Some(GrpcConnectionState {
-        address: None,
-        last_observed_state: decided.state.into(),
-        last_connect: if changed_state || view.last_attempt_time.is_some() {
-            Some(now())
-        } else {
-            old.connection_state.as_ref().and_then(|c| c.last_connect.clone())
-        },
-    });
+    status.connection_state = Some(
+        connection(
+            &ConnectionSeen {
+                previous: old.connection_state.as_ref(),
+                state: decided.state,
+                address: None,
+                reloaded: reloaded(cache, ns, name, before.as_ref()),
+                not_before: None,
+            },
+            now,
+        )
+        .value,
+    );
+    status.registry_service =
+        registry_service(old.registry_service.as_ref(), true, view.changed.is_some(), now);
     let extra = view.changed.map(|(from, to)| {
         (
             "CatalogImageUpdated",
@@ -363,7 +409,7 @@ async fn reconcile_image(
             ),
         )
     });
-    report(cs, ctx, ns, name, &old, &mut status, ready, extra).await?;
+    report(cs, ctx, ns, name, &old, &status, ready, extra).await?;
     let every = plan.poll.unwrap_or(Duration::from_secs(600));
     Ok(Action::requeue(if view.pulling {
         Duration::from_secs(2)
@@ -385,7 +431,7 @@ fn resolved_reference(image: &str, digest: &str) -> String {
 }
 
 /// Served: the ConfigMap it came from and what the model builder left out of it.
-type Served = (Option<ConfigMapResourceReference>, Vec<String>);
+type Served = (Option<ConfigMapSeen>, Vec<String>);
 
 /// How often a registry's packages and heads are checked.
 const GRPC_CHECK: Duration = Duration::from_secs(60);
@@ -686,8 +732,11 @@ mod tests {
         cs: &Value,
         scenario: Scenario,
     ) -> (Action, Value, Vec<String>) {
+        // The store has seen every write so far.
+        let mut cs = cs.clone();
+        cs["metadata"]["resourceVersion"] = json!(server.last_version());
         let (action, received) = server
-            .run(scenario, reconcile(Arc::new(object(cs.clone())), Arc::clone(ctx)))
+            .run(scenario, reconcile(Arc::new(object(cs)), Arc::clone(ctx)))
             .await;
         let status = bodies(&received, &http::Method::PATCH, COLLECTION)
             .last()

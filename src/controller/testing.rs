@@ -373,6 +373,12 @@ pub(crate) struct ApiServerVerifier {
 }
 
 impl ApiServerVerifier {
+    /// The resourceVersion of the last object this server answered with: what a store that has
+    /// seen every write shows (`metadata.resourceVersion` of an object fed back to a reconcile).
+    pub fn last_version(&self) -> String {
+        self.version.to_string()
+    }
+
     /// Runs `reconcile` while serving `scenario`: each request must be the next one the
     /// scenario expects (Events excepted, answered whenever they come), none may be left
     /// when the reconcile ends, and the Events it published are collected before returning.

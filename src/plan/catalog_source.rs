@@ -43,15 +43,46 @@
 //! grpc arm's: `READY` while the server answers, `CONNECTING` when it does not answer in time,
 //! `TRANSIENT_FAILURE` when it fails or is not catalogd; a server gone keeps the last good
 //! catalog served and says so ([`http_unreachable_message`]).
+//!
+//! # Timestamps, as upstream's can be observed
+//!
+//! The API keeps `metav1.Time` to the second, and upstream's e2e suite (and tools written against
+//! upstream) wait on the order of these timestamps, so each is decided here, from the status
+//! before and the time passed in, and never moves unless something happened:
+//!
+//! - `configMapReference` ([`config_map_reference`]) is recorded when the ConfigMap's `uid` or
+//!   `resourceVersion` differs from the one recorded (upstream's `IsAMatch`), with
+//!   `lastUpdateTime` now; a change seen within the second the previous one was recorded is
+//!   recorded at the next second (the catalog is served at once; the reconcile is requeued), so
+//!   every new `lastUpdateTime` is later than the one before.
+//! - `connectionState.lastConnect` ([`connection`]) moves when the state or address
+//!   changes, when this process (re)loaded the catalog (its first load after a start, or new
+//!   content: upstream connects to a new registry pod then), and while it is not later than
+//!   `configMapReference.lastUpdateTime`: upstream records the ConfigMap change first and
+//!   connects to the new pod after, so a watcher waits for `lastConnect > lastUpdateTime`. A
+//!   `lastConnect` in the same second is left alone (writing it would change nothing
+//!   observable) and the reconcile is requeued for the next second instead of sleeping.
+//! - `registryService` ([`registry_service`]): upstream writes it when it (re)creates the
+//!   registry pod and Service that serve the catalog (`configmap`, `grpc` with `image`), and
+//!   `{protocol: grpc, createdAt}` for a `grpc` address. olm-rs serves every catalog
+//!   in-process, with no Service per catalog, so it writes `{protocol: grpc, createdAt}` for every
+//!   valid spec (what upstream writes when no Service of its own exists), `createdAt` renewed
+//!   when the content served is replaced (a new ConfigMap version, a new image digest), as
+//!   upstream's pod is. `serviceName`, `serviceNamespace` and `port` would name a Service that
+//!   does not exist, so they are left out.
 
 use std::time::Duration;
 
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::ResourceExt;
 
 use crate::{
     api::{
         reasons::catalog_source as reason,
-        v1alpha1::{CatalogSource, SourceType, connection_state},
+        v1alpha1::{
+            CatalogSource, CatalogSourceStatus, ConfigMapResourceReference, GrpcConnectionState,
+            RegistryServiceStatus, SourceType, connection_state,
+        },
     },
     catalog::{Model, load::summarise},
 };
@@ -539,6 +570,201 @@ pub fn source_status(
             }),
         ),
     }
+}
+
+/// The second a status time is stored with (`metav1.Time` keeps no fraction).
+fn second(t: &Time) -> i64 {
+    t.0.as_second()
+}
+
+/// How long from `now` until the second after `after` has begun (plus a little, so the clock
+/// has certainly moved on when the reconcile runs again).
+fn until_after(after: &Time, now: Timestamp) -> Duration {
+    let target = i128::from(after.0.as_second() + 1) * 1_000_000_000;
+    let left = u64::try_from((target - now.as_nanosecond()).max(0)).unwrap_or(u64::MAX);
+    Duration::from_nanos(left) + Duration::from_millis(50)
+}
+
+/// The ConfigMap a `configmap` source read, as the shell saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigMapSeen {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.uid`.
+    pub uid: Option<String>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+/// A status field decided with its timestamp, and when to reconcile again because the
+/// timestamp could not be recorded yet (see the module docs: the controller never sleeps).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed<T> {
+    /// The value to write.
+    pub value: T,
+    /// Reconcile again after this long.
+    pub again: Option<Duration>,
+}
+
+/// The `configMapReference` to write and whether it is a new one (the content served was
+/// replaced).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// `status.configMapReference`.
+    pub reference: ConfigMapResourceReference,
+    /// Recorded in this reconcile.
+    pub renewed: bool,
+}
+
+/// `status.configMapReference` for the ConfigMap `seen` (see the module docs): the previous one
+/// while it matches (`uid` and `resourceVersion`, upstream's `IsAMatch`), a new one with
+/// `lastUpdateTime` now otherwise, unless the previous one was recorded in this very second
+/// (then it is kept, and the reconcile comes back in the next second).
+#[must_use]
+pub fn config_map_reference(
+    previous: Option<&ConfigMapResourceReference>,
+    seen: ConfigMapSeen,
+    now: Timestamp,
+) -> Timed<Reference> {
+    let keep = |previous: &ConfigMapResourceReference, again| Timed {
+        value: Reference {
+            reference: previous.clone(),
+            renewed: false,
+        },
+        again,
+    };
+    if let Some(prev) = previous {
+        let matches = prev.name == seen.name
+            && prev.namespace == seen.namespace
+            && prev.uid == seen.uid
+            && prev.resource_version.as_deref() == Some(seen.resource_version.as_str());
+        if matches {
+            return keep(prev, None);
+        }
+        if let Some(at) = &prev.last_update_time
+            && second(at) >= now.as_second()
+        {
+            return keep(prev, Some(until_after(at, now)));
+        }
+    }
+    Timed {
+        value: Reference {
+            reference: ConfigMapResourceReference {
+                name: seen.name,
+                namespace: seen.namespace,
+                uid: seen.uid,
+                resource_version: Some(seen.resource_version),
+                last_update_time: Some(Time(now)),
+            },
+            renewed: true,
+        },
+        again: None,
+    }
+}
+
+/// What the shell knows when deciding `status.connectionState`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionSeen<'a> {
+    /// `status.connectionState` before this reconcile.
+    pub previous: Option<&'a GrpcConnectionState>,
+    /// `lastObservedState` now.
+    pub state: &'static str,
+    /// `address` now (a `grpc` address or an `http` URL).
+    pub address: Option<String>,
+    /// This reconcile put into the cache a catalog that was not served before: the first load
+    /// in this process, or new content.
+    pub reloaded: bool,
+    /// `configMapReference.lastUpdateTime` being written: `lastConnect` must end up later.
+    pub not_before: Option<&'a Time>,
+}
+
+/// `status.connectionState` (see the module docs): the previous one, with its `lastConnect`,
+/// unless the state or address changed, the catalog was (re)loaded, or `lastConnect` is not
+/// later than `not_before`; then `lastConnect` is now, when that is a later second than the one
+/// recorded. While `lastConnect` is not later than `not_before`, the reconcile comes back in the
+/// next second.
+#[must_use]
+pub fn connection(seen: &ConnectionSeen<'_>, now: Timestamp) -> Timed<GrpcConnectionState> {
+    let previous_connect = seen
+        .previous
+        .filter(|p| p.last_observed_state == seen.state && p.address == seen.address)
+        .and_then(|p| p.last_connect.as_ref());
+    let not_later = |at: &Time| seen.not_before.is_some_and(|nb| second(at) <= second(nb));
+    let keep = previous_connect.is_some_and(|at| {
+        // Within the second it was recorded nothing observable would change.
+        second(at) >= now.as_second() || !(seen.reloaded || not_later(at))
+    });
+    let last_connect = match previous_connect {
+        Some(at) if keep => at.clone(),
+        _ => Time(now),
+    };
+    let again = seen
+        .not_before
+        .filter(|_| not_later(&last_connect))
+        .map(|nb| until_after(nb, now));
+    Timed {
+        value: GrpcConnectionState {
+            address: seen.address.clone(),
+            last_observed_state: seen.state.to_owned(),
+            last_connect: Some(last_connect),
+        },
+        again,
+    }
+}
+
+/// `status.registryService` (see the module docs): none for a spec that is not valid;
+/// otherwise `{protocol: grpc, createdAt}`, `createdAt` kept from `previous` unless the content
+/// served was `renewed` (or `previous` said something else).
+#[must_use]
+pub fn registry_service(
+    previous: Option<&RegistryServiceStatus>,
+    valid: bool,
+    renewed: bool,
+    now: Timestamp,
+) -> Option<RegistryServiceStatus> {
+    if !valid {
+        return None;
+    }
+    let wanted = RegistryServiceStatus {
+        protocol: Some("grpc".into()),
+        ..RegistryServiceStatus::default()
+    };
+    let created_at = previous
+        .filter(|p| {
+            !renewed
+                && RegistryServiceStatus {
+                    created_at: None,
+                    ..(*p).clone()
+                } == wanted
+        })
+        .and_then(|p| p.created_at.clone())
+        .unwrap_or(Time(now));
+    Some(RegistryServiceStatus {
+        created_at: Some(created_at),
+        ..wanted
+    })
+}
+
+/// Whether a timestamp decided here ([`config_map_reference`], [`connection`],
+/// [`registry_service`]) differs between `old` and `new` as stored (to the second): the shell
+/// skips status writes that would only move ticking timestamps, but not these.
+#[must_use]
+pub fn decided_times_changed(old: &CatalogSourceStatus, new: &CatalogSourceStatus) -> bool {
+    let stored = |t: Option<&Time>| t.map(second);
+    let times = |s: &CatalogSourceStatus| {
+        (
+            stored(s.connection_state.as_ref().and_then(|c| c.last_connect.as_ref())),
+            stored(
+                s.config_map_reference
+                    .as_ref()
+                    .and_then(|r| r.last_update_time.as_ref()),
+            ),
+            stored(s.registry_service.as_ref().and_then(|r| r.created_at.as_ref())),
+        )
+    };
+    times(old) != times(new)
 }
 
 /// What the spec sets that olm-rs accepts but cannot apply, for the status message:

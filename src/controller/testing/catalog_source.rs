@@ -190,6 +190,9 @@ async fn reconcile_maybe(
     cs: Value,
     writes: bool,
 ) -> (Action, Value) {
+    // The store has seen every write so far.
+    let mut cs = cs;
+    cs["metadata"]["resourceVersion"] = json!(server.last_version());
     let source: CatalogSource = object(cs.clone());
     let scenario = if writes {
         Scenario::StatusWritten {

@@ -405,3 +405,203 @@ fn a_grpc_pod_config_is_reported_as_having_no_effect() {
     assert_eq!(with_note(None, Some(note.clone())), Some(note));
     assert_eq!(with_note(Some("m".into()), None), Some("m".into()));
 }
+
+// --- Timestamps (module docs, "Timestamps, as upstream's can be observed") ---
+
+fn at(second: i64, millis: i64) -> Timestamp {
+    Timestamp::from_millisecond(second * 1000 + millis).unwrap()
+}
+
+fn time(second: i64) -> Time {
+    Time(at(second, 0))
+}
+
+fn seen_cm(rv: &str) -> ConfigMapSeen {
+    ConfigMapSeen {
+        name: "cm".into(),
+        namespace: "ns".into(),
+        uid: Some("u1".into()),
+        resource_version: rv.into(),
+    }
+}
+
+fn reference(rv: &str, second: i64) -> ConfigMapResourceReference {
+    ConfigMapResourceReference {
+        name: "cm".into(),
+        namespace: "ns".into(),
+        uid: Some("u1".into()),
+        resource_version: Some(rv.into()),
+        last_update_time: Some(time(second)),
+    }
+}
+
+#[test]
+fn a_config_map_reference_is_kept_while_it_matches_and_renewed_a_second_later_at_the_earliest() {
+    // First sight: recorded now.
+    let first = config_map_reference(None, seen_cm("10"), at(100, 300));
+    assert!(first.value.renewed);
+    assert_eq!(first.value.reference.resource_version.as_deref(), Some("10"));
+    assert_eq!(first.value.reference.last_update_time, Some(Time(at(100, 300))));
+    assert_eq!(first.again, None);
+
+    // The same ConfigMap later: the reference (and its time) is kept.
+    let same = config_map_reference(Some(&reference("10", 100)), seen_cm("10"), at(150, 0));
+    assert!(!same.value.renewed);
+    assert_eq!(same.value.reference, reference("10", 100));
+    assert_eq!(same.again, None);
+
+    // Changed in the second the previous one was recorded: kept, and looked at again just after
+    // that second ends (700 ms left, plus the margin).
+    let early = config_map_reference(Some(&reference("10", 100)), seen_cm("11"), at(100, 300));
+    assert!(!early.value.renewed);
+    assert_eq!(early.value.reference, reference("10", 100));
+    assert_eq!(early.again, Some(Duration::from_millis(750)));
+
+    // A second later it is recorded, later than the previous lastUpdateTime.
+    let later = config_map_reference(Some(&reference("10", 100)), seen_cm("11"), at(101, 50));
+    assert!(later.value.renewed);
+    assert_eq!(later.value.reference.resource_version.as_deref(), Some("11"));
+    assert_eq!(later.value.reference.last_update_time, Some(Time(at(101, 50))));
+
+    // A ConfigMap replaced under the same name (new uid, same resourceVersion) is new too.
+    let mut replaced = seen_cm("10");
+    replaced.uid = Some("u2".into());
+    assert!(
+        config_map_reference(Some(&reference("10", 100)), replaced, at(120, 0))
+            .value
+            .renewed
+    );
+}
+
+fn ready_since(second: i64) -> GrpcConnectionState {
+    GrpcConnectionState {
+        address: None,
+        last_observed_state: connection_state::READY.into(),
+        last_connect: Some(time(second)),
+    }
+}
+
+fn seen<'a>(
+    previous: Option<&'a GrpcConnectionState>,
+    reloaded: bool,
+    not_before: Option<&'a Time>,
+) -> ConnectionSeen<'a> {
+    ConnectionSeen {
+        previous,
+        state: connection_state::READY,
+        address: None,
+        reloaded,
+        not_before,
+    }
+}
+
+#[test]
+fn last_connect_ends_up_later_than_the_config_map_update_without_sleeping() {
+    // The ConfigMap change is recorded at 200.4 while the connection says READY since 150.
+    let updated = time(200);
+    let before = ready_since(150);
+    let now = at(200, 400);
+    let first = connection(&seen(Some(&before), true, Some(&updated)), now);
+    // lastConnect is now, in the same second as lastUpdateTime: not later yet, so the reconcile
+    // comes back when the next second has begun.
+    assert_eq!(first.value.last_connect, Some(Time(now)));
+    assert_eq!(first.again, Some(Duration::from_millis(650)));
+
+    // The status as stored (to the second) read back within the same second: nothing to write.
+    let stored = ready_since(200);
+    let same_second = connection(&seen(Some(&stored), false, Some(&updated)), at(200, 900));
+    assert_eq!(same_second.value, stored);
+    assert_eq!(same_second.again, Some(Duration::from_millis(150)));
+
+    // In the next second lastConnect moves past lastUpdateTime, and stays there.
+    let next = connection(&seen(Some(&stored), false, Some(&updated)), at(201, 60));
+    assert_eq!(next.value.last_connect, Some(Time(at(201, 60))));
+    assert_eq!(next.again, None);
+    let settled = ready_since(201);
+    let steady = connection(&seen(Some(&settled), false, Some(&updated)), at(260, 0));
+    assert_eq!(steady.value, settled);
+    assert_eq!(steady.again, None);
+}
+
+#[test]
+fn last_connect_moves_on_a_new_state_an_address_or_a_reload_and_only_then() {
+    let before = ready_since(100);
+    // Nothing happened: kept.
+    let kept = connection(&seen(Some(&before), false, None), at(300, 0));
+    assert_eq!(kept.value, before);
+    // The catalog was loaded again (a restart, new content): upstream reconnects, lastConnect moves.
+    let reloaded = connection(&seen(Some(&before), true, None), at(300, 0));
+    assert_eq!(reloaded.value.last_connect, Some(time(300)));
+    // Another state.
+    let mut failing = seen(Some(&before), false, None);
+    failing.state = connection_state::TRANSIENT_FAILURE;
+    let failed = connection(&failing, at(300, 0));
+    assert_eq!(failed.value.last_observed_state, "TRANSIENT_FAILURE");
+    assert_eq!(failed.value.last_connect, Some(time(300)));
+    // Another address.
+    let mut moved = seen(Some(&before), false, None);
+    moved.address = Some("registry:50051".into());
+    assert_eq!(connection(&moved, at(300, 0)).value.last_connect, Some(time(300)));
+    // Nothing before: now.
+    assert_eq!(
+        connection(&seen(None, false, None), at(300, 0))
+            .value
+            .last_connect,
+        Some(time(300))
+    );
+}
+
+#[test]
+fn the_registry_service_says_grpc_for_valid_specs_and_keeps_its_creation_time_until_renewed() {
+    let first = registry_service(None, true, false, at(100, 0)).unwrap();
+    assert_eq!(
+        serde_json::to_value(&first).unwrap(),
+        serde_json::json!({"protocol": "grpc", "createdAt": "1970-01-01T00:01:40Z"})
+    );
+    assert_eq!(
+        registry_service(Some(&first), true, false, at(500, 0)),
+        Some(first.clone())
+    );
+    assert_eq!(
+        registry_service(Some(&first), true, true, at(500, 0))
+            .unwrap()
+            .created_at,
+        Some(time(500))
+    );
+    assert_eq!(registry_service(Some(&first), false, false, at(500, 0)), None);
+    // One naming a Service (written by upstream before olm-rs took over) is replaced.
+    let upstreams = RegistryServiceStatus {
+        service_name: Some("c".into()),
+        port: Some("50051".into()),
+        ..first
+    };
+    assert_eq!(
+        registry_service(Some(&upstreams), true, false, at(500, 0)).unwrap(),
+        RegistryServiceStatus {
+            protocol: Some("grpc".into()),
+            created_at: Some(time(500)),
+            ..RegistryServiceStatus::default()
+        }
+    );
+}
+
+#[test]
+fn decided_timestamps_are_compared_as_stored() {
+    let status = |connect: Time| CatalogSourceStatus {
+        connection_state: Some(GrpcConnectionState {
+            last_connect: Some(connect),
+            ..ready_since(0)
+        }),
+        ..CatalogSourceStatus::default()
+    };
+    assert!(!decided_times_changed(
+        &status(time(7)),
+        &status(Time(at(7, 900)))
+    ));
+    assert!(decided_times_changed(&status(time(7)), &status(time(8))));
+    let with_reference = CatalogSourceStatus {
+        config_map_reference: Some(reference("1", 7)),
+        ..status(time(8))
+    };
+    assert!(decided_times_changed(&status(time(8)), &with_reference));
+}
