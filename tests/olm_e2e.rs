@@ -2110,21 +2110,28 @@ async fn an_install_plan_waits_for_an_operator_group_and_then_runs() {
     assert!(env.get::<ConfigMap>("after-group").await.is_some());
 }
 
-/// A CSV applied directly (no package, no Subscription), with permissions and clusterPermissions,
-/// in an AllNamespaces group installs as upstream installs it: its RBAC carries no Operator
-/// component label (there is no package to name; `operators.coreos.com/.<namespace>` is refused
-/// by the API server).
+/// A CSV applied directly (no package, no Subscription) in a MultiNamespace group installs as
+/// upstream installs it: the RBAC it gets in the group's other target namespace carries no
+/// Operator component label (there is no package to name; `operators.coreos.com/.<namespace>` is
+/// refused by the API server, which failed the CSV). An AllNamespaces group would do the same
+/// with ClusterRoles, but its copies would reach the namespaces of the tests after this one.
 #[tokio::test]
-async fn a_csv_applied_directly_with_cluster_permissions_installs() {
+async fn a_csv_applied_directly_gets_its_target_namespace_rbac() {
     let Some(env) = env("e2e-directcsv").await else {
         return;
     };
-    env.operator_group("global", None).await;
+    let other = env.cluster.namespace("e2e-directcsv-target").await;
+    env.operator_group("og", Some(vec![env.ns().to_owned(), other.name().to_owned()]))
+        .await;
     env.create::<ServiceAccount>(json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": "direct-sa", "namespace": env.ns()}}))
         .await;
     let mut csv = bare_csv("direct.v1.0.0", "operators.coreos.com/v1alpha1");
     csv["metadata"]["namespace"] = json!(env.ns());
+    csv["spec"]["installModes"] = json!([{"type": "OwnNamespace", "supported": true},
+                                         {"type": "SingleNamespace", "supported": true},
+                                         {"type": "MultiNamespace", "supported": true},
+                                         {"type": "AllNamespaces", "supported": false}]);
     csv["spec"]["install"]["spec"] = json!({
         "deployments": [{"name": "direct", "spec": {
             "selector": {"matchLabels": {"app": "direct"}},
@@ -2132,16 +2139,13 @@ async fn a_csv_applied_directly_with_cluster_permissions_installs() {
                          "spec": {"serviceAccountName": "direct-sa",
                                   "containers": [{"name": "direct", "image": "olm-rs/placeholder"}]}}}}],
         "permissions": [{"serviceAccountName": "direct-sa",
-                         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
-        "clusterPermissions": [{"serviceAccountName": "direct-sa",
-                                "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}]
+                         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}]
     });
     env.create::<ClusterServiceVersion>(csv).await;
     env.wait_csv_phase("direct.v1.0.0", "Succeeded").await;
-    let roles: Api<ClusterRole> = Api::all(env.client());
+    let roles: Api<Role> = Api::namespaced(env.client(), other.name());
     let selector = format!("olm.owner=direct.v1.0.0,olm.owner.namespace={}", env.ns());
-    // The AllNamespaces group lifts the namespaced permissions into a ClusterRole.
-    let owned = wait_for("the CSV's ClusterRoles", WAIT, || {
+    let owned = wait_for("the CSV's Role in the other target namespace", WAIT, || {
         let (roles, selector) = (roles.clone(), selector.clone());
         async move {
             let list = roles.list(&ListParams::default().labels(&selector)).await.ok()?;
@@ -2267,7 +2271,7 @@ async fn orphaned_api_services_are_deleted_and_owned_ones_kept() {
     let Some(env) = env("e2e-apisvc").await else {
         return;
     };
-    env.operator_group("global", None).await;
+    env.own_namespace_group().await;
     let mut csv = bare_csv("hat-server.v1", "operators.coreos.com/v1alpha1");
     csv["metadata"]["namespace"] = json!(env.ns());
     env.create::<ClusterServiceVersion>(csv).await;
