@@ -71,15 +71,13 @@
 //!    condition message, else its pending bundle-lookup messages (a plan waiting for approval has
 //!    none: upstream's e2e suite compares the condition, message included, exactly).
 //!
-//! # `UpgradeAvailable` (we set it; upstream never does)
+//! # `UpgradeAvailable` (never set, as upstream)
 //!
-//! Upstream declares `state: UpgradeAvailable` but no code sets it since olm PR #2369. We set it
-//! for one precise situation users ask about ("is an upgrade waiting for me?"): a CSV is installed
-//! (`installedCSV` set), a different, newer CSV is the `currentCSV`, and the referenced InstallPlan
-//! is `RequiresApproval` and not approved. Once approved the state returns to `UpgradePending`,
-//! and once the new CSV exists to `AtLatestKnown`. A *first* install waiting for approval stays
-//! `UpgradePending` (nothing is installed, so nothing can be upgraded), with
-//! `InstallPlanPending=True` reason `RequiresApproval` telling why.
+//! Upstream declares `state: UpgradeAvailable` but no code sets it since olm PR #2369: an upgrade
+//! waiting for approval is `UpgradePending`, with `InstallPlanPending=True` reason
+//! `RequiresApproval` and `installedCSV` ≠ `currentCSV`. Scripts and upstream's own e2e suite
+//! wait for exactly that state, so olm-rs writes it too (it once wrote `UpgradeAvailable` there);
+//! a state `UpgradeAvailable` left by an older olm-rs is read like `UpgradePending`.
 //!
 //! # Times
 //!
@@ -745,14 +743,9 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 if let Some(c) = desired {
                     conds.set(c);
                 }
-                let waits_for_approval =
-                    plan_phase(plan) == InstallPlanPhase::RequiresApproval && !plan.spec.approved;
-                let upgrade = match (&st.installed_csv, &st.current_csv) {
-                    (Some(installed), Some(current)) => !installed.is_empty() && installed != current,
-                    _ => false,
-                };
-                if waits_for_approval && upgrade && st.state == Some(SubscriptionState::UpgradePending) {
-                    st.state = Some(SubscriptionState::UpgradeAvailable);
+                // Written by an older olm-rs for an upgrade waiting for approval.
+                if st.state == Some(SubscriptionState::UpgradeAvailable) {
+                    st.state = Some(SubscriptionState::UpgradePending);
                 }
             }
         }

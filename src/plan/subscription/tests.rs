@@ -139,13 +139,13 @@ fn the_state_machine_follows_the_plan_and_the_csv() {
     });
     let cases = [
         Case {
-            name: "a Manual upgrade waiting for approval is UpgradeAvailable",
+            name: "a Manual upgrade waiting for approval is UpgradePending, as upstream",
             approval: "Manual",
             status: pending_upgrade.clone(),
             plan: Some((false, json!({"phase": "RequiresApproval"}))),
             csvs: &["redis-operator.v0.1.0"],
             expected: (
-                Some("UpgradeAvailable"),
+                Some("UpgradePending"),
                 Some("redis-operator.v0.2.0"),
                 Some("redis-operator.v0.1.0"),
             ),
