@@ -227,6 +227,24 @@ impl Env {
         self.operator_group("og", Some(vec![self.ns().to_owned()])).await;
     }
 
+    /// widget 1.0.0 (MultiNamespace) served from the ConfigMap `e2e-catalog`, a group targeting
+    /// this namespace and `other`, and the Subscription `widget`: the CSV once `Succeeded`.
+    async fn subscribe_multi_namespace_widget(&self, other: &str) -> Value {
+        self.apply_catalog(
+            "e2e-catalog",
+            &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
+        )
+        .await;
+        self.catalog_source("e2e", "e2e-catalog").await;
+        self.operator_group("og", Some(vec![self.ns().to_owned(), other.to_owned()]))
+            .await;
+        self.wait_catalog_ready("e2e").await;
+        self.subscription("widget", "widget-operator", "e2e", json!({}))
+            .await;
+        self.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
+            .await
+    }
+
     /// The usual start: `blobs` in the ConfigMap `e2e-catalog`, served by the CatalogSource `e2e`,
     /// an OwnNamespace OperatorGroup, and the catalog READY.
     async fn serve_catalog(&self, blobs: &[Value]) {
@@ -2213,19 +2231,8 @@ async fn a_copied_csv_whose_status_is_changed_is_restored_from_the_original() {
         return;
     };
     let other = env.cluster.namespace("e2e-copysync-target").await;
-    env.apply_catalog(
-        "e2e-catalog",
-        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
-    )
-    .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.operator_group("og", Some(vec![env.ns().to_owned(), other.name().to_owned()]))
-        .await;
-    env.wait_catalog_ready("e2e").await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
     let name = csv_name("widget", "1.0.0");
-    let original = env.wait_csv_phase(&name, "Succeeded").await;
+    let original = env.subscribe_multi_namespace_widget(other.name()).await;
     let copies: Api<DynamicObject> = Api::namespaced_with(
         env.client(),
         other.name(),
@@ -2430,19 +2437,8 @@ async fn native_apis_hold_the_csv_until_the_cluster_serves_them() {
 async fn a_multi_namespace_group_gets_a_copied_csv_that_leaves_with_its_namespace() {
     let Some(env) = env("e2e-copy").await else { return };
     let other = env.cluster.namespace("e2e-copy-target").await;
-    env.apply_catalog(
-        "e2e-catalog",
-        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
-    )
-    .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.operator_group("og", Some(vec![env.ns().to_owned(), other.name().to_owned()]))
-        .await;
-    env.wait_catalog_ready("e2e").await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
     let name = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&name, "Succeeded").await;
+    env.subscribe_multi_namespace_widget(other.name()).await;
 
     let copies: Api<DynamicObject> = Api::namespaced_with(
         env.client(),
@@ -3228,19 +3224,8 @@ async fn the_rbac_of_a_target_namespace_is_back_within_30_seconds() {
         return;
     };
     let target = env.cluster.namespace("e2e-heal-tenant").await;
-    env.apply_catalog(
-        "e2e-catalog",
-        &with_multi_namespace(widget_catalog(&[("stable", &[b("1.0.0")])])),
-    )
-    .await;
-    env.catalog_source("e2e", "e2e-catalog").await;
-    env.operator_group("og", Some(vec![env.ns().to_owned(), target.name().to_owned()]))
-        .await;
-    env.wait_catalog_ready("e2e").await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
     let csv = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&csv, "Succeeded").await;
+    env.subscribe_multi_namespace_widget(target.name()).await;
     let selector = format!(
         "olm.owner={csv},olm.owner.namespace={},olm.owner.kind=ClusterServiceVersion",
         env.ns()
