@@ -708,8 +708,9 @@ fn owner_references_mut(manifest: &mut Value) -> Option<&mut Vec<Value>> {
 /// `v2` (replacing `v1`) applies it, it must stay owned by `v1` too, or `v1` would lose a
 /// requirement while it is still the installed version (and, with server-side apply, one field
 /// manager applying a shorter `ownerReferences` list removes the entries it applied before).
-/// References to CSVs from `live` that `manifest` does not already carry (same uid) are added
-/// as non-controller references; other kinds of owners are left to whoever set them.
+/// References to CSVs from `live` that `manifest` does not already carry (same uid) are added as
+/// they are (a second controller reference becomes a plain one); other kinds of owners are left
+/// to whoever set them.
 pub fn merge_csv_owner_references(manifest: &Value, live: &[Value]) -> Value {
     let mut out = manifest.clone();
     if let Some(list) = owner_references_mut(&mut out) {
@@ -722,8 +723,13 @@ pub fn merge_csv_owner_references(manifest: &Value, live: &[Value]) -> Value {
                 .iter()
                 .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid));
             if is_csv && !known {
+                // Kept as it is, as upstream's mergedOwnerReferences keeps it; only a second
+                // controller (the API server allows one) is made a plain owner.
                 let mut kept = old.clone();
-                kept["controller"] = json!(false);
+                let controller = |r: &Value| r.get("controller").and_then(Value::as_bool) == Some(true);
+                if controller(&kept) && list.iter().any(controller) {
+                    kept["controller"] = json!(false);
+                }
                 list.push(kept);
             }
         }

@@ -336,8 +336,14 @@ fn a_shared_service_account_keeps_the_previous_csv_as_owner_next_to_the_new_one(
         ["uid-2", "uid-1"],
         "new owner first, old CSV kept once, non-CSV owner left out"
     );
-    assert_eq!(refs[1]["controller"], false);
+    // Kept as it was (upstream's mergedOwnerReferences), the manifest having no controller.
+    assert_eq!(refs[1]["controller"], true);
     assert_eq!(refs[1]["name"], "op.v1");
+    // A manifest that has its own controller: the kept one becomes a plain owner.
+    let mut with_controller = applied.clone();
+    with_controller["metadata"]["ownerReferences"][0]["controller"] = json!(true);
+    let merged = merge_csv_owner_references(&with_controller, &live);
+    assert_eq!(merged["metadata"]["ownerReferences"][1]["controller"], false);
     // Nothing live: the manifest is unchanged.
     assert_eq!(merge_csv_owner_references(&applied, &[]), applied);
 }
