@@ -1037,3 +1037,24 @@ entries:
         assert_eq!(schemas, vec!["package", "channel", "bundle", "deprecation"]);
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// fuzz/artifacts catalog_load crash (2026-11-28): an `olm.package` property with its
+    /// `version` key twice, the first a plain scalar holding `packageName:`.
+    #[test]
+    fn a_duplicate_key_in_a_property_value_reads_the_same_on_both_paths() {
+        let text = "---\nschema: olm.package\nname: etcd\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: etcd\nname: stable\nentries:\n  - name: etcd.v0.9.0\n---\nschema: olm.bundle\npackage: etcd\nname: etcd.v0.9.0\nimage: quay.io/example/etcd-bundle:v0.9.0\nproperties:\n  - type: olm.package\n    value:\n      packageName: etcd\n      version:   packageName:avt lu\n      version: 1.0.0\n";
+        let messages = |problems: Vec<DecodeError>| -> Vec<String> {
+            problems.iter().map(ToString::to_string).collect()
+        };
+        let mut fast = DeclarativeConfig::default();
+        let fast_problems = messages(fast.decode_str_with(codec::YamlDecoder::Fast, "f.yaml", text));
+        let mut precise = DeclarativeConfig::default();
+        let precise_problems = messages(precise.decode_str_precise(codec::YamlDecoder::Fast, "f.yaml", text));
+        assert_eq!(fast_problems, precise_problems);
+        assert_eq!(fast, precise);
+    }
+}

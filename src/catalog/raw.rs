@@ -505,20 +505,29 @@ impl<'de> Visitor<'de> for Writer<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let open = self.0.len();
         self.0.push('{');
+        // Where each entry's key and value end up in the text: (key start, key end, value end).
+        let mut entries: Vec<(usize, usize, usize)> = Vec::new();
         let mut first = true;
         loop {
             let len = self.0.len();
             if !first {
                 self.0.push(',');
             }
+            let key_start = self.0.len();
             if map.next_key_seed(KeyWriter(self.0))?.is_none() {
                 self.0.truncate(len);
                 break;
             }
+            let key_end = self.0.len();
             first = false;
             self.0.push(':');
             map.next_value_seed(Writer(self.0))?;
+            entries.push((key_start, key_end, self.0.len()));
+        }
+        if has_repeated_key(self.0, &entries) {
+            keep_last_of_each_key(self.0, open, &entries);
         }
         self.0.push('}');
         Ok(())
@@ -529,6 +538,45 @@ impl<'de> Visitor<'de> for Writer<'_> {
         use de::VariantAccess as _;
         let (_tag, variant): (de::IgnoredAny, _) = data.variant()?;
         variant.newtype_variant_seed(self)
+    }
+}
+
+/// Whether two of a map's `entries` (written in `text`, see [`Writer`]'s `visit_map`) have the
+/// same key. Small maps (nearly all) are compared pairwise, without allocating.
+fn has_repeated_key(text: &str, entries: &[(usize, usize, usize)]) -> bool {
+    let key = |&(start, end, _): &(usize, usize, usize)| text.get(start..end).unwrap_or_default();
+    if entries.len() <= 16 {
+        return entries
+            .iter()
+            .enumerate()
+            .any(|(i, a)| entries.iter().skip(i + 1).any(|b| key(a) == key(b)));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
+    !entries.iter().all(|e| seen.insert(key(e)))
+}
+
+/// Rewrites the map opened at `open` so that a repeated key appears once, where it first
+/// appeared, with the value it was given last: what a JSON object (and serde_json's map, which the
+/// precise path builds) makes of it, and what YAML-to-JSON conversion does with a repeated key.
+fn keep_last_of_each_key(text: &mut String, open: usize, entries: &[(usize, usize, usize)]) {
+    let source = text.clone();
+    let key = |&(start, end, _): &(usize, usize, usize)| source.get(start..end).unwrap_or_default();
+    let value = |&(_, key_end, end): &(usize, usize, usize)| source.get(key_end + 1..end).unwrap_or_default();
+    text.truncate(open + 1);
+    let mut written: Vec<&str> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let name = key(entry);
+        if written.contains(&name) {
+            continue;
+        }
+        let last = entries.iter().rev().find(|e| key(e) == name).unwrap_or(entry);
+        if !written.is_empty() {
+            text.push(',');
+        }
+        text.push_str(name);
+        text.push(':');
+        text.push_str(value(last));
+        written.push(name);
     }
 }
 
@@ -584,6 +632,18 @@ impl Visitor<'_> for KeyWriter<'_> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_repeated_key_keeps_its_first_place_and_its_last_value() {
+        let raw: RawJson =
+            serde_json::from_str(r#"{"a": 1, "b": {"x": 1, "x": 2}, "a": 3, "c": 4}"#).unwrap();
+        assert_eq!(raw.text(), r#"{"a":3,"b":{"x":2},"c":4}"#);
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"a": 1, "b": {"x": 1, "x": 2}, "a": 3, "c": 4}"#).unwrap();
+        assert_eq!(raw.to_value(), value, "as serde_json's map reads it");
+        let plain: RawJson = serde_json::from_str(r#"{"a": 1, "b": 2}"#).unwrap();
+        assert_eq!(plain.text(), r#"{"a":1,"b":2}"#);
+    }
     use serde_json::json;
 
     use super::*;
