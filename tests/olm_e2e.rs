@@ -2006,11 +2006,21 @@ async fn hand_made_install_plans_run_as_upstream_runs_them() {
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": "hand-pdb"},
                      "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "hand"}}}});
+    // A CRD step (as upstream's CRD step, annotated with the CSV it resolves at apply time).
+    let crd_name = format!("hm{}.e2e.olm-rs.io", env.ns().rsplit('-').next().unwrap_or("x"));
+    let plural = crd_name.split('.').next().unwrap_or_default().to_owned();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd_name},
+        "spec": {"group": "e2e.olm-rs.io", "scope": "Cluster",
+                 "names": {"plural": plural, "singular": format!("{plural}s"), "kind": "HandMade", "listKind": "HandMadeList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
     hand_made_plan(
         &env,
         "by-manifest",
         Duration::ZERO,
         json!({"phase": "Installing", "catalogSources": [], "plan": [
+            hand_step("hand-owner", "", "apiextensions.k8s.io/v1", "CustomResourceDefinition", &crd),
             hand_step("hand-owner", "operators.coreos.com", "v1alpha1", "ClusterServiceVersion",
                       &bare_csv("hand-owner", "v1alpha1")),
             hand_step("", "", "v1", "ConfigMap", &owned),
@@ -2048,6 +2058,16 @@ async fn hand_made_install_plans_run_as_upstream_runs_them() {
         )),
     );
     assert!(pdbs.get_opt("hand-pdb").await.expect("reading the PDB").is_some());
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let applied = crds.get(&crd_name).await.expect("the CRD");
+    let alongside: Vec<String> = applied
+        .annotations()
+        .iter()
+        .filter(|(k, _)| k.starts_with("operatorframework.io/installed-alongside-"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
+    assert_eq!(alongside, [format!("{}/hand-owner", env.ns())]);
 
     // A manifest naming a CSV that does not exist waits (retrying, naming it) until it does.
     let waiting = config_map_owned_by("waiting", "late-owner");

@@ -490,23 +490,23 @@ const CRD_VALIDATION_PAGE: u32 = 500;
 /// `status.storedVersions`, and checks the existing objects of every version whose schema changed
 /// against the new schema, a page at a time, see [`crd_safety`]. A webhook-converted CRD whose
 /// objects fail only gets a `CRDValidation` Warning Event on `plan`, as upstream; a failed list
-/// fails the step whatever the conversion. A fresh CRD is not checked.
+/// fails the step whatever the conversion. A fresh CRD is not checked. Returns the existing CRD.
 async fn check_crd_update(
     ctx: &Context,
     plan: &ObjectReference,
     name: &str,
     manifest: &Value,
-) -> std::result::Result<(), StepError> {
+) -> std::result::Result<Option<CustomResourceDefinition>, StepError> {
     let what = format!("CustomResourceDefinition {name}");
     // Only apiextensions.k8s.io/v1 CRDs are checked (what the API server serves); anything else
     // is left to the apply, which reports it.
     let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(manifest.clone()) else {
-        return Ok(());
+        return Ok(None);
     };
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
     let existing = match crds.get_opt(name).await {
         Ok(Some(crd)) => crd,
-        Ok(None) => return Ok(()),
+        Ok(None) => return Ok(None),
         Err(source) => return Err(StepError::ReadCrd { what, source }),
     };
     crd_safety::stored_versions_kept(&existing, &new)?;
@@ -549,7 +549,7 @@ async fn check_crd_update(
             )]);
         }
     }
-    Ok(())
+    Ok(Some(existing))
 }
 
 /// Applies one step; returns its new status. `owners` maps CSV names to uids; `None` while
@@ -569,9 +569,13 @@ async fn apply_step(
         Some(Err(source)) => return Err(StepError::InvalidManifest { what, source }),
         None => return Err(StepError::NoManifest { what }),
     };
-    if r.kind == "CustomResourceDefinition" {
-        check_crd_update(ctx, plan, &r.name, &manifest).await?;
-    }
+    let manifest = if r.kind == "CustomResourceDefinition" {
+        let live = check_crd_update(ctx, plan, &r.name, &manifest).await?;
+        let live = live.and_then(|crd| crd.metadata.annotations).unwrap_or_default();
+        steps::with_installed_alongside(&manifest, ns, &step.resolving, &live)
+    } else {
+        manifest
+    };
     let (group, version, kind) = steps::step_gvk(r, &manifest);
     let manifest = steps::with_type(&manifest, &group, &version, &kind);
     let gvk = GroupVersionKind::gvk(&group, &version, &kind);

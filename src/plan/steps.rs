@@ -231,6 +231,39 @@ pub fn step_gvk(resource: &StepResource, manifest: &Value) -> (String, String, S
     }
 }
 
+/// A CRD manifest annotated with the CSVs it is installed alongside, as upstream's CRD step
+/// does at apply time: `operatorframework.io/installed-alongside-<hash of ns/csv>: <ns>/<csv>`
+/// for `csv` (none when the step names no CSV), and every such annotation the live CRD already
+/// carries (`live`: another CSV's install of the same CRD keeps its own, and a re-apply by the one
+/// field manager would otherwise drop it).
+pub fn with_installed_alongside(
+    manifest: &Value,
+    namespace: &str,
+    csv: &str,
+    live: &BTreeMap<String, String>,
+) -> Value {
+    let mut annotations: BTreeMap<String, String> = live
+        .iter()
+        .filter(|(k, _)| k.starts_with(INSTALLED_ALONGSIDE_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !csv.is_empty() {
+        let key = format!(
+            "{INSTALLED_ALONGSIDE_PREFIX}{:016x}",
+            super::fnv1a_64(format!("{namespace}/{csv}").as_bytes())
+        );
+        annotations.insert(key, format!("{namespace}/{csv}"));
+    }
+    let mut out = manifest.clone();
+    if out.get("metadata").is_none()
+        && let Some(object) = out.as_object_mut()
+    {
+        object.insert("metadata".into(), json!({}));
+    }
+    merge_metadata(&mut out, "annotations", &annotations);
+    out
+}
+
 /// The manifest with the `apiVersion` and `kind` it is applied as ([`step_gvk`]): a typed kind's
 /// manifest is written as its type, as upstream's typed clients write it.
 pub fn with_type(manifest: &Value, group: &str, version: &str, kind: &str) -> Value {
@@ -992,15 +1025,8 @@ pub fn bundle_steps(input: &StepsInput<'_>) -> Result<Vec<Step>, StepsError> {
         let is_rbac = object.group == RBAC_GROUP;
         let is_crd = object.group == "apiextensions.k8s.io" && object.kind == "CustomResourceDefinition";
         if is_crd {
-            let key = format!(
-                "{INSTALLED_ALONGSIDE_PREFIX}{:016x}",
-                super::fnv1a_64(format!("{namespace}/{csv_name}").as_bytes())
-            );
-            merge_metadata(
-                &mut object.manifest,
-                "annotations",
-                &BTreeMap::from([(key, format!("{namespace}/{csv_name}"))]),
-            );
+            object.manifest =
+                with_installed_alongside(&object.manifest, namespace, &csv_name, &BTreeMap::new());
         } else if is_rbac || !namespaced {
             merge_metadata(&mut object.manifest, "labels", &owner);
         }

@@ -642,3 +642,28 @@ fn a_core_kind_of_another_group_keeps_only_the_core_types_fields() {
     // Read as a core Secret, as Go's encoding/json reads it: `spec` is no field of a Secret.
     assert_eq!(manifest.get("spec"), None, "{manifest}");
 }
+
+#[test]
+fn a_crd_is_annotated_with_its_csv_and_keeps_the_other_csvs_annotations() {
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                     "metadata": {"name": "tests.example.com"}});
+    let live = BTreeMap::from([
+        (
+            format!("{INSTALLED_ALONGSIDE_PREFIX}00000000000000aa"),
+            "other/old-csv".to_owned(),
+        ),
+        ("unrelated".to_owned(), "x".to_owned()),
+    ]);
+    let out = with_installed_alongside(&crd, "ns", "test-csv", &live);
+    let annotations = out["metadata"]["annotations"].as_object().unwrap();
+    assert_eq!(annotations.len(), 2, "{annotations:?}");
+    assert!(annotations.values().any(|v| v == "ns/test-csv"));
+    assert!(annotations.values().any(|v| v == "other/old-csv"));
+    // A step that names no CSV adds none.
+    let none = with_installed_alongside(&crd, "ns", "", &BTreeMap::new());
+    assert!(
+        none["metadata"]
+            .get("annotations")
+            .is_none_or(|a| a.as_object().is_some_and(|m| m.is_empty()))
+    );
+}
