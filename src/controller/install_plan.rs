@@ -16,7 +16,7 @@
 //!   of data loss updating ...") or a schema that rejects existing objects fails the step (a
 //!   webhook-converted CRD only gets a `CRDValidation` Warning Event for the latter); the
 //!   objects are read a page at a time.
-//! - CRDs and the CSV go first, one by one; then the other bundle objects, concurrently; then,
+//! - The CSV and then the CRDs go first, one by one; then the other bundle objects, concurrently; then,
 //!   once they all applied, the ServiceAccounts and RBAC, concurrently
 //!   ([`crate::plan::install_plan::concurrent_groups`]: a failing bundle object leaves the
 //!   operator without its RBAC, as upstream's in-order execution does). The CSV's
@@ -224,7 +224,13 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         // (client)
         write(&ip, &old, &status, &ctx).await?;
         ctx.publish(events);
-        return Ok(Action::await_change());
+        // The group's watch brings the plan back, but its event may come before the group
+        // store shows the group's targets: look again shortly, as upstream requeues.
+        return Ok(if check.is_err() {
+            Action::requeue(Duration::from_secs(5))
+        } else {
+            Action::await_change()
+        });
     }
     if status.phase != InstallPlanPhase::Installing {
         status.phase = InstallPlanPhase::Installing;
@@ -341,7 +347,7 @@ async fn write(
     ctx.write_status(ip, changed, new).await.map(drop)
 }
 
-/// Applies every step not done yet: CRDs and the CSV first, in order, then the bundle's other
+/// Applies every step not done yet: the CSV and then the CRDs first, in order, then the bundle's other
 /// objects concurrently, then (if they all applied) the ServiceAccounts and RBAC concurrently,
 /// since none depends on another once the CSV's uid is known. Returns the first failure, naming
 /// the object.

@@ -1,18 +1,21 @@
 //! install_plan: the InstallPlan controller's pure rules: the approval gate, the order the
 //! steps are applied in, and how a step's manifest is prepared for its apply.
 //!
-//! - **The gate** ([`gate`]): a terminal plan stays as it is; a Manual plan waits in
-//!   `RequiresApproval` until `spec.approved: true`; anything else installs.
-//! - **The order** ([`execution_order`]): CRDs first, then the CSV, then everything else in plan
-//!   order. The CSV is hoisted so that its uid exists when the namespaced objects listed before it
-//!   (ServiceAccounts, Roles, RoleBindings) get their owner reference.
+//! - **The gate** ([`transition`], [`group_check`]): the phase alone decides, as upstream's
+//!   `transitionInstallPlanState`: `Installing` runs, `RequiresApproval` runs once
+//!   `spec.approved: true`, any other phase is left alone; a plan that is not finished needs one
+//!   OperatorGroup managing its namespace, else it waits with `InstallCheckFailed`.
+//! - **The order** ([`execution_order`], [`concurrent_groups`]): the CSV first, then the CRDs,
+//!   then the bundle's other objects, then the ServiceAccounts and RBAC, as upstream executes its
+//!   plans (the CSV exists even when a CRD step fails; its uid exists for the owner references).
 //! - **The object** ([`prepare_object`]): the namespace forced for namespaced kinds, the CSV
 //!   created with its cleanup finalizer and the OperatorGroup member annotations, and the CSV
 //!   owner reference on the namespaced objects it owns.
 //!
 //! - **A plan nothing resolved** ([`unresolvable`]): a hand-made InstallPlan naming CSVs, with
-//!   no steps and no Subscription owning it, fails at once with `Installed=False` and a message
-//!   naming the CSVs and the fix, instead of staying without a status.
+//!   no steps and no Subscription owning it, fails after [`UNRESOLVABLE_GRACE`] with
+//!   `Installed=False` and a message naming the CSVs and the fix, instead of staying without a
+//!   status.
 //!
 //! - **Garbage collection** ([`plans_to_collect`]): at most [`MAX_INSTALL_PLANS`] InstallPlans
 //!   stay in a namespace, as upstream's `gcInstallPlans` keeps them; the oldest go first.
@@ -271,11 +274,12 @@ pub fn prepare_object(
     }
 }
 
-/// The order in which the plan's steps are executed: CRDs first (as listed), then the CSV, then
-/// everything else in plan order (whatever the listing: the plan lists the CSV first, as
-/// upstream; plans written by older olm-rs list it after the RBAC). The CSV goes before the
-/// namespaced objects (ServiceAccounts, Roles, RoleBindings) so that its uid exists for their
-/// owner reference; the CSV itself waits in `Pending` until they exist.
+/// The order in which the plan's steps are executed: the CSV first, then the CRDs (as listed),
+/// then everything else in plan order, as upstream's plans list and execute them (whatever the
+/// listing: plans written by older olm-rs list the CSV after the RBAC). The CSV exists even when
+/// a CRD step then fails (upstream's e2e suite looks for it), and before the namespaced objects
+/// (ServiceAccounts, Roles, RoleBindings) so that its uid exists for their owner reference; it
+/// waits in `Pending` until its CRDs and those objects exist.
 pub fn execution_order(plan: &[Step]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..plan.len()).collect();
     order.sort_by_key(|&i| rank(&plan[i]));
@@ -284,13 +288,13 @@ pub fn execution_order(plan: &[Step]) -> Vec<usize> {
 
 fn rank(step: &Step) -> u8 {
     match step.resource.kind.as_str() {
-        "CustomResourceDefinition" => 0,
-        steps::CSV_KIND => 1,
+        steps::CSV_KIND => 0,
+        "CustomResourceDefinition" => 1,
         _ => 2,
     }
 }
 
-/// [`execution_order`] split in two: the steps applied one by one (CRDs, then the CSV), and the
+/// [`execution_order`] split in two: the steps applied one by one (the CSV, then the CRDs), and the
 /// rest, which depend on nothing but the CSV's uid and are applied concurrently, group by group
 /// ([`concurrent_groups`]).
 pub fn sequential_and_concurrent(plan: &[Step]) -> (Vec<usize>, Vec<usize>) {
@@ -599,7 +603,7 @@ mod tests {
     }
 
     #[test]
-    fn crds_run_first_then_the_csv_then_the_rest_in_plan_order() {
+    fn the_csv_runs_first_then_the_crds_then_the_rest_in_plan_order() {
         let plan = vec![
             step("CustomResourceDefinition", "a"),
             step("ServiceAccount", "sa"),
@@ -611,9 +615,9 @@ mod tests {
             .into_iter()
             .map(|i| plan[i].resource.name.as_str())
             .collect();
-        assert_eq!(names, ["a", "a.v1", "sa", "r", "svc"]);
+        assert_eq!(names, ["a.v1", "a", "sa", "r", "svc"]);
         let (one_by_one, together) = sequential_and_concurrent(&plan);
-        assert_eq!((one_by_one, together), (vec![0, 3], vec![1, 2, 4]));
+        assert_eq!((one_by_one, together), (vec![3, 0], vec![1, 2, 4]));
     }
 
     #[test]
