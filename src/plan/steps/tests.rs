@@ -78,12 +78,12 @@ fn steps_are_listed_as_upstream_the_csv_then_bundle_objects_then_rbac() {
             "ClusterRoleBinding",
         ]
     );
-    // Execution still applies the CRDs first, then the CSV, then the rest.
+    // Execution follows the listing: the CSV, then the CRDs, then the rest.
     let order: Vec<&str> = crate::plan::install_plan::execution_order(&steps)
         .into_iter()
         .map(|i| steps[i].resource.kind.as_str())
         .collect();
-    assert_eq!(&order[..2], ["CustomResourceDefinition", "ClusterServiceVersion"]);
+    assert_eq!(&order[..2], ["ClusterServiceVersion", "CustomResourceDefinition"]);
     assert!(steps.iter().all(|s| s.resolving == "redis-operator.v1.1.0"
         && s.status == StepStatus::Unknown
         && s.resource.source_name == "olm-rs-catalog"
