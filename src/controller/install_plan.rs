@@ -16,8 +16,8 @@
 //!   of data loss updating ...") or a schema that rejects existing objects fails the step (a
 //!   webhook-converted CRD only gets a `CRDValidation` Warning Event for the latter); the
 //!   objects are read a page at a time.
-//! - The CSV and then the CRDs go first, one by one; then the other bundle objects, concurrently; then,
-//!   once they all applied, the ServiceAccounts and RBAC, concurrently
+//! - The CSV and then the CRDs go first, one by one; then the other bundle objects,
+//!   concurrently; then, once they all applied, the ServiceAccounts and RBAC, concurrently
 //!   ([`crate::plan::install_plan::concurrent_groups`]: a failing bundle object leaves the
 //!   operator without its RBAC, as upstream's in-order execution does). The CSV's
 //!   uid comes from its apply or the reflector store, and API discovery is cached, so a step
@@ -347,10 +347,10 @@ async fn write(
     ctx.write_status(ip, changed, new).await.map(drop)
 }
 
-/// Applies every step not done yet: the CSV and then the CRDs first, in order, then the bundle's other
-/// objects concurrently, then (if they all applied) the ServiceAccounts and RBAC concurrently,
-/// since none depends on another once the CSV's uid is known. Returns the first failure, naming
-/// the object.
+/// Applies every step not done yet: the CSV and then the CRDs first, in order, then the bundle's
+/// other objects concurrently, then (if they all applied) the ServiceAccounts and RBAC
+/// concurrently, since none depends on another once the CSV's uid is known. Returns the first
+/// failure, naming the object.
 async fn execute(
     ctx: &Arc<Context>,
     reference: &ObjectReference,

@@ -311,16 +311,8 @@ pub fn sequential_and_concurrent(plan: &[Step]) -> (Vec<usize>, Vec<usize>) {
 /// its CSV stays `Pending` `RequirementsNotMet`, never `Succeeded` over a failing plan.
 pub fn concurrent_groups(plan: &[Step], rest: &[usize]) -> Vec<Vec<usize>> {
     let is_rbac = |i: &usize| {
-        plan.get(*i).is_some_and(|s| {
-            matches!(
-                (s.resource.group.as_str(), s.resource.kind.as_str()),
-                ("", "ServiceAccount")
-                    | (
-                        "rbac.authorization.k8s.io",
-                        "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding"
-                    )
-            )
-        })
+        plan.get(*i)
+            .is_some_and(|s| steps::is_account_or_rbac(&s.resource.group, &s.resource.kind))
     };
     let (rbac, objects): (Vec<usize>, Vec<usize>) = rest.iter().copied().partition(is_rbac);
     [objects, rbac].into_iter().filter(|g| !g.is_empty()).collect()

@@ -795,6 +795,12 @@ pub fn with_owner(manifest: &Value, csv_name: &str, csv_uid: &str) -> Value {
 }
 
 /// Apply-order rank of a kind (see the module doc).
+/// Whether a step's object is one of the operator's ServiceAccounts or RBAC, which plans list
+/// after the bundle's other objects (see [`rank`]).
+pub fn is_account_or_rbac(group: &str, kind: &str) -> bool {
+    rank(group, kind) >= 3
+}
+
 fn rank(group: &str, kind: &str) -> u8 {
     match (group, kind) {
         (_, CSV_KIND) => 0,
