@@ -1,7 +1,8 @@
 //! APIService orphans: the APIServices labelled with a CSV owner are watched (metadata only), and
 //! one whose owner namespace or CSV is gone is deleted, as upstream's `syncAPIService` does. The
-//! rule is [`crate::plan::api_service`]; this module observes (the watch, a namespace and CSV
-//! read before any deletion, since the stores may not have caught up) and deletes.
+//! rule is [`crate::plan::api_service`]; this module observes (the watch and the CSV store; a
+//! namespace and CSV read before any deletion, since the store may not have caught up) and
+//! deletes.
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::{api::core::v1::Namespace, kube_aggregator::pkg::apis::apiregistration::v1::APIService};
@@ -36,6 +37,12 @@ async fn check(ctx: &Context, service: &PartialObjectMeta<APIService>) -> kube::
     let Some((csv, ns)) = csv_owner(service.labels()) else {
         return Ok(());
     };
+    // The store answers for an owner that exists (every APIService of a live install, on every
+    // relist) without a request; an owner it lacks is confirmed by reads before any deletion.
+    let key = kube::runtime::reflector::ObjectRef::<ClusterServiceVersion>::new(csv).within(ns);
+    if ctx.shared.stores.csvs.get(&key).is_some() {
+        return Ok(());
+    }
     let owner = if Api::<Namespace>::all(ctx.client()).get_opt(ns).await?.is_none() {
         Owner::NamespaceGone
     } else if Api::<ClusterServiceVersion>::namespaced(ctx.client(), ns)
