@@ -227,6 +227,18 @@ impl Env {
         self.operator_group("og", Some(vec![self.ns().to_owned()])).await;
     }
 
+    /// widget 1.0.0 served by [`Env::serve_catalog`] and the Subscription `widget`: the CSV's
+    /// name once it is `Succeeded`.
+    async fn install_widget(&self) -> String {
+        self.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+            .await;
+        self.subscription("widget", "widget-operator", "e2e", json!({}))
+            .await;
+        let csv = csv_name("widget", "1.0.0");
+        self.wait_csv_phase(&csv, "Succeeded").await;
+        csv
+    }
+
     /// widget 1.0.0 (MultiNamespace) served from the ConfigMap `e2e-catalog`, a group targeting
     /// this namespace and `other`, and the Subscription `widget`: the CSV once `Succeeded`.
     async fn subscribe_multi_namespace_widget(&self, other: &str) -> Value {
@@ -1481,12 +1493,7 @@ async fn operator_group_problems_fail_the_csv_with_upstream_reasons() {
 #[tokio::test]
 async fn deleting_the_subscription_and_csv_removes_deployments_and_rbac_but_keeps_crds() {
     let Some(env) = env("e2e-gc").await else { return };
-    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
-        .await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
-    let csv = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&csv, "Succeeded").await;
+    let csv = env.install_widget().await;
     env.wait_deployment_available("widget-operator").await;
 
     env.dynamic::<Subscription>()
@@ -3014,12 +3021,7 @@ async fn each_deleted_component_of_an_installed_operator_is_back_within_30_secon
     let Some(env) = env("e2e-heal").await else {
         return;
     };
-    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
-        .await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
-    let csv = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&csv, "Succeeded").await;
+    let csv = env.install_widget().await;
     let deployment = env.wait_deployment_available("widget-operator").await;
     let generation = deployment.metadata.generation;
 
@@ -3143,12 +3145,7 @@ async fn the_operator_workload_is_recreated_after_its_catalog_is_deleted_like_up
     let Some(env) = env("e2e-heal-catalog").await else {
         return;
     };
-    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
-        .await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
-    let csv = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&csv, "Succeeded").await;
+    let csv = env.install_widget().await;
     let first = env.wait_deployment_available("widget-operator").await;
     let role = env.owned_by_csv::<Role>(&csv, true).await;
     let binding = env.owned_by_csv::<RoleBinding>(&csv, true).await;
@@ -3333,12 +3330,7 @@ async fn a_role_changed_by_hand_is_put_back_and_what_others_add_is_left_alone() 
     let Some(env) = env("e2e-heal-changed").await else {
         return;
     };
-    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
-        .await;
-    env.subscription("widget", "widget-operator", "e2e", json!({}))
-        .await;
-    let csv = csv_name("widget", "1.0.0");
-    env.wait_csv_phase(&csv, "Succeeded").await;
+    let csv = env.install_widget().await;
     let role = env.owned_by_csv::<Role>(&csv, true).await;
     let roles: Api<Role> = env.ns.api();
     let rules = roles.get(&role).await.expect("the Role").rules;
