@@ -3614,3 +3614,188 @@ async fn a_legacy_config_map_catalog_gives_each_csv_its_own_document_of_a_shared
     // The CRD is cluster-wide (one a failed run leaves behind is named after its namespace).
     let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
 }
+
+/// A Role in the test namespace granting the ServiceAccount `installer` `rules`, bound to it.
+async fn grant_installer(env: &Env, name: &str, rules: Value) {
+    env.create::<Role>(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name, "namespace": env.ns()},
+        "rules": rules,
+    }))
+    .await;
+    env.create::<RoleBinding>(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": env.ns()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "installer", "namespace": env.ns()}],
+    }))
+    .await;
+}
+
+/// Waits for the InstallPlan `plan`'s message to contain `text`; returns the plan.
+async fn wait_plan_message(env: &Env, plan: &str, text: &str) -> Value {
+    env.wait_obj::<InstallPlan, _>(&format!("message with {text:?}"), plan, |p| {
+        str_at(p, "/status/message").contains(text).then(|| p.clone())
+    })
+    .await
+}
+
+/// Scoped installs (OperatorGroup `spec.serviceAccountName`): the group references its account
+/// once it exists; the plan records it and creates its steps as that account, so a missing
+/// permission fails the step naming the verb and resource, RBAC wider than the account holds
+/// is refused by the API server, and granting what is missing lets the plan finish.
+#[tokio::test]
+async fn a_group_service_account_scopes_installs_to_its_permissions() {
+    let Some(env) = env("e2e-scoped").await else {
+        return;
+    };
+    let ns = env.ns().to_owned();
+    env.apply_catalog("e2e-catalog", &widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.catalog_source("e2e", "e2e-catalog").await;
+    env.create::<OperatorGroup>(json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "og", "namespace": ns},
+        "spec": {"targetNamespaces": [ns], "serviceAccountName": "installer"},
+    }))
+    .await;
+    // The account does not exist yet: upstream's condition, no reference.
+    env.wait_obj::<OperatorGroup, _>("ServiceAccountNotFound", "og", |g| {
+        let conditions = g.pointer("/status/conditions")?.as_array()?;
+        conditions
+            .iter()
+            .find(|c| c["type"] == "OperatorGroupServiceAccount")
+            .filter(|c| c["status"] == "True" && c["reason"] == "ServiceAccountNotFound")
+            .filter(|c| c["message"] == "ServiceAccount installer not found")
+            .map(|_| ())
+    })
+    .await;
+    env.create::<ServiceAccount>(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "installer", "namespace": ns},
+    }))
+    .await;
+    let group = env
+        .wait_obj::<OperatorGroup, _>("status.serviceAccountRef", "og", |g| {
+            (str_at(g, "/status/serviceAccountRef/name") == "installer").then(|| g.clone())
+        })
+        .await;
+    assert_eq!(str_at(&group, "/status/serviceAccountRef/kind"), "ServiceAccount");
+    let conditions = group.pointer("/status/conditions").and_then(Value::as_array);
+    assert!(
+        conditions.is_none_or(|c| c.iter().all(|c| c["type"] != "OperatorGroupServiceAccount")),
+        "the condition leaves once the account exists: {group:#}"
+    );
+
+    // No permission at all: the CSV step is refused, naming the verb and resource.
+    env.wait_catalog_ready("e2e").await;
+    env.subscription("widget", "widget-operator", "e2e", json!({}))
+        .await;
+    let csv = csv_name("widget", "1.0.0");
+    let plan = env.install_plan_for("widget", &csv).await;
+    let refused = wait_plan_message(
+        &env,
+        &plan,
+        r#"cannot create resource "clusterserviceversions" in API group "operators.coreos.com""#,
+    )
+    .await;
+    let message = str_at(&refused, "/status/message");
+    assert!(
+        message.contains(&format!("as ServiceAccount {ns}/installer")),
+        "{message}"
+    );
+    assert!(
+        message.contains("spec.serviceAccountName"),
+        "the fix is named: {message}"
+    );
+    assert_eq!(
+        str_at(&refused, "/status/attenuatedServiceAccountRef/name"),
+        "installer"
+    );
+    assert!(env.get::<ClusterServiceVersion>(&csv).await.is_none());
+
+    // Enough to write the CSV and RBAC, but not the rules the bundle's Role grants: the API
+    // server refuses to let the account grant what it does not hold.
+    grant_installer(
+        &env,
+        "installer-base",
+        json!([
+            {"apiGroups": ["operators.coreos.com"], "resources": ["clusterserviceversions"], "verbs": ["get", "create", "patch", "update"]},
+            {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "create", "patch"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["get", "create", "patch"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "create", "patch", "update"]},
+        ]),
+    )
+    .await;
+    wait_plan_message(
+        &env,
+        &plan,
+        "attempting to grant RBAC permissions not currently held",
+    )
+    .await;
+    let roles: Api<Role> = Api::namespaced(env.client(), &ns);
+    let granted = roles.list(&ListParams::default()).await.expect("roles");
+    assert!(
+        granted.items.iter().all(|r| {
+            r.rules
+                .iter()
+                .flatten()
+                .all(|rule| !rule.resources.iter().flatten().any(|x| x == "configmaps"))
+        }),
+        "no Role granting configmaps was created for an account without them"
+    );
+
+    // What the bundle grants, in the namespace and cluster-wide: the plan finishes.
+    let cluster_name = format!("{ns}-installer");
+    let cluster_roles: Api<ClusterRole> = Api::all(env.client());
+    let cluster_bindings: Api<ClusterRoleBinding> = Api::all(env.client());
+    let cluster_role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": cluster_name},
+        "rules": [
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"], "verbs": ["get", "create", "patch"]},
+        ],
+    }))
+    .expect("a ClusterRole");
+    let cluster_binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": cluster_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
+        "subjects": [{"kind": "ServiceAccount", "name": "installer", "namespace": ns}],
+    }))
+    .expect("a ClusterRoleBinding");
+    cluster_roles
+        .create(&PostParams::default(), &cluster_role)
+        .await
+        .expect("creating the ClusterRole");
+    cluster_bindings
+        .create(&PostParams::default(), &cluster_binding)
+        .await
+        .expect("creating the ClusterRoleBinding");
+    grant_installer(
+        &env,
+        "installer-operator",
+        json!([
+            {"apiGroups": [""], "resources": ["configmaps", "events"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["e2e.olm-rs.io"], "resources": ["widgets", "widgets/status"], "verbs": ["*"]},
+        ]),
+    )
+    .await;
+    let done = env
+        .wait_obj::<InstallPlan, _>("phase Complete", &plan, |p| {
+            (str_at(p, "/status/phase") == "Complete").then(|| p.clone())
+        })
+        .await;
+    assert!(
+        done.pointer("/status/plan")
+            .and_then(Value::as_array)
+            .is_some_and(|steps| steps
+                .iter()
+                .all(|s| s["status"] == "Created" || s["status"] == "Present")),
+        "{done:#}"
+    );
+    env.wait_csv_phase(&csv, "Succeeded").await;
+    for name in [&cluster_name] {
+        let _ = cluster_bindings.delete(name, &DeleteParams::default()).await;
+        let _ = cluster_roles.delete(name, &DeleteParams::default()).await;
+    }
+}

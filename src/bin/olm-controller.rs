@@ -120,8 +120,9 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .await
                 .context("failed to find a kubeconfig or in-cluster config; pass --kubeconfig")?,
         };
-        let client = kube::Client::try_from(operator_runtime::watch::tune_client(config))
-            .context("failed to create the Kubernetes client")?;
+        let connection = operator_runtime::watch::tune_client(config);
+        let client =
+            kube::Client::try_from(connection.clone()).context("failed to create the Kubernetes client")?;
         let registry_ca = match &args.registry_ca {
             Some(path) => Some(
                 std::fs::read(path)
@@ -155,6 +156,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             disable_copied_csvs: args.disable_copied_csvs,
             serve_grpc: args.serve_grpc,
             serve_http: args.serve_http,
+            connection: Some(connection),
         };
         olm_rs::controller::run(client, config).await?;
         Ok(())

@@ -26,9 +26,14 @@ pub struct Shared {
     /// The catalogd HTTP client of `sourceType: http` CatalogSources, built on first use and
     /// then shared (its connections and certificate store are reused across reconciles).
     pub catalogd: std::sync::OnceLock<reqwest::Client>,
+    /// Clients acting as the ServiceAccounts scoped InstallPlans run as.
+    pub scoped: Arc<crate::k8s::scoped::ScopedClients>,
     pub(super) backoff: operator_runtime::backoff::PerObject<String>,
     pub(super) discovery: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
     pub(super) status_writes: Mutex<HashMap<String, StatusWrite>>,
+    /// When the RBAC of each namespace (Roles, RoleBindings, ServiceAccounts) last changed, as
+    /// its watch saw it: failed scoped InstallPlans there are retried after it.
+    pub(super) rbac_changes: Mutex<HashMap<String, k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,
     pub(super) synced: tokio::sync::watch::Receiver<bool>,
 }
@@ -94,6 +99,19 @@ impl Shared {
             .get(key)
             .and_then(|last| last.at)
             .map(|at| at.elapsed())
+    }
+
+    /// Records that the RBAC of namespace `ns` changed now.
+    pub fn note_rbac_change(&self, ns: &str) {
+        lock(&self.rbac_changes).insert(
+            ns.to_owned(),
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+        );
+    }
+
+    /// When the RBAC of namespace `ns` last changed (`None`: not since the controller started).
+    pub fn last_rbac_change(&self, ns: &str) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time> {
+        lock(&self.rbac_changes).get(ns).cloned()
     }
 
     /// Forgets the status writes of a deleted object.

@@ -901,7 +901,25 @@ async fn apply_deployments(
     desired: &[Deployment],
     observed: &mut Observed,
 ) -> Result<()> {
-    let dapi: Api<Deployment> = Api::namespaced(ctx.client(), ns);
+    // A group naming a ServiceAccount: the operator's Deployments are written as that account,
+    // as upstream's strategy installer uses the scoped client.
+    let groups = ctx.shared.stores.operator_groups.state();
+    let account = crate::plan::install_plan::group_check(
+        groups
+            .iter()
+            .filter(|g| g.namespace().as_deref() == Some(ns))
+            .map(AsRef::as_ref),
+    );
+    let client = match account
+        .ok()
+        .flatten()
+        .as_ref()
+        .and_then(|r| r.name.as_deref().zip(r.namespace.as_deref()))
+    {
+        Some((name, account_ns)) => ctx.shared.scoped.as_service_account(account_ns, name)?,
+        None => ctx.client(),
+    };
+    let dapi: Api<Deployment> = Api::namespaced(client, ns);
     for d in desired {
         let dname = d.name_any();
         let key = ObjectRef::<Deployment>::new(&dname).within(ns);

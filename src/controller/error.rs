@@ -64,6 +64,9 @@ pub enum Error {
     /// Issuing a webhook Deployment's certificates failed.
     #[error("failed to issue certificates: {0}")]
     Certificates(#[from] crate::certs::CertError),
+    /// No client acting as the namespace's install ServiceAccount could be had.
+    #[error(transparent)]
+    Account(#[from] crate::k8s::scoped::ScopedError),
 }
 
 impl Error {
@@ -78,6 +81,7 @@ impl Error {
             Self::Finalizer(_) => "finalizer",
             Self::Cleanup { .. } => "cleanup",
             Self::Certificates(_) => "certificates",
+            Self::Account(_) => "account",
         }
     }
 

@@ -63,9 +63,10 @@ use crate::{
     plan::{
         crd_safety,
         install_plan::{
-            MAX_INSTALL_PLANS, Transition, Unresolvable, concurrent_groups, crd_established, group_check,
-            group_condition, installed_condition, plans_to_collect, prepare_object, referenced_plans,
-            sequential_and_concurrent, set_condition, transition, unresolvable,
+            MAX_INSTALL_PLANS, Transition, Unresolvable, applied_as_account, concurrent_groups,
+            crd_established, group_check, group_condition, installed_condition, plans_to_collect,
+            prepare_object, referenced_plans, retried_on_rbac_change, run_as, sequential_and_concurrent,
+            set_condition, transition, unresolvable,
         },
         operator_group::member_annotations,
         steps,
@@ -151,6 +152,20 @@ pub enum StepError {
     /// Updating an existing CRD would lose data or invalidate existing objects.
     #[error(transparent)]
     CrdSafety(#[from] crd_safety::CrdSafetyError),
+    /// No client acting as the plan's ServiceAccount could be had.
+    #[error(transparent)]
+    Account(#[from] crate::k8s::scoped::ScopedError),
+    /// Creating or applying a step as the plan's ServiceAccount failed (a refusal names the
+    /// verb and resource the account lacks).
+    #[error("error creating {what} as ServiceAccount {account}: {}{}", crate::k8s::message::describe(.source), forbidden_hint(.source))]
+    ApplyAs {
+        /// `<kind> <name>`.
+        what: String,
+        /// `<namespace>/<name>` of the account.
+        account: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
     /// The server-side apply failed.
     #[error("error creating {what}: {}", crate::k8s::message::describe(.source))]
     Apply {
@@ -159,6 +174,16 @@ pub enum StepError {
         /// The API's answer.
         source: kube::Error,
     },
+}
+
+/// The fix added to a refusal of a step applied as the plan's ServiceAccount.
+fn forbidden_hint(error: &kube::Error) -> &'static str {
+    match error {
+        kube::Error::Api(status) if status.code == 403 => {
+            "; the namespace's OperatorGroup runs installs as this account (spec.serviceAccountName): grant it that permission with a Role or ClusterRole binding, and the plan is retried"
+        }
+        _ => "",
+    }
 }
 
 /// Reconciles one InstallPlan.
@@ -193,7 +218,9 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     let Some(old) = ip.status.clone() else {
         return Ok(Action::await_change());
     };
-    if old.phase.is_terminal() || old.plan.is_empty() {
+    // (no client) A failed scoped plan whose namespace's RBAC changed since it failed runs again.
+    let retry = retried_on_rbac_change(&ip, ctx.shared.last_rbac_change(&ns).as_ref());
+    if !retry && (old.phase.is_terminal() || old.plan.is_empty()) {
         // A plan's own status write brings it back here once it has finished (and every finished
         // plan comes here at start-up): the one place old plans are collected.
         if old.phase.is_terminal() {
@@ -220,7 +247,20 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         }
         set_condition(&mut status, condition);
     }
-    if check.is_err() || transition(&ip) == Transition::Leave {
+    // A group naming a ServiceAccount: the plan records it and its steps run as it.
+    if let Ok(Some(account)) = &check {
+        status.attenuated_service_account_ref = Some(account.clone());
+    }
+    if retry && check.is_ok() {
+        status.phase = InstallPlanPhase::Installing;
+        events.push(note(
+            &reference,
+            false,
+            "Retrying",
+            format!("the RBAC of namespace {ns} changed since the plan failed: retrying it"),
+        ));
+    }
+    if check.is_err() || (!retry && transition(&ip) == Transition::Leave) {
         // (client)
         write(&ip, &old, &status, &ctx).await?;
         ctx.publish(events);
@@ -246,7 +286,8 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
         status.start_time = Some(now.clone());
     }
 
-    let outcome = execute(&ctx, &reference, &ns, &mut status.plan).await;
+    let account = run_as(&status, &ns);
+    let outcome = execute(&ctx, &reference, &ns, account, &mut status.plan).await;
     let waiting = status.plan.iter().any(|s| s.status == StepStatus::WaitingForApi);
     let action = match outcome {
         Ok(()) if !waiting => {
@@ -355,8 +396,17 @@ async fn execute(
     ctx: &Arc<Context>,
     reference: &ObjectReference,
     ns: &str,
+    account: Option<(String, String)>,
     plan: &mut [Step],
 ) -> std::result::Result<(), StepError> {
+    let scoped = match account {
+        Some((account_ns, name)) => Some(Scoped {
+            client: ctx.shared.scoped.as_service_account(&account_ns, &name)?,
+            account: format!("{account_ns}/{name}"),
+        }),
+        None => None,
+    };
+    let scoped = scoped.as_ref();
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
     let mut owners: HashMap<String, String> = HashMap::new();
     let (first, rest) = sequential_and_concurrent(plan);
@@ -374,7 +424,7 @@ async fn execute(
             }
             continue;
         }
-        step.status = apply_step(ctx, reference, ns, step, None, &mut owners).await?;
+        step.status = apply_step(ctx, reference, ns, scoped, step, None, &mut owners).await?;
     }
     // The CSV's uid for the owner references: from this reconcile's apply, else the store
     // (a GET only when the store has not seen the CSV yet).
@@ -409,12 +459,21 @@ async fn execute(
                 let reference = reference.clone();
                 let ns = ns.to_owned();
                 let owners = Arc::clone(&owners);
+                let scoped = scoped.cloned();
                 async move {
                     let mut scratch = HashMap::new();
-                    (
-                        i,
-                        apply_step(&ctx, &reference, &ns, &step, Some(owners.as_ref()), &mut scratch).await,
+                    let owners = Some(owners.as_ref());
+                    let applied = apply_step(
+                        &ctx,
+                        &reference,
+                        &ns,
+                        scoped.as_ref(),
+                        &step,
+                        owners,
+                        &mut scratch,
                     )
+                    .await;
+                    (i, applied)
                 }
             });
             results.extend(futures::future::join_all(applies).await);
@@ -558,12 +617,22 @@ async fn check_crd_update(
     Ok(Some(existing))
 }
 
+/// The client of a plan run as a ServiceAccount, and the account (`namespace/name`).
+#[derive(Clone)]
+struct Scoped {
+    client: kube::Client,
+    account: String,
+}
+
 /// Applies one step; returns its new status. `owners` maps CSV names to uids; `None` while
-/// the CSV itself is being applied (its uid is recorded in `created`).
+/// the CSV itself is being applied (its uid is recorded in `created`). A plan run as a
+/// ServiceAccount (`scoped`) creates every step but a CRD as that account
+/// ([`applied_as_account`]).
 async fn apply_step(
     ctx: &Context,
     plan: &ObjectReference,
     ns: &str,
+    scoped: Option<&Scoped>,
     step: &Step,
     owners: Option<&HashMap<String, String>>,
     created: &mut HashMap<String, String>,
@@ -637,7 +706,9 @@ async fn apply_step(
         owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
         member.as_ref(),
     );
-    let api = apply::dynamic_api(ctx.client(), &resource, namespaced.then_some(ns));
+    let scoped = scoped.filter(|_| applied_as_account(&r.kind));
+    let client = scoped.map_or_else(|| ctx.client(), |s| s.client.clone());
+    let api = apply::dynamic_api(client, &resource, namespaced.then_some(ns));
     // A ServiceAccount is shared by the versions of an operator: keep the CSVs that already
     // own it (the one being replaced stays satisfied until it is replaced).
     // Its owners come from the (metadata-only) ServiceAccount store: a ServiceAccount that
@@ -658,7 +729,22 @@ async fn apply_step(
     } else {
         object
     };
-    match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
+    let applied = match scoped {
+        Some(s) => apply::create_or_apply_dynamic(&api, &r.name, &object, &ctx.manager)
+            .await
+            .map_err(|source| StepError::ApplyAs {
+                what: what.clone(),
+                account: s.account.clone(),
+                source,
+            }),
+        None => apply::apply_dynamic(&api, &r.name, &object, &ctx.manager)
+            .await
+            .map_err(|source| StepError::Apply {
+                what: what.clone(),
+                source,
+            }),
+    };
+    match applied {
         Ok(applied) => {
             if r.kind == steps::CSV_KIND
                 && let Some(uid) = applied.metadata.uid
@@ -666,7 +752,7 @@ async fn apply_step(
                 created.insert(r.name.clone(), uid);
             }
         }
-        Err(source) => return Err(StepError::Apply { what, source }),
+        Err(error) => return Err(error),
     }
     if r.kind == "CustomResourceDefinition" {
         let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());

@@ -127,6 +127,40 @@ pub fn unfinished_plans_in(
         .collect()
 }
 
+/// The failed plans of `namespace` that ran as a ServiceAccount: a change to the namespace's
+/// RBAC may let them run (see [`crate::plan::install_plan::retried_on_rbac_change`]).
+pub fn failed_scoped_plans_in(
+    plans: &[Arc<crate::api::v1alpha1::InstallPlan>],
+    namespace: Option<&str>,
+) -> Vec<ObjectRef<crate::api::v1alpha1::InstallPlan>> {
+    plans
+        .iter()
+        .filter(|p| p.meta().namespace.as_deref() == namespace)
+        .filter(|p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.phase == crate::api::v1alpha1::InstallPlanPhase::Failed
+                    && s.attenuated_service_account_ref.is_some()
+            })
+        })
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}
+
+/// The OperatorGroups of the ServiceAccount's namespace that name it in
+/// `spec.serviceAccountName`.
+pub fn operator_groups_naming_account(
+    groups: &[Arc<OperatorGroup>],
+    account: &impl Resource,
+) -> Vec<ObjectRef<OperatorGroup>> {
+    let ns = account.namespace();
+    let name = account.name_any();
+    groups
+        .iter()
+        .filter(|g| g.namespace() == ns && g.spec.service_account_name.as_deref() == Some(name.as_str()))
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
+}
+
 /// Subscriptions that use the CatalogSource: those naming it, and (when it lives in the
 /// global namespace, or shares the Subscription's namespace) those whose own catalog is
 /// missing or whose dependencies may come from any catalog: every Subscription of those

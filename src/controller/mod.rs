@@ -122,6 +122,9 @@ pub struct Config {
     pub serve_grpc: Vec<serve::GrpcTarget>,
     /// Where every CatalogSource is served on the catalogd HTTP API ([`serve`]).
     pub serve_http: Option<SocketAddr>,
+    /// The connection settings the client was built from: scoped installs act as a group's
+    /// ServiceAccount through them ([`crate::k8s::scoped`]); `None` refuses scoped plans.
+    pub connection: Option<kube::Config>,
 }
 
 impl Default for Config {
@@ -141,6 +144,7 @@ impl Default for Config {
             disable_copied_csvs: false,
             serve_grpc: Vec::new(),
             serve_http: None,
+            connection: None,
         }
     }
 }

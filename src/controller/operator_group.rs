@@ -1,5 +1,8 @@
 //! OperatorGroup controller: `status.namespaces` from the group's targets and the
-//! `MultipleOperatorGroup` condition when its namespace holds more than one group.
+//! `MultipleOperatorGroup` condition when its namespace holds more than one group, and
+//! `status.serviceAccountRef` (or the `OperatorGroupServiceAccount` condition while the account
+//! is missing) for a group naming the ServiceAccount its installs run as (rule 5 of
+//! [`crate::plan::operator_group`]; a ServiceAccount event in its namespace requeues it).
 //!
 //! Targets and the condition are [`crate::plan::operator_group`]'s (upstream
 //! `getOperatorGroupTargets`); namespaces are listed only for a selector. Invalid targets
@@ -22,7 +25,10 @@
 use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{
-    api::{core::v1::Namespace, rbac::v1::ClusterRole},
+    api::{
+        core::v1::{Namespace, ServiceAccount},
+        rbac::v1::ClusterRole,
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
     jiff::Timestamp,
@@ -31,7 +37,7 @@ use kube::{
     Api, Resource, ResourceExt,
     api::{ApiResource, DynamicObject, ListParams, PartialObjectMeta},
     core::GroupVersionKind,
-    runtime::controller::Action,
+    runtime::{controller::Action, reflector::ObjectRef},
 };
 
 use super::{Context, Error, Result, instrumented};
@@ -44,7 +50,10 @@ use crate::{
     k8s::apply,
     plan::{
         copied_csv::is_copy,
-        operator_group::{NamespaceInfo, multiple_groups_condition, target_namespaces},
+        operator_group::{
+            NamedAccount, NamespaceInfo, multiple_groups_condition, named_service_account,
+            service_account_status, target_namespaces,
+        },
         user_roles,
     },
 };
@@ -97,7 +106,7 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         .map(|s| s.conditions.clone())
         .unwrap_or_default()
         .into_iter()
-        .filter(|c| c.type_ != reason::MULTIPLE_OPERATOR_GROUP)
+        .filter(|c| c.type_ != reason::MULTIPLE_OPERATOR_GROUP && c.type_ != reason::SERVICE_ACCOUNT)
         .collect();
     let multiple = multiple_groups_condition(&ns, &siblings, og.meta().generation, &now);
     if let Some(mut cond) = multiple.clone() {
@@ -109,9 +118,32 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         }
         conditions.push(cond);
     }
+    // (no client) The ServiceAccount the group names, from the (metadata) store.
+    let live_account = named_service_account(&og).and_then(|name| {
+        let key = ObjectRef::<PartialObjectMeta<ServiceAccount>>::new(name).within(&ns);
+        ctx.shared.stores.service_accounts.get(&key)
+    });
+    let account = match (named_service_account(&og), &live_account) {
+        (None, _) => NamedAccount::None,
+        (Some(_), None) => NamedAccount::Missing,
+        (Some(_), Some(sa)) => NamedAccount::Found {
+            uid: sa.metadata.uid.as_deref(),
+        },
+    };
+    let (service_account_ref, account_condition) = service_account_status(&og, account, &now);
+    if let Some(mut cond) = account_condition.clone() {
+        if let Some(prev) = old.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == cond.type_ && c.status == cond.status)
+        }) {
+            cond.last_transition_time = prev.last_transition_time.clone();
+        }
+        conditions.push(cond);
+    }
     let status = OperatorGroupStatus {
         namespaces,
-        service_account_ref: old.as_ref().and_then(|s| s.service_account_ref.clone()),
+        service_account_ref,
         last_updated: now,
         conditions,
     };
@@ -124,6 +156,15 @@ async fn reconcile_inner(og: Arc<OperatorGroup>, ctx: Arc<Context>) -> Result<Ac
         }
         if let Some(cond) = &multiple {
             ctx.warning(&og.object_ref(&()), &cond.reason, "Sync", cond.message.clone());
+        }
+        if let Some(cond) = &account_condition {
+            let fix = "; create it, or name an existing one in spec.serviceAccountName: the namespace's InstallPlans wait for it";
+            ctx.warning(
+                &og.object_ref(&()),
+                &cond.reason,
+                "Sync",
+                format!("{}{fix}", cond.message),
+            );
         }
     }
     ensure_user_roles(&og, &ns, &ctx).await?;

@@ -291,6 +291,7 @@ pub(super) async fn run_controllers(
     );
     let shared = Arc::new(Shared {
         client: client.clone(),
+        scoped: crate::k8s::scoped::ScopedClients::new(config.connection.clone()),
         config,
         metrics,
         catalogs,
@@ -301,6 +302,7 @@ pub(super) async fn run_controllers(
         backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
         discovery: Mutex::default(),
         status_writes: Mutex::default(),
+        rbac_changes: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
     });
@@ -345,6 +347,11 @@ pub(super) async fn run_controllers(
             metadata_trigger::<ClusterServiceVersion>(&sync, client.clone(), wc()),
             move |csv| mappers::siblings_in_namespace(&og_store2.state(), csv.namespace().as_deref()),
         )
+        // The ServiceAccount a group names appeared, changed or went (`status.serviceAccountRef`).
+        .watches_stream(metadata_trigger::<ServiceAccount>(&sync, client.clone(), wc()), {
+            let groups = stores.operator_groups.clone();
+            move |sa| mappers::operator_groups_naming_account(&groups.state(), &sa)
+        })
         // A group's own ClusterRole, or a per-API role of its members' APIs, changed or went:
         // put it back.
         .watches_stream(cluster_role_stream, {
@@ -412,12 +419,26 @@ pub(super) async fn run_controllers(
 
     // InstallPlans: an OperatorGroup in their namespace (a plan waits for one, see
     // `plan::install_plan::group_check`).
+    // A Role, RoleBinding or ServiceAccount changing in their namespace: a failed scoped plan
+    // there is retried (`plan::install_plan::retried_on_rbac_change`).
     let ip_store = stores.install_plans.clone();
     let ip_ctl = Controller::for_stream(ip_stream, install_plans)
         .with_config(cfg())
         .watches_stream(
             metadata_trigger::<OperatorGroup>(&sync, client.clone(), wc()),
             move |og| mappers::unfinished_plans_in(&ip_store.state(), og.namespace().as_deref()),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::Role>(&sync, client.clone(), wc()),
+            rbac_mapper(stores.install_plans.clone(), Arc::clone(&shared)),
+        )
+        .watches_stream(
+            metadata_trigger::<k8s_openapi::api::rbac::v1::RoleBinding>(&sync, client.clone(), wc()),
+            rbac_mapper(stores.install_plans.clone(), Arc::clone(&shared)),
+        )
+        .watches_stream(
+            metadata_trigger::<ServiceAccount>(&sync, client.clone(), wc()),
+            rbac_mapper(stores.install_plans.clone(), Arc::clone(&shared)),
         )
         .shutdown_on_signal();
 
@@ -637,4 +658,19 @@ pub(super) async fn run_controllers(
     servers.drained().await;
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// The InstallPlan trigger of a Role, RoleBinding or ServiceAccount event: records when the
+/// namespace's RBAC changed and names its failed scoped plans.
+fn rbac_mapper<K: Resource>(
+    store: Store<InstallPlan>,
+    shared: Arc<Shared>,
+) -> impl Fn(K) -> Vec<kube::runtime::reflector::ObjectRef<InstallPlan>> {
+    move |o| {
+        let ns = o.meta().namespace.clone();
+        if let Some(ns) = &ns {
+            shared.note_rbac_change(ns);
+        }
+        mappers::failed_scoped_plans_in(&store.state(), ns.as_deref())
+    }
 }

@@ -522,6 +522,7 @@ impl Fixture {
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
             client,
+            scoped: crate::k8s::scoped::ScopedClients::new(None),
             config: Config::default(),
             metrics: Arc::new(Metrics::new()),
             catalogs: Arc::new(CatalogCache::new(None).expect("the embedded catalog loads")),
@@ -549,6 +550,7 @@ impl Fixture {
             backoff: operator_runtime::backoff::PerObject::new(operator_runtime::backoff::DEFAULT),
             discovery: std::sync::Mutex::default(),
             status_writes: std::sync::Mutex::default(),
+            rbac_changes: std::sync::Mutex::default(),
             event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
             synced: synced_rx,
         });

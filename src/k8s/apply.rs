@@ -105,6 +105,29 @@ pub async fn apply_dynamic(
         .await
 }
 
+/// Creates `object` (a POST under `manager`), or server-side applies it when it exists: how a
+/// plan run as a ServiceAccount writes its steps, as upstream's step ensurer creates first, so
+/// that an account lacking a permission is refused with the verb it lacks (`cannot create
+/// resource "services"`), not the `patch` an apply is checked as.
+pub async fn create_or_apply_dynamic(
+    api: &Api<DynamicObject>,
+    name: &str,
+    object: &Value,
+    manager: &str,
+) -> kube::Result<DynamicObject> {
+    let new: DynamicObject = serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
+    let params = kube::api::PostParams {
+        field_manager: Some(manager.to_owned()),
+        ..Default::default()
+    };
+    match api.create(&params, &new).await {
+        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
+            apply_dynamic(api, name, object, manager).await
+        }
+        other => other,
+    }
+}
+
 /// The dynamic `Api` for `resource` in `namespace` (`None` for cluster-scoped kinds).
 pub fn dynamic_api(
     client: kube::Client,

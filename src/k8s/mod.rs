@@ -6,9 +6,11 @@
 //! - [`lease`]: leader election with a `coordination.k8s.io/v1` Lease.
 //! - [`message`]: a kube error as a readable sentence for statuses and Events.
 //! - [`http`]: the `/metrics`, `/healthz` and `/readyz` endpoints.
+//! - [`scoped`]: clients acting as a ServiceAccount (scoped installs).
 
 pub mod apply;
 pub mod events;
 pub mod http;
 pub mod lease;
 pub mod message;
+pub mod scoped;

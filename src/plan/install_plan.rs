@@ -29,9 +29,11 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
+    api::core::v1::ObjectReference,
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
 };
+use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use crate::{
@@ -43,7 +45,7 @@ use crate::{
             InstallPlanPhase, InstallPlanStatus, Step,
         },
     },
-    plan::steps,
+    plan::{operator_group::named_service_account, steps},
 };
 
 /// How many InstallPlans a namespace keeps (upstream's `maxInstallPlanCount`).
@@ -135,17 +137,24 @@ pub fn transition(ip: &InstallPlan) -> Transition {
 /// Upstream's message when a plan's namespace has no OperatorGroup with resolved targets.
 pub const NO_OPERATOR_GROUP: &str = "no operator group found that is managing this namespace";
 
-/// Whether the namespace's OperatorGroups let a plan run (upstream's service-account querier,
-/// `queryServiceAccountFromNamespace`), checked on every plan that is not terminal and has steps,
-/// whatever its phase: a group counts once its `status.namespaces` is written; none gives
-/// [`NO_OPERATOR_GROUP`], more than one `more than one operator group(s) are managing this
-/// namespace count=N`. The plan keeps its phase and carries the message in its `Installed`
-/// condition (`False`, `InstallCheckFailed`) until a group is there.
+/// Whether the namespace's OperatorGroups let a plan run, and as which ServiceAccount (upstream's
+/// service-account querier, `queryServiceAccountFromNamespace`), checked on every plan that is
+/// not terminal and has steps, whatever its phase: a group counts once its `status.namespaces`
+/// is written; none gives [`NO_OPERATOR_GROUP`], more than one `more than one operator group(s)
+/// are managing this namespace count=N`. A group naming a ServiceAccount
+/// (`spec.serviceAccountName`) passes once its `status.serviceAccountRef` is written (the
+/// account exists) and gives that reference: the plan records it as
+/// `status.attenuatedServiceAccountRef` and its steps run as that account ([`run_as`]);
+/// before that it gives upstream's "please make sure the service account exists. sa=NAME
+/// operatorgroup=NS/GROUP". The plan keeps its phase and carries the message in its
+/// `Installed` condition (`False`, `InstallCheckFailed`) until the check passes.
 ///
 /// # Errors
 /// The message of the `Installed` condition.
-pub fn group_check<'a>(groups: impl IntoIterator<Item = &'a OperatorGroup>) -> Result<(), String> {
-    let managing = groups
+pub fn group_check<'a>(
+    groups: impl IntoIterator<Item = &'a OperatorGroup>,
+) -> Result<Option<ObjectReference>, String> {
+    let managing: Vec<&OperatorGroup> = groups
         .into_iter()
         .filter(|g| {
             g.status
@@ -153,14 +162,72 @@ pub fn group_check<'a>(groups: impl IntoIterator<Item = &'a OperatorGroup>) -> R
                 .and_then(|s| s.namespaces.as_ref())
                 .is_some_and(|n| !n.is_empty())
         })
-        .count();
-    match managing {
-        0 => Err(NO_OPERATOR_GROUP.to_owned()),
-        1 => Ok(()),
-        n => Err(format!(
-            "more than one operator group(s) are managing this namespace count={n}"
+        .collect();
+    let group = match managing.as_slice() {
+        [] => return Err(NO_OPERATOR_GROUP.to_owned()),
+        [group] => *group,
+        many => {
+            return Err(format!(
+                "more than one operator group(s) are managing this namespace count={}",
+                many.len()
+            ));
+        }
+    };
+    let Some(account) = named_service_account(group) else {
+        return Ok(None);
+    };
+    match group.status.as_ref().and_then(|s| s.service_account_ref.clone()) {
+        Some(reference) => Ok(Some(reference)),
+        None => Err(format!(
+            "please make sure the service account exists. sa={account} operatorgroup={}/{}",
+            group.namespace().unwrap_or_default(),
+            group.name_any()
         )),
     }
+}
+
+/// The ServiceAccount (namespace, name) a plan's steps run as: its
+/// `status.attenuatedServiceAccountRef` (written from the group by the plan controller, or by
+/// the plan's author), the namespace defaulting to the plan's. `None`: the controller's own
+/// rights.
+pub fn run_as(status: &InstallPlanStatus, plan_namespace: &str) -> Option<(String, String)> {
+    let reference = status.attenuated_service_account_ref.as_ref()?;
+    let name = reference.name.as_deref().filter(|n| !n.is_empty())?;
+    let namespace = reference
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(plan_namespace);
+    Some((namespace.to_owned(), name.to_owned()))
+}
+
+/// Whether a step of a scoped plan is applied as the plan's ServiceAccount: every step but a
+/// CRD, which upstream installs with its own client ("CRDs should be installed via the default
+/// OLM (cluster-admin) client and not the scoped client").
+pub fn applied_as_account(kind: &str) -> bool {
+    kind != "CustomResourceDefinition"
+}
+
+/// Whether a change to the RBAC of a plan's namespace (a Role, RoleBinding or ServiceAccount
+/// created or changed there at `changed_at`) sends the plan back to `Installing`: a `Failed`
+/// plan that ran as a ServiceAccount, which may now hold what it lacked (upstream's
+/// `triggerInstallPlanRetry`), when the change came after the failure (its `Installed`
+/// condition's transition; a plan without one is retried).
+pub fn retried_on_rbac_change(ip: &InstallPlan, changed_at: Option<&Time>) -> bool {
+    let Some(status) = ip.status.as_ref() else {
+        return false;
+    };
+    let Some(changed_at) = changed_at else {
+        return false;
+    };
+    let failed_at = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == Some(InstallPlanConditionType::Installed))
+        .and_then(|c| c.last_transition_time.as_ref().or(c.last_update_time.as_ref()));
+    status.phase == InstallPlanPhase::Failed
+        && status.attenuated_service_account_ref.is_some()
+        && failed_at.is_none_or(|failed| changed_at.0 > failed.0)
 }
 
 /// The plan's `Installed` condition after [`group_check`] at `now`, or `None` when it stays as
@@ -169,7 +236,7 @@ pub fn group_check<'a>(groups: impl IntoIterator<Item = &'a OperatorGroup>) -> R
 /// message, as upstream resets it (the plan's completion then sets `True`).
 pub fn group_condition(
     status: &InstallPlanStatus,
-    check: &Result<(), String>,
+    check: &Result<Option<ObjectReference>, String>,
     now: &Time,
 ) -> Option<InstallPlanCondition> {
     let current = status
@@ -183,8 +250,8 @@ pub fn group_condition(
             InstallPlanConditionReason::InstallCheckFailed,
             Some(message.clone()),
         ),
-        Ok(()) if failed_check => (InstallPlanConditionReason::Unknown, None),
-        Ok(()) => return None,
+        Ok(_) if failed_check => (InstallPlanConditionReason::Unknown, None),
+        Ok(_) => return None,
     };
     if current.is_some_and(|c| {
         c.status == Some(ConditionStatus::False) && c.reason.as_ref() == Some(&reason) && c.message == message
@@ -492,7 +559,7 @@ mod tests {
         let fresh = group("og", None);
         assert_eq!(group_check([&fresh]), Err(NO_OPERATOR_GROUP.to_owned()));
         let ready = group("og", Some(vec!["ns"]));
-        assert_eq!(group_check([&fresh, &ready]), Ok(()));
+        assert_eq!(group_check([&fresh, &ready]), Ok(None));
         let all = group("all", Some(vec![""]));
         assert_eq!(
             group_check([&ready, &all]),
@@ -509,7 +576,7 @@ mod tests {
             ..Default::default()
         };
         // A passing check on a plan that never failed one writes nothing.
-        assert_eq!(group_condition(&status, &Ok(()), &t0), None);
+        assert_eq!(group_condition(&status, &Ok(None), &t0), None);
         let failed = group_condition(&status, &Err(NO_OPERATOR_GROUP.into()), &t0).unwrap();
         assert_eq!(failed.status, Some(ConditionStatus::False));
         assert_eq!(
@@ -523,13 +590,81 @@ mod tests {
             group_condition(&status, &Err(NO_OPERATOR_GROUP.into()), &t1),
             None
         );
-        let cleared = group_condition(&status, &Ok(()), &t1).unwrap();
+        let cleared = group_condition(&status, &Ok(None), &t1).unwrap();
         assert_eq!(cleared.reason, Some(InstallPlanConditionReason::Unknown));
         assert_eq!(cleared.message, None);
         assert_eq!(cleared.last_transition_time, Some(t0));
         set_condition(&mut status, cleared);
         assert_eq!(status.conditions.len(), 1);
-        assert_eq!(group_condition(&status, &Ok(()), &t1), None);
+        assert_eq!(group_condition(&status, &Ok(None), &t1), None);
+    }
+
+    #[test]
+    fn a_group_naming_an_account_passes_once_the_account_is_referenced() {
+        let mut scoped = group("og", Some(vec!["ns"]));
+        scoped.metadata.namespace = Some("ns".into());
+        scoped.spec.service_account_name = Some("installer".into());
+        assert_eq!(
+            group_check([&scoped]),
+            Err("please make sure the service account exists. sa=installer operatorgroup=ns/og".to_owned())
+        );
+        let reference = ObjectReference {
+            kind: Some("ServiceAccount".into()),
+            namespace: Some("ns".into()),
+            name: Some("installer".into()),
+            ..Default::default()
+        };
+        if let Some(status) = scoped.status.as_mut() {
+            status.service_account_ref = Some(reference.clone());
+        }
+        assert_eq!(group_check([&scoped]), Ok(Some(reference)));
+    }
+
+    #[test]
+    fn a_plan_runs_as_its_attenuated_account_in_its_namespace_unless_named() {
+        let mut status = InstallPlanStatus::default();
+        assert_eq!(run_as(&status, "ns"), None);
+        status.attenuated_service_account_ref = Some(ObjectReference {
+            name: Some("installer".into()),
+            ..Default::default()
+        });
+        assert_eq!(run_as(&status, "ns"), Some(("ns".into(), "installer".into())));
+        status.attenuated_service_account_ref = Some(ObjectReference {
+            name: Some("installer".into()),
+            namespace: Some("other".into()),
+            ..Default::default()
+        });
+        assert_eq!(run_as(&status, "ns"), Some(("other".into(), "installer".into())));
+        status.attenuated_service_account_ref = Some(ObjectReference::default());
+        assert_eq!(run_as(&status, "ns"), None);
+        assert!(!applied_as_account("CustomResourceDefinition"));
+        assert!(applied_as_account("ClusterServiceVersion"));
+        assert!(applied_as_account("ClusterRole"));
+    }
+
+    #[test]
+    fn only_failed_scoped_plans_are_retried_on_rbac_changes_after_they_failed() {
+        let t = |s| Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap());
+        let mut plan = ip(Approval::Automatic, true);
+        plan.status = Some(InstallPlanStatus {
+            phase: InstallPlanPhase::Failed,
+            conditions: vec![installed_condition(false, Some("forbidden".into()), &t(10))],
+            ..Default::default()
+        });
+        assert!(!retried_on_rbac_change(&plan, Some(&t(20))), "not scoped");
+        if let Some(status) = plan.status.as_mut() {
+            status.attenuated_service_account_ref = Some(ObjectReference::default());
+        }
+        assert!(retried_on_rbac_change(&plan, Some(&t(20))));
+        assert!(
+            !retried_on_rbac_change(&plan, Some(&t(5))),
+            "the change came before the failure"
+        );
+        assert!(!retried_on_rbac_change(&plan, None), "no change seen");
+        if let Some(status) = plan.status.as_mut() {
+            status.phase = InstallPlanPhase::Complete;
+        }
+        assert!(!retried_on_rbac_change(&plan, Some(&t(20))));
     }
 
     #[test]

@@ -26,6 +26,15 @@
 //! 4. **One group per namespace** ([`select_operator_group`]): zero groups fail member CSVs
 //!    `NoOperatorGroup`, more than one `TooManyOperatorGroups` (resolution fails too, with
 //!    upstream's "expected 1 OperatorGroup in the namespace, found N").
+//! 5. **The group's ServiceAccount** ([`service_account_status`], upstream
+//!    `scoped.UserDefinedServiceAccountSyncer`): a group naming `spec.serviceAccountName` gets
+//!    `status.serviceAccountRef` once that account exists in its namespace, and the condition
+//!    `OperatorGroupServiceAccount=True` `ServiceAccountNotFound` "ServiceAccount NAME not found"
+//!    while it does not (the reference is then dropped); a group naming none carries neither.
+//!    The InstallPlans of its namespace then run as that account (scoped installs, see
+//!    [`crate::plan::install_plan::group_check`]). Upstream's reference also records the
+//!    account's `resourceVersion`; ours leaves it out, so editing the account does not rewrite
+//!    every group naming it.
 //!
 //! # Where we differ from upstream
 //!
@@ -39,7 +48,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use k8s_openapi::{
+    api::core::v1::ObjectReference,
+    apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time},
+};
 use kube::ResourceExt;
 use thiserror::Error;
 
@@ -486,6 +498,63 @@ pub fn multiple_groups_condition(
         generation,
         now,
     ))
+}
+
+/// The account a group's `spec.serviceAccountName` names, as the cluster holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamedAccount<'a> {
+    /// The group names no account.
+    None,
+    /// The group names an account its namespace does not hold.
+    Missing,
+    /// The account exists, with this uid.
+    Found {
+        /// The account's uid.
+        uid: Option<&'a str>,
+    },
+}
+
+/// A group's `status.serviceAccountRef` and `OperatorGroupServiceAccount` condition (rule 5):
+/// the reference to write, and the condition to hold (`None`: the condition is removed).
+pub fn service_account_status(
+    group: &OperatorGroup,
+    account: NamedAccount<'_>,
+    now: &Time,
+) -> (Option<ObjectReference>, Option<Condition>) {
+    match (named_service_account(group), account) {
+        (Some(name), NamedAccount::Found { uid }) => (
+            Some(ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("ServiceAccount".into()),
+                namespace: group.namespace(),
+                name: Some(name.to_owned()),
+                uid: uid.map(str::to_owned),
+                ..ObjectReference::default()
+            }),
+            None,
+        ),
+        (Some(name), _) => (
+            None,
+            Some(crate::status::metav1_condition(
+                reasons::operator_group::SERVICE_ACCOUNT,
+                ConditionStatus::True,
+                reasons::operator_group::SERVICE_ACCOUNT_NOT_FOUND,
+                format!("ServiceAccount {name} not found"),
+                None,
+                now,
+            )),
+        ),
+        (None, _) => (None, None),
+    }
+}
+
+/// The account a group names (`spec.serviceAccountName`, empty meaning none).
+pub fn named_service_account(group: &OperatorGroup) -> Option<&str> {
+    group
+        .spec
+        .service_account_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
 }
 
 #[cfg(test)]

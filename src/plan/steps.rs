@@ -204,6 +204,9 @@ fn typed_by_kind(kind: &str) -> Option<(&'static str, &'static str)> {
 ///   bundle Secret, ServiceAccount, Service, ConfigMap, the four RBAC kinds) at that type's one
 ///   group and version, whatever the manifest's `apiVersion` says (a legacy catalog's CSV that
 ///   reads `apiVersion: v1alpha1` installs);
+/// - a CRD in `apiextensions.k8s.io` at the version its manifest's `apiVersion` ends in, the
+///   group whatever the manifest says (upstream's CRD step reads only the version: a plan whose
+///   CRD manifest reads `apiVersion: v1` installs a `apiextensions.k8s.io/v1` CRD);
 /// - anything else as its manifest's `apiVersion` and `kind` say: the step's `group` and
 ///   `version` describe the object, upstream never reads them to apply it (a hand-written plan
 ///   may leave `group` empty). A manifest without an `apiVersion` falls back to the step's.
@@ -211,6 +214,19 @@ pub fn step_gvk(resource: &StepResource, manifest: &Value) -> (String, String, S
     if let Some((group, version, _)) = TYPED_KINDS.iter().find(|(_, _, k)| *k == resource.kind) {
         let kind = apply_kind(&resource.kind);
         return ((*group).to_owned(), (*version).to_owned(), kind.to_owned());
+    }
+    if resource.kind == "CustomResourceDefinition" {
+        let version = manifest
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .map(|v| v.rsplit_once('/').map_or(v, |(_, version)| version))
+            .filter(|v| !v.is_empty())
+            .unwrap_or("v1");
+        return (
+            "apiextensions.k8s.io".into(),
+            version.to_owned(),
+            resource.kind.clone(),
+        );
     }
     let kind = manifest
         .get("kind")

@@ -267,3 +267,54 @@ fn a_lone_group_has_no_multiple_groups_condition() {
     assert_eq!(c.reason, "MultipleOperatorGroupsFound");
     assert!(c.message.contains("(a, b)"));
 }
+
+fn scoped(account: Option<&str>) -> OperatorGroup {
+    og(OperatorGroupSpec {
+        service_account_name: account.map(str::to_owned),
+        ..Default::default()
+    })
+}
+
+fn epoch() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+}
+
+#[test]
+fn a_found_account_is_referenced_and_clears_the_condition() {
+    let (reference, condition) = service_account_status(
+        &scoped(Some("installer")),
+        NamedAccount::Found { uid: Some("u-1") },
+        &epoch(),
+    );
+    let reference = reference.unwrap();
+    assert_eq!(reference.kind.as_deref(), Some("ServiceAccount"));
+    assert_eq!(reference.api_version.as_deref(), Some("v1"));
+    assert_eq!(reference.namespace.as_deref(), Some("operators"));
+    assert_eq!(reference.name.as_deref(), Some("installer"));
+    assert_eq!(reference.uid.as_deref(), Some("u-1"));
+    assert_eq!(condition, None);
+}
+
+#[test]
+fn a_missing_account_drops_the_reference_and_says_so_as_upstream() {
+    let (reference, condition) =
+        service_account_status(&scoped(Some("installer")), NamedAccount::Missing, &epoch());
+    assert_eq!(reference, None);
+    let condition = condition.unwrap();
+    assert_eq!(condition.type_, "OperatorGroupServiceAccount");
+    assert_eq!(condition.status, "True");
+    assert_eq!(condition.reason, "ServiceAccountNotFound");
+    assert_eq!(condition.message, "ServiceAccount installer not found");
+}
+
+#[test]
+fn a_group_naming_no_account_carries_neither() {
+    for name in [None, Some("")] {
+        let group = scoped(name);
+        assert_eq!(named_service_account(&group), None);
+        assert_eq!(
+            service_account_status(&group, NamedAccount::Found { uid: None }, &epoch()),
+            (None, None)
+        );
+    }
+}

@@ -594,6 +594,16 @@ fn a_step_is_applied_as_its_manifest_says_and_a_typed_kind_as_its_type() {
         (String::new(), "v1".into(), "Secret".into())
     );
     assert_eq!(with_type(&cm, "", "v1", "ConfigMap")["apiVersion"], "v1");
+    // A CRD: apiextensions.k8s.io at the manifest's version, whatever its group says.
+    let crd = json!({"apiVersion": "v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x"}});
+    assert_eq!(
+        step_gvk(&resource("", "v1", "CustomResourceDefinition"), &crd),
+        (
+            "apiextensions.k8s.io".into(),
+            "v1".into(),
+            "CustomResourceDefinition".into()
+        )
+    );
     // No apiVersion in the manifest: the step's own fields.
     assert_eq!(
         step_gvk(
