@@ -2,7 +2,7 @@
 //!
 //! Names follow upstream OLM where a metric exists there, so dashboards keep working:
 //! `csv_succeeded` and `csv_abnormal` (gauges per CSV), `subscription_sync_total`,
-//! `install_plan_count`, `catalogsource_ready` and `olm_resolution_duration_seconds`. Ours are
+//! `install_plan_count`, `installplan_warnings_total`, `catalogsource_ready` and `olm_resolution_duration_seconds`. Ours are
 //! prefixed `olmrs_`: reconcile duration and errors per controller.
 
 use std::{
@@ -104,6 +104,9 @@ pub struct Metrics {
     pub subscription_sync_total: Family<SubscriptionLabels, Counter>,
     /// InstallPlans created.
     pub install_plan_count: Gauge,
+    /// InstallPlan steps the API server answered with warnings (upstream's
+    /// `installplan_warnings_total`).
+    pub install_plan_warnings: Counter,
     /// 1 when the CatalogSource serves a valid catalog, else 0.
     pub catalogsource_ready: Family<CatalogLabels, Gauge>,
     /// Time spent resolving one Subscription.
@@ -136,6 +139,7 @@ impl Metrics {
         let csv_abnormal = Family::<CsvAbnormalLabels, Gauge>::default();
         let subscription_sync_total = Family::<SubscriptionLabels, Counter>::default();
         let install_plan_count = Gauge::default();
+        let install_plan_warnings = Counter::default();
         let catalogsource_ready = Family::<CatalogLabels, Gauge>::default();
         let resolution_duration = Histogram::new(duration_buckets());
         let store_last_event_age =
@@ -163,6 +167,11 @@ impl Metrics {
             install_plan_count.clone(),
         );
         registry.register(
+            "installplan_warnings",
+            "Warnings the API server answered InstallPlan step writes with",
+            install_plan_warnings.clone(),
+        );
+        registry.register(
             "catalogsource_ready",
             "State of a CatalogSource: 1 ready, 0 not ready",
             catalogsource_ready.clone(),
@@ -181,6 +190,7 @@ impl Metrics {
             csv_abnormal,
             subscription_sync_total,
             install_plan_count,
+            install_plan_warnings,
             catalogsource_ready,
             resolution_duration,
             store_last_event_age,

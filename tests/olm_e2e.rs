@@ -3799,3 +3799,78 @@ async fn a_group_service_account_scopes_installs_to_its_permissions() {
         let _ = cluster_roles.delete(name, &DeleteParams::default()).await;
     }
 }
+
+/// A step the API server answers with a warning (a custom resource of a deprecated version):
+/// the plan completes, and an `AppliedWithWarnings` Warning Event on the plan quotes the
+/// warning in upstream's words; `installplan_warnings_total` counts it.
+#[tokio::test]
+async fn a_step_the_api_server_warns_about_raises_an_applied_with_warnings_event() {
+    let Some(env) = env("e2e-warned").await else {
+        return;
+    };
+    env.own_namespace_group().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let name = format!("deprecateds.{}.e2e.olm-rs.io", env.ns());
+    let group = format!("{}.e2e.olm-rs.io", env.ns());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"kind": "Deprecated", "listKind": "DeprecatedList", "plural": "deprecateds", "singular": "deprecated"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "deprecated": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    }))
+    .expect("a CRD");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("creating the deprecated CRD");
+    wait_for("the deprecated CRD established", WAIT, || async {
+        let crd = crds.get_opt(&name).await.ok().flatten()?;
+        crd.status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+    let cr = json!({"apiVersion": format!("{group}/v1"), "kind": "Deprecated", "metadata": {"name": "foo", "namespace": env.ns()}});
+    hand_made_plan(
+        &env,
+        "warned",
+        Duration::ZERO,
+        json!({"phase": "Installing", "catalogSources": [], "plan": [hand_step("", "", "v1", "Deprecated", &cr)]}),
+    )
+    .await;
+    env.wait_obj::<InstallPlan, _>("phase Complete", "warned", |p| {
+        (str_at(p, "/status/phase") == "Complete").then_some(())
+    })
+    .await;
+    let expected = format!(
+        "1 warning(s) generated during operator installation (Deprecated \"foo\"): {group}/v1 Deprecated is deprecated"
+    );
+    let events: Api<Event> = env.ns.api();
+    let event = wait_for("the AppliedWithWarnings Event", WAIT, || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("AppliedWithWarnings"))
+    })
+    .await;
+    let _ = crds.delete(&name, &DeleteParams::default()).await;
+    assert_eq!(event.message.as_deref(), Some(expected.as_str()));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.involved_object.kind.as_deref(), Some("InstallPlan"));
+    assert_eq!(event.involved_object.name.as_deref(), Some("warned"));
+    assert_eq!(
+        event.involved_object.field_path.as_deref(),
+        Some("status.plan[0]")
+    );
+    assert!(
+        metrics(&env.controller).contains("installplan_warnings_total 1"),
+        "the warning is counted"
+    );
+}

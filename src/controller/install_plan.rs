@@ -186,6 +186,28 @@ fn forbidden_hint(error: &kube::Error) -> &'static str {
     }
 }
 
+/// The note of an `AppliedWithWarnings` Event, upstream's words.
+fn warnings_message(step: &Step, warnings: &[String]) -> String {
+    let r = &step.resource;
+    let joined = warnings.join(", ");
+    if step.resolving.is_empty() {
+        format!(
+            "{} warning(s) generated during operator installation ({} {:?}): {joined}",
+            warnings.len(),
+            r.kind,
+            r.name
+        )
+    } else {
+        format!(
+            "{} warning(s) generated during installation of operator {:?} ({} {:?}): {joined}",
+            warnings.len(),
+            step.resolving,
+            r.kind,
+            r.name
+        )
+    }
+}
+
 /// Reconciles one InstallPlan.
 pub async fn reconcile(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Action> {
     let store = ctx.shared.stores.install_plans.clone();
@@ -287,7 +309,22 @@ async fn reconcile_inner(ip: Arc<InstallPlan>, ctx: Arc<Context>) -> Result<Acti
     }
 
     let account = run_as(&status, &ns);
-    let outcome = execute(&ctx, &reference, &ns, account, &mut status.plan).await;
+    let mut warnings = Vec::new();
+    let outcome = execute(&ctx, &reference, &ns, account, &mut status.plan, &mut warnings).await;
+    for (index, warned) in warnings {
+        let Some(step) = status.plan.get(index) else {
+            continue;
+        };
+        let mut regarding = reference.clone();
+        regarding.field_path = Some(format!("status.plan[{index}]"));
+        ctx.shared.metrics.install_plan_warnings.inc();
+        events.push(note(
+            &regarding,
+            true,
+            "AppliedWithWarnings",
+            warnings_message(step, &warned),
+        ));
+    }
     let waiting = status.plan.iter().any(|s| s.status == StepStatus::WaitingForApi);
     let action = match outcome {
         Ok(()) if !waiting => {
@@ -398,6 +435,7 @@ async fn execute(
     ns: &str,
     account: Option<(String, String)>,
     plan: &mut [Step],
+    warnings: &mut Vec<(usize, Vec<String>)>,
 ) -> std::result::Result<(), StepError> {
     let scoped = match account {
         Some((account_ns, name)) => Some(Scoped {
@@ -424,7 +462,11 @@ async fn execute(
             }
             continue;
         }
-        step.status = apply_step(ctx, reference, ns, scoped, step, None, &mut owners).await?;
+        let (status, warned) = apply_step(ctx, reference, ns, scoped, step, None, &mut owners).await?;
+        step.status = status;
+        if !warned.is_empty() {
+            warnings.push((index, warned));
+        }
     }
     // The CSV's uid for the owner references: from this reconcile's apply, else the store
     // (a GET only when the store has not seen the CSV yet).
@@ -481,9 +523,12 @@ async fn execute(
         let mut first_error = None;
         for (i, result) in results {
             match result {
-                Ok(status) => {
+                Ok((status, warned)) => {
                     if let Some(step) = plan.get_mut(i) {
                         step.status = status;
+                    }
+                    if !warned.is_empty() {
+                        warnings.push((i, warned));
                     }
                 }
                 Err(error) => {
@@ -636,7 +681,7 @@ async fn apply_step(
     step: &Step,
     owners: Option<&HashMap<String, String>>,
     created: &mut HashMap<String, String>,
-) -> std::result::Result<StepStatus, StepError> {
+) -> std::result::Result<(StepStatus, Vec<String>), StepError> {
     let r = &step.resource;
     let what = format!("{} {}", r.kind, r.name);
     let manifest: Value = match r.manifest.as_deref().map(serde_json::from_str) {
@@ -708,7 +753,6 @@ async fn apply_step(
     );
     let scoped = scoped.filter(|_| applied_as_account(&r.kind));
     let client = scoped.map_or_else(|| ctx.client(), |s| s.client.clone());
-    let api = apply::dynamic_api(client, &resource, namespaced.then_some(ns));
     // A ServiceAccount is shared by the versions of an operator: keep the CSVs that already
     // own it (the one being replaced stays satisfied until it is replaced).
     // Its owners come from the (metadata-only) ServiceAccount store: a ServiceAccount that
@@ -729,37 +773,39 @@ async fn apply_step(
     } else {
         object
     };
-    let applied = match scoped {
-        Some(s) => apply::create_or_apply_dynamic(&api, &r.name, &object, &ctx.manager)
-            .await
-            .map_err(|source| StepError::ApplyAs {
-                what: what.clone(),
-                account: s.account.clone(),
-                source,
-            }),
-        None => apply::apply_dynamic(&api, &r.name, &object, &ctx.manager)
-            .await
-            .map_err(|source| StepError::Apply {
-                what: what.clone(),
-                source,
-            }),
-    };
-    match applied {
-        Ok(applied) => {
-            if r.kind == steps::CSV_KIND
-                && let Some(uid) = applied.metadata.uid
-            {
-                created.insert(r.name.clone(), uid);
-            }
-        }
-        Err(error) => return Err(error),
+    let written = apply::write_step(
+        &client,
+        &resource,
+        namespaced.then_some(ns),
+        &r.name,
+        &object,
+        &ctx.manager,
+        scoped.is_some(),
+    )
+    .await
+    .map_err(|source| match scoped {
+        Some(s) => StepError::ApplyAs {
+            what: what.clone(),
+            account: s.account.clone(),
+            source,
+        },
+        None => StepError::Apply {
+            what: what.clone(),
+            source,
+        },
+    })?;
+    if r.kind == steps::CSV_KIND
+        && let Some(uid) = written.object.metadata.uid
+    {
+        created.insert(r.name.clone(), uid);
     }
     if r.kind == "CustomResourceDefinition" {
         let crds: Api<CustomResourceDefinition> = Api::all(ctx.client());
-        return Ok(match crds.get_opt(&r.name).await {
+        let status = match crds.get_opt(&r.name).await {
             Ok(Some(crd)) if crd_established(&crd) => StepStatus::Created,
             _ => StepStatus::WaitingForApi,
-        });
+        };
+        return Ok((status, written.warnings));
     }
-    Ok(StepStatus::Created)
+    Ok((StepStatus::Created, written.warnings))
 }

@@ -105,26 +105,98 @@ pub async fn apply_dynamic(
         .await
 }
 
-/// Creates `object` (a POST under `manager`), or server-side applies it when it exists: how a
-/// plan run as a ServiceAccount writes its steps, as upstream's step ensurer creates first, so
-/// that an account lacking a permission is refused with the verb it lacks (`cannot create
-/// resource "services"`), not the `patch` an apply is checked as.
-pub async fn create_or_apply_dynamic(
-    api: &Api<DynamicObject>,
+/// An InstallPlan step's object as the API server wrote it, with the warnings it answered
+/// with (`Warning: 299` headers: a deprecated API version, an unknown field), which upstream
+/// turns into an `AppliedWithWarnings` Event.
+#[derive(Debug)]
+pub struct Written {
+    /// The object after the write.
+    pub object: DynamicObject,
+    /// The warnings' texts, in the order the API server sent them.
+    pub warnings: Vec<String>,
+}
+
+/// Writes an InstallPlan step's `object` (named `name`, of `resource`, in `namespace` for a
+/// namespaced kind) under `manager`: a forced server-side apply; with `create_first`, a POST
+/// first and the apply only when the object exists (how a plan run as a ServiceAccount writes,
+/// as upstream's step ensurer creates first, so that an account lacking a permission is refused
+/// with the verb it lacks, `cannot create resource "services"`, not the `patch` an apply is
+/// checked as). The requests go through `client` as `Api` would send them; they are built here
+/// because kube's `Api` drops the response headers that carry the warnings.
+pub async fn write_step(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
     name: &str,
     object: &Value,
     manager: &str,
-) -> kube::Result<DynamicObject> {
-    let new: DynamicObject = serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
-    let params = kube::api::PostParams {
-        field_manager: Some(manager.to_owned()),
-        ..Default::default()
-    };
-    match api.create(&params, &new).await {
-        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            apply_dynamic(api, name, object, manager).await
+    create_first: bool,
+) -> kube::Result<Written> {
+    let request = kube::core::Request::new(DynamicObject::url_path(resource, namespace));
+    let mut warnings = Vec::new();
+    if create_first {
+        let params = kube::api::PostParams {
+            field_manager: Some(manager.to_owned()),
+            ..Default::default()
+        };
+        let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+        let post = request.create(&params, body).map_err(kube::Error::BuildRequest)?;
+        match send_step(client, post, &mut warnings).await {
+            Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {}
+            other => return other.map(|object| Written { object, warnings }),
         }
-        other => other,
+    }
+    let patch = request
+        .patch(name, &apply_params(manager), &Patch::Apply(object))
+        .map_err(kube::Error::BuildRequest)?;
+    let object = send_step(client, patch, &mut warnings).await?;
+    Ok(Written { object, warnings })
+}
+
+/// Sends one step write, adds the response's warnings to `warnings`, and reads the object (or
+/// the API server's refusal, as kube reads it).
+async fn send_step(
+    client: &kube::Client,
+    request: http::Request<Vec<u8>>,
+    warnings: &mut Vec<String>,
+) -> kube::Result<DynamicObject> {
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    warnings.extend(
+        response
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(warning_text),
+    );
+    let code = response.status();
+    let body = response.into_body().collect_bytes().await?;
+    if code.is_client_error() || code.is_server_error() {
+        let status = serde_json::from_slice::<kube::core::Status>(&body).unwrap_or_else(|_| {
+            let text = String::from_utf8_lossy(&body);
+            kube::core::Status::failure(text.trim(), "Failed to parse error data").with_code(code.as_u16())
+        });
+        return Err(kube::Error::Api(Box::new(status)));
+    }
+    serde_json::from_slice(&body).map_err(kube::Error::SerdeError)
+}
+
+/// The text of a `Warning` header value (RFC 7234: `CODE AGENT "TEXT" ["DATE"]`) with code 299,
+/// the one the API server sends; other codes and malformed values give `None`.
+pub fn warning_text(header: &str) -> Option<String> {
+    let (code, rest) = header.trim().split_once(' ')?;
+    if code != "299" {
+        return None;
+    }
+    let (_agent, quoted) = rest.trim_start().split_once(' ')?;
+    let mut chars = quoted.trim_start().strip_prefix('"')?.chars();
+    let mut text = String::new();
+    loop {
+        match chars.next()? {
+            '"' => return Some(text),
+            '\\' => text.push(chars.next()?),
+            c => text.push(c),
+        }
     }
 }
 
@@ -168,6 +240,22 @@ pub fn to_value(value: &impl Serialize) -> Value {
 mod tests {
     use super::*;
     use crate::api::v1alpha1::Subscription;
+
+    #[test]
+    fn a_299_warning_header_gives_its_text_unescaped() {
+        assert_eq!(
+            warning_text(r#"299 - "operators.io.operator-framework/v1 Deprecated is deprecated""#).as_deref(),
+            Some("operators.io.operator-framework/v1 Deprecated is deprecated")
+        );
+        assert_eq!(
+            warning_text(r#"299 kube-apiserver "say \"hi\" \\ now" "Sat, 28 Nov 2026 10:00:00 GMT""#)
+                .as_deref(),
+            Some(r#"say "hi" \ now"#)
+        );
+        assert_eq!(warning_text(r#"199 - "misc""#), None);
+        assert_eq!(warning_text("299 - unquoted"), None);
+        assert_eq!(warning_text(r#"299 - "unterminated"#), None);
+    }
 
     #[test]
     fn field_managers_are_scoped_per_controller() {
