@@ -3,8 +3,8 @@
 //! the catalog, the same channel heads as `opm alpha list channels` and the same rows (package,
 //! channel, bundle, replaces, skips, skipRange, image) as `opm alpha list bundles`.
 //!
-//! Where we disagree on purpose, the disagreement is listed in [`KNOWN`] with the reason; a new
-//! disagreement (or a known one that went away) fails the test. opm is the one
+//! Every disagreement fails the test (the shipped catalog included: its header comment opens the
+//! first document, since opm refuses comment lines before a first `---`). opm is the one
 //! `tests/peers/opm/build` builds (pinned in `tests/peers/go.mod`); without it the test is
 //! skipped (a failure under `CI=true`). The public corpus is compared too, package directory by
 //! package directory: by default one package in 25 of each catalog (unpacked into
@@ -27,44 +27,6 @@ use std::{
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Catalogs where our verdict differs from opm's on purpose: (path from the repository root, why).
-const KNOWN: &[(&str, &str)] = &[
-    ("catalog", LEADING_COMMENT),
-    ("tests/fixtures/cli/catalogs/tiny", LEADING_COMMENT),
-];
-
-/// Why opm refuses a YAML file that starts with comment lines and then `---`.
-const LEADING_COMMENT: &str = "the comment lines before the first `---` are an empty YAML document, which opm \
-     refuses (\"object '' is missing root schema field\") and YAML (and we) read as no document; \
-     heads and edges are compared on a copy without those lines";
-
-/// A copy of the catalog at `from` in `to`, without the comment lines that open its YAML files
-/// (what opm cannot read, see [`LEADING_COMMENT`]).
-fn copy_for_opm(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("readable") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a type").is_dir() {
-            copy_for_opm(&entry.path(), &target);
-            continue;
-        }
-        let bytes = std::fs::read(entry.path()).expect("readable");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let bytes = match std::str::from_utf8(&bytes) {
-            Ok(text) if name.ends_with(".yaml") || name.ends_with(".yml") => {
-                let body: Vec<&str> = text
-                    .lines()
-                    .skip_while(|l| l.starts_with('#') || l.trim().is_empty())
-                    .collect();
-                (body.join("\n") + "\n").into_bytes()
-            }
-            _ => bytes,
-        };
-        std::fs::write(target, bytes).expect("written");
-    }
 }
 
 /// Every catalog compared: `catalog/` and each fixture catalog directory.
@@ -240,32 +202,19 @@ fn our_verdicts_heads_and_edges_are_opms_on_every_fixture_catalog() {
         let name = dir.strip_prefix(root()).unwrap_or(&dir).display().to_string();
         let (opm_ok, _, opm_err) = run(&opm, &["validate"], &dir);
         let (our_ok, our_out, _) = run(kubectl_olm, &["catalog", "validate"], &dir);
-        let known = KNOWN.iter().any(|(path, _)| *path == name);
-        if (opm_ok != our_ok) != known {
+        if opm_ok != our_ok {
             disagreements.push(format!(
-                "{name}: opm validate {}, kubectl-olm catalog validate {}{}\n  opm: {}\n  ours: {}",
+                "{name}: opm validate {}, kubectl-olm catalog validate {}\n  opm: {}\n  ours: {}",
                 if opm_ok { "accepts" } else { "refuses" },
                 if our_ok { "accepts" } else { "refuses" },
-                if known {
-                    " (listed in KNOWN, but they now agree)"
-                } else {
-                    ""
-                },
                 opm_err.trim(),
                 our_out.lines().take(3).collect::<Vec<_>>().join(" | ")
             ));
         }
-        let scratch = tempfile::tempdir().expect("a temp dir");
-        let opm_dir = if known {
-            copy_for_opm(&dir, scratch.path());
-            scratch.path().to_owned()
-        } else {
-            dir.clone()
-        };
-        if our_ok && (opm_ok || (known && run(&opm, &["validate"], &opm_dir).0)) {
+        if our_ok && opm_ok {
             compared += 1;
             let (our_heads, our_rows) = ours(&dir);
-            let (opm_heads, opm_rows) = theirs(&opm, &opm_dir);
+            let (opm_heads, opm_rows) = theirs(&opm, &dir);
             if our_heads != opm_heads {
                 disagreements.push(format!(
                     "{name}: heads differ\n  only ours: {:?}\n  only opm: {:?}",
