@@ -49,7 +49,10 @@ fn expected_catalog() -> String {
     let mut text = String::from(HEADER);
     // The header opens the first document: its `---` is dropped (opm refuses comment lines
     // before a first `---`, an empty document).
-    let mut lines = channels.split_inclusive('\n').filter(|l| !l.starts_with('#')).peekable();
+    let mut lines = channels
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with('#'))
+        .peekable();
     if lines.peek().is_some_and(|l| l.trim_end() == "---") {
         lines.next();
     }

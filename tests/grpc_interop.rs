@@ -15,9 +15,8 @@
 //! by `tests/peers/opm/build` (scripts/test runs it). Without them these tests are skipped,
 //! except under CI=true, where they fail.
 //!
-//! `opm serve` cannot load `catalog/` as shipped: its leading comment line before the first `---`
-//! is an empty document to opm ("object '' is missing root schema field"). The tests serve a copy
-//! without the leading comment lines to both servers (issue 13 item 6 tracks the catalog itself).
+//! Both servers load `catalog/` as shipped (its header comment opens the first document, which
+//! opm reads; comment lines before a first `---` would be an empty document it refuses).
 
 // Test helpers outside #[test] functions: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -140,12 +139,9 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The catalogs both servers load: `catalog/` (leading comments dropped, see the module docs)
-/// and every valid fixture catalog.
-fn catalogs(scratch: &Path) -> Vec<(String, PathBuf)> {
-    let shipped = scratch.join("catalog");
-    copy_without_leading_comments(&root().join("catalog"), &shipped);
-    let mut out = vec![("catalog/".to_owned(), shipped)];
+/// The catalogs both servers load: `catalog/` as shipped and every valid fixture catalog.
+fn catalogs() -> Vec<(String, PathBuf)> {
+    let mut out = vec![("catalog/".to_owned(), root().join("catalog"))];
     let fixtures = root().join("tests/fixtures/catalogs/valid");
     let mut dirs: Vec<PathBuf> = fs::read_dir(&fixtures)
         .unwrap()
@@ -158,21 +154,6 @@ fn catalogs(scratch: &Path) -> Vec<(String, PathBuf)> {
         out.push((name, dir));
     }
     out
-}
-
-fn copy_without_leading_comments(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_without_leading_comments(&path, &target);
-        } else {
-            let text = fs::read_to_string(&path).unwrap();
-            let kept: Vec<&str> = text.lines().skip_while(|l| l.starts_with('#')).collect();
-            fs::write(&target, kept.join("\n") + "\n").unwrap();
-        }
-    }
 }
 
 /// What a browse verb sees of a catalog: packages, default channels, channels with heads and
@@ -233,7 +214,7 @@ fn our_client_reads_from_opm_serve_the_catalog_the_directory_loader_reads() {
     };
     let scratch = tempfile::tempdir().unwrap();
     let runtime = runtime();
-    let mut all = catalogs(scratch.path());
+    let mut all = catalogs();
     if let Some(dir) = support::corpus_dir_for_test("v4.20") {
         all.push(("corpus v4.20".to_owned(), dir));
     }
@@ -286,7 +267,7 @@ fn upstreams_go_client_gets_the_same_answers_from_our_server_as_from_opm_serve()
     };
     let scratch = tempfile::tempdir().unwrap();
     let mut differences = Vec::new();
-    for (name, dir) in catalogs(scratch.path()) {
+    for (name, dir) in catalogs() {
         let (_opm, opm_address) = start_opm(&opm, &dir, scratch.path());
         let (_ours, our_address) = start_ours(&dir);
         let from_opm = ask_with_go_client(&client, &opm_address);
