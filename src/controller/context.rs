@@ -34,6 +34,10 @@ pub struct Shared {
     /// When the RBAC of each namespace (Roles, RoleBindings, ServiceAccounts) last changed, as
     /// its watch saw it: failed scoped InstallPlans there are retried after it.
     pub(super) rbac_changes: Mutex<HashMap<String, k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>>,
+    /// The API server's `gitVersion`, read once (the CSV requirement on `minKubeVersion`).
+    pub(super) server_version: tokio::sync::OnceCell<String>,
+    /// What the OperatorCondition controller last applied per condition.
+    pub(super) condition_rbac: Mutex<super::operator_condition::AppliedRbac>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,
     pub(super) synced: tokio::sync::watch::Receiver<bool>,
 }

@@ -218,9 +218,10 @@ where
 
 /// The API server's `gitVersion` (`v1.37.2`), read once per process (`GET /version`); `None`
 /// while it cannot be read (the requirement is then left out, and read again next time).
-async fn server_version(client: &kube::Client) -> Option<String> {
-    static VERSION: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
-    VERSION
+async fn server_version(ctx: &Context) -> Option<String> {
+    let client = ctx.client();
+    ctx.shared
+        .server_version
         .get_or_try_init(|| async { client.apiserver_version().await.map(|info| info.git_version) })
         .await
         .inspect_err(|err| tracing::debug!(error = %err, "could not read the server version"))
@@ -310,7 +311,7 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
         .as_deref()
         .is_some_and(|v| !v.trim().is_empty())
     {
-        observed.server_version = server_version(&client).await;
+        observed.server_version = server_version(ctx).await;
     }
     observed.served_native_apis = served_native_apis(csv, &client).await?;
     let siblings: Vec<ClusterServiceVersion> = in_namespace(&stores.csvs, &ns)

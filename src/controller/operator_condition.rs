@@ -21,7 +21,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, LazyLock, Mutex, atomic::Ordering},
+    sync::{Arc, atomic::Ordering},
 };
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -78,8 +78,11 @@ pub fn csvs_for(
 
 /// The OperatorCondition controlling a Role or RoleBinding, to reconcile when it changes. A
 /// change this process did not make (its resourceVersion is not the one the last apply
-/// returned) makes the next reconcile apply them again ([`APPLIED`]).
-pub fn owner_of<K: Resource>(obj: &PartialObjectMeta<K>) -> Option<ObjectRef<OperatorCondition>> {
+/// returned) makes the next reconcile apply them again ([`AppliedRbac`], in the shared context).
+pub fn owner_of<K: Resource>(
+    shared: &super::Shared,
+    obj: &PartialObjectMeta<K>,
+) -> Option<ObjectRef<OperatorCondition>> {
     let ns = obj.namespace()?;
     let owner = obj
         .owner_references()
@@ -88,7 +91,7 @@ pub fn owner_of<K: Resource>(obj: &PartialObjectMeta<K>) -> Option<ObjectRef<Ope
         .map(|o| ObjectRef::new(&o.name).within(&ns))?;
     let key = (ns, owner.name.clone());
     let version = obj.resource_version().unwrap_or_default();
-    super::lock(&APPLIED).observed(&key, &version);
+    super::lock(&shared.condition_rbac).observed(&key, &version);
     Some(owner)
 }
 
@@ -97,12 +100,11 @@ pub fn owner_of<K: Resource>(obj: &PartialObjectMeta<K>) -> Option<ObjectRef<Ope
 /// resourceVersion the apply did not return (edited, deleted, or never applied since a
 /// restart). Without it every reconcile (its own status write, its Role's and RoleBinding's
 /// creation) re-sent both: about 8 requests per install.
-static APPLIED: LazyLock<Mutex<AppliedRbac>> = LazyLock::new(Default::default);
-
+///
 /// `(namespace, name)` of an OperatorCondition → the hash of its desired Role and RoleBinding
-/// and the resourceVersions the applies returned.
+/// and the resourceVersions the applies returned. Held by the shared context.
 #[derive(Default)]
-struct AppliedRbac(HashMap<(String, String), (u64, [String; 2])>);
+pub struct AppliedRbac(HashMap<(String, String), (u64, [String; 2])>);
 
 impl AppliedRbac {
     /// Whether `hash` is what was applied last for `key`, and nothing changed since.
@@ -175,7 +177,7 @@ async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Resul
     if let (Some(role), Some(binding)) = (plan::role(&oc), plan::role_binding(&oc)) {
         let key = (ns.clone(), name.clone());
         let hash = crate::plan::hash_json(&(&role, &binding));
-        if !super::lock(&APPLIED).fresh(&key, hash) {
+        if !super::lock(&ctx.shared.condition_rbac).fresh(&key, hash) {
             let roles: Api<Role> = Api::namespaced(ctx.client(), &ns);
             let role = apply::apply(&roles, &name, &role, &ctx.manager)
                 .await
@@ -190,7 +192,7 @@ async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Resul
                 role.resource_version().unwrap_or_default(),
                 binding.resource_version().unwrap_or_default(),
             ];
-            super::lock(&APPLIED).record(key, hash, versions);
+            super::lock(&ctx.shared.condition_rbac).record(key, hash, versions);
         }
     }
     if let Some(status) = plan::synced_status(&oc) {
@@ -278,7 +280,7 @@ mod tests {
                                               "name": "op.v1", "uid": "oc-uid", "controller": true}]}
         }))
         .expect("metadata");
-        assert!(owner_of(&edited).is_some());
+        assert!(owner_of(&ctx.shared, &edited).is_some());
         let (result, _) = server
             .run(
                 Scenario::Applied {
@@ -336,8 +338,8 @@ mod tests {
         assert!(refs[0].contains("op.v1") && refs[1].contains("op.v2"), "{refs:?}");
     }
 
-    #[test]
-    fn roles_are_mapped_to_the_operator_condition_controlling_them() {
+    #[tokio::test]
+    async fn roles_are_mapped_to_the_operator_condition_controlling_them() {
         let role: PartialObjectMeta<Role> = serde_json::from_value(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "mapped.v1", "namespace": "ops", "ownerReferences": [
@@ -345,12 +347,17 @@ mod tests {
                  "name": "mapped.v1", "uid": "u", "controller": true}]}
         }))
         .expect("metadata");
-        assert_eq!(owner_of(&role), Some(ObjectRef::new("mapped.v1").within("ops")));
+        let (fixture, _server) = Fixture::new();
+        let ctx = fixture.context(CONTROLLER);
+        assert_eq!(
+            owner_of(&ctx.shared, &role),
+            Some(ObjectRef::new("mapped.v1").within("ops"))
+        );
         let other: PartialObjectMeta<Role> = serde_json::from_value(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "x", "namespace": "ops"}
         }))
         .expect("metadata");
-        assert_eq!(owner_of(&other), None);
+        assert_eq!(owner_of(&ctx.shared, &other), None);
     }
 }

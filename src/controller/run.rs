@@ -303,6 +303,8 @@ pub(super) async fn run_controllers(
         discovery: Mutex::default(),
         status_writes: Mutex::default(),
         rbac_changes: Mutex::default(),
+        server_version: tokio::sync::OnceCell::new(),
+        condition_rbac: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
     });
@@ -529,11 +531,17 @@ pub(super) async fn run_controllers(
         .with_config(cfg())
         .watches_stream(
             metadata_trigger::<k8s_openapi::api::rbac::v1::Role>(&sync, client.clone(), managed()),
-            |role| operator_condition::owner_of(&role),
+            {
+                let shared = Arc::clone(&shared);
+                move |role| operator_condition::owner_of(&shared, &role)
+            },
         )
         .watches_stream(
             metadata_trigger::<k8s_openapi::api::rbac::v1::RoleBinding>(&sync, client.clone(), managed()),
-            |binding| operator_condition::owner_of(&binding),
+            {
+                let shared = Arc::clone(&shared);
+                move |binding| operator_condition::owner_of(&shared, &binding)
+            },
         )
         .shutdown_on_signal();
 

@@ -551,6 +551,8 @@ impl Fixture {
             discovery: std::sync::Mutex::default(),
             status_writes: std::sync::Mutex::default(),
             rbac_changes: std::sync::Mutex::default(),
+            server_version: tokio::sync::OnceCell::new(),
+            condition_rbac: std::sync::Mutex::default(),
             event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
             synced: synced_rx,
         });
