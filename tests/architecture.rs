@@ -9,7 +9,9 @@
 //!    module names a path into another: `use crate::…`, `use super::…`, or a path in an expression,
 //!    re-exports followed to the module that defines the item) has no cycle. Edges between a module
 //!    and its own ancestors are the module tree (a child using its parent's context, a parent
-//!    wiring its children), not layering, and are not counted.
+//!    wiring its children), not layering, and are not counted. Nor has the graph of sibling
+//!    trees (a module counts with its children: naming `plan::csv::deployments` from
+//!    `plan::operator_condition` is an edge to `plan::csv`).
 //!
 //! Linkerd gets rule 1 from separate crates; in one package a test is the cheapest fence. The
 //! scanner below is a small Rust lexer (comments, strings, chars, raw strings, lifetimes) plus a
@@ -18,8 +20,8 @@
 //! dev-dependency: syn sees the same tokens inside macro bodies (`format!`, `json!`) that we do,
 //! so it would not be more exact for these rules, and the lexer costs no compile time.
 //!
-//! Rule 2 also holds for the other library crates of the workspace (`redis-operator/src`); rule 1
-//! is about olm-rs's core only.
+//! Rule 2 also holds for every other crate of the workspace (`redis-operator/src`, each
+//! `crates/*/src`); rule 1 is about olm-rs's core only.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -663,6 +665,28 @@ fn absolute(module: &[String], inline: &[String], path: &[String]) -> Option<Vec
     Some(here)
 }
 
+/// The graph between sibling subtrees: an edge `a::x::… → a::y::…` (their deepest common
+/// ancestor `a`) is an edge `a::x → a::y`. A module and its children are one unit to the rest
+/// of the tree (a child may use its parent's items, a parent its children's), so a module that
+/// names `plan::csv::deployments` depends on `plan::csv`, and `plan::csv` naming it back is a
+/// cycle the module graph alone misses (the edge into the child is not the edge into its
+/// parent).
+fn subtree_graph(
+    graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut out: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (from, targets) in graph {
+        for to in targets {
+            let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+            let (Some(a), Some(b)) = (from.get(..=common), to.get(..=common)) else {
+                continue;
+            };
+            out.entry(a.to_vec()).or_default().insert(b.to_vec());
+        }
+    }
+    out
+}
+
 /// One cycle of the graph, if any (depth-first search).
 fn find_cycle(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
     fn visit(
@@ -717,7 +741,7 @@ fn assert_no_cycle(src: &Path, at_least: usize) {
     let modules = modules(src);
     let graph = module_graph(&modules);
     assert!(
-        graph.len() > at_least,
+        graph.len() >= at_least,
         "only {} modules with edges in {}",
         graph.len(),
         src.display()
@@ -725,6 +749,14 @@ fn assert_no_cycle(src: &Path, at_least: usize) {
     if let Some(cycle) = find_cycle(&graph) {
         panic!(
             "import cycle in {}: {}\nbreak it by moving what both need into a third module",
+            src.display(),
+            show(&cycle)
+        );
+    }
+    if let Some(cycle) = find_cycle(&subtree_graph(&graph)) {
+        panic!(
+            "import cycle between module trees in {}: {} (a module counts with its children)\n\
+             break it by moving what both need into a third module",
             src.display(),
             show(&cycle)
         );
@@ -742,6 +774,20 @@ fn the_redis_operator_modules_do_not_import_each_other_in_a_cycle() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("redis-operator/src"),
         5,
     );
+}
+
+#[test]
+fn every_workspace_crate_is_free_of_import_cycles() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut checked = 0;
+    for entry in fs::read_dir(&crates).expect("crates/ is readable").flatten() {
+        let src = entry.path().join("src");
+        if src.is_dir() {
+            assert_no_cycle(&src, 0);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} crates under crates/");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -863,5 +909,25 @@ fn a_cycle_is_found_through_use_super_expressions_and_facades() {
     assert_eq!(
         cycle(&glob).as_deref(),
         Some("crate::api::v1 -> crate::status -> crate::api::v1")
+    );
+    // plan::csv ↔ plan::operator_condition, as before issue 24: through a child of csv the
+    // module graph has no cycle, the graph of sibling trees has.
+    let trees = [
+        module("plan", "pub mod csv; pub mod operator_condition;"),
+        module(
+            "plan::csv",
+            "mod deployments; pub use deployments::labels; use super::operator_condition::Block;",
+        ),
+        module("plan::csv::deployments", "pub fn labels() {}"),
+        module(
+            "plan::operator_condition",
+            "pub struct Block; fn f() { super::csv::labels(); }",
+        ),
+    ];
+    let graph = module_graph(&trees);
+    assert_eq!(find_cycle(&graph), None);
+    assert_eq!(
+        find_cycle(&subtree_graph(&graph)).map(|c| show(&c)).as_deref(),
+        Some("crate::plan::csv -> crate::plan::operator_condition -> crate::plan::csv")
     );
 }

@@ -66,6 +66,18 @@ pub const CSV_CLEANUP_FINALIZER: &str = "operators.coreos.com/csv-cleanup";
 /// Prefix of the Operator-API component label (`operators.coreos.com/<package>.<namespace>`).
 pub const COMPONENT_LABEL_PREFIX: &str = "operators.coreos.com/";
 
+/// The Operator component labels (`operators.coreos.com/<operator>`, put on a CSV by the
+/// InstallPlan) among `labels`: they go on the objects the CSV owns so the Operator lists them.
+pub fn component_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
+    labels
+        .iter()
+        .filter(|(k, _)| k.starts_with(COMPONENT_LABEL_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// Longest name part of a label key.
 const LABEL_NAME_MAX: usize = 63;
 

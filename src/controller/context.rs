@@ -37,7 +37,7 @@ pub struct Shared {
     /// The API server's `gitVersion`, read once (the CSV requirement on `minKubeVersion`).
     pub(super) server_version: tokio::sync::OnceCell<String>,
     /// What the OperatorCondition controller last applied per condition.
-    pub(super) condition_rbac: Mutex<super::operator_condition::AppliedRbac>,
+    pub(super) condition_rbac: Mutex<super::applied::AppliedRbac>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,
     pub(super) synced: tokio::sync::watch::Receiver<bool>,
 }

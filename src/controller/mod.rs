@@ -156,6 +156,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
+mod applied;
 mod context;
 mod run;
 mod status_writes;

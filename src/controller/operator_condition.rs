@@ -19,10 +19,7 @@
 //! CRD is served at startup, the store is a readiness gate like the others, so the generator
 //! never mistakes a cold store for a missing OperatorCondition.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, atomic::Ordering},
-};
+use std::sync::{Arc, atomic::Ordering};
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::{
@@ -78,7 +75,8 @@ pub fn csvs_for(
 
 /// The OperatorCondition controlling a Role or RoleBinding, to reconcile when it changes. A
 /// change this process did not make (its resourceVersion is not the one the last apply
-/// returned) makes the next reconcile apply them again ([`AppliedRbac`], in the shared context).
+/// returned) makes the next reconcile apply them again ([`super::applied::AppliedRbac`], in the
+/// shared context).
 pub fn owner_of<K: Resource>(
     shared: &super::Shared,
     obj: &PartialObjectMeta<K>,
@@ -93,40 +91,6 @@ pub fn owner_of<K: Resource>(
     let version = obj.resource_version().unwrap_or_default();
     super::lock(&shared.condition_rbac).observed(&key, &version);
     Some(owner)
-}
-
-/// What this process last applied for each OperatorCondition: the Role and RoleBinding are
-/// applied again only when what they should hold changed, or when a watch shows them at a
-/// resourceVersion the apply did not return (edited, deleted, or never applied since a
-/// restart). Without it every reconcile (its own status write, its Role's and RoleBinding's
-/// creation) re-sent both: about 8 requests per install.
-///
-/// `(namespace, name)` of an OperatorCondition → the hash of its desired Role and RoleBinding
-/// and the resourceVersions the applies returned. Held by the shared context.
-#[derive(Default)]
-pub struct AppliedRbac(HashMap<(String, String), (u64, [String; 2])>);
-
-impl AppliedRbac {
-    /// Whether `hash` is what was applied last for `key`, and nothing changed since.
-    fn fresh(&self, key: &(String, String), hash: u64) -> bool {
-        self.0.get(key).is_some_and(|(applied, _)| *applied == hash)
-    }
-
-    fn record(&mut self, key: (String, String), hash: u64, versions: [String; 2]) {
-        self.0.insert(key, (hash, versions));
-    }
-
-    /// A Role or RoleBinding of `key` seen at `version`: forgets the record unless the version
-    /// is one the applies returned.
-    fn observed(&mut self, key: &(String, String), version: &str) {
-        if self
-            .0
-            .get(key)
-            .is_some_and(|(_, versions)| !versions.iter().any(|v| v == version))
-        {
-            self.0.remove(key);
-        }
-    }
 }
 
 /// The generator: applies `csv`'s OperatorCondition when the store shows it missing or
@@ -294,20 +258,6 @@ mod tests {
             )
             .await;
         result.expect("reconciled");
-    }
-
-    #[test]
-    fn the_rbac_record_is_fresh_until_what_it_holds_or_someone_else_changes_it() {
-        let mut memo = AppliedRbac::default();
-        let key = ("ops".to_owned(), "other.v1".to_owned());
-        assert!(!memo.fresh(&key, 1), "never applied");
-        memo.record(key.clone(), 1, ["10".into(), "11".into()]);
-        assert!(memo.fresh(&key, 1));
-        assert!(!memo.fresh(&key, 2), "what they should hold changed");
-        memo.observed(&key, "11");
-        assert!(memo.fresh(&key, 1), "the apply's own change");
-        memo.observed(&key, "12");
-        assert!(!memo.fresh(&key, 1), "a change this process did not make");
     }
 
     #[test]

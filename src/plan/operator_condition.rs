@@ -104,7 +104,7 @@ pub fn desired(csv: &ClusterServiceVersion) -> Option<OperatorCondition> {
     oc.metadata.namespace = csv.namespace();
     // The CSV's Operator component label, as upstream's adoption controller puts on every object
     // the CSV owns (so the Operator lists it).
-    let component_labels = super::csv::component_labels(csv);
+    let component_labels = crate::api::labels::component_labels(csv.labels());
     oc.metadata.labels = (!component_labels.is_empty()).then_some(component_labels);
     oc.metadata.owner_references = Some(vec![controller_ref(v1alpha1::API_VERSION, CSV_KIND, &name, uid)]);
     Some(oc)

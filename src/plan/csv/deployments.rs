@@ -8,16 +8,6 @@
 )]
 use super::*;
 
-/// The CSV's Operator component labels (`operators.coreos.com/<operator>`, put by the
-/// InstallPlan), which go on the objects the CSV owns so the Operator lists them.
-pub fn component_labels(csv: &ClusterServiceVersion) -> BTreeMap<String, String> {
-    csv.labels()
-        .iter()
-        .filter(|(k, _)| k.starts_with(COMPONENT_LABEL_PREFIX))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
 /// The Deployments the CSV's install strategy asks for, with OLM's labels, pod-template
 /// annotations (`annotations` overlaid: pass the CSV's annotations including the
 /// OperatorGroup member annotations), `revisionHistoryLimit: 1`, `overrides` merged in, then
@@ -34,7 +24,7 @@ pub fn desired_deployments(
     let name = csv.name_any();
     let namespace = csv.namespace().unwrap_or_default();
     // The Operator-API component label the InstallPlan put on the CSV goes on its Deployments.
-    let component_labels = component_labels(csv);
+    let component_labels = crate::api::labels::component_labels(csv.labels());
     let owner = csv_owner_reference(csv);
     csv.spec
         .install

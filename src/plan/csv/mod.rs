@@ -151,7 +151,7 @@ use super::{
 };
 use crate::{
     api::{
-        labels::{COMPONENT_LABEL_PREFIX, DEPLOYMENT_SPEC_HASH, MANAGED, OWNER},
+        labels::{DEPLOYMENT_SPEC_HASH, MANAGED, OWNER},
         v1alpha1::{
             self, ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, CsvReason, RequirementStatus,
             StatusReason,
@@ -1256,7 +1256,7 @@ mod writes;
 
 pub use components::{ComponentIssue, ComponentKey, desired_components, package_of, target_components};
 pub use config::{ConfigError, SubscriptionOverrides, owning_subscription};
-pub use deployments::{component_labels, deployment_up_to_date, desired_deployments, strategy_switch_patch};
+pub use deployments::{deployment_up_to_date, desired_deployments, strategy_switch_patch};
 pub use failures::{
     ApplyFailure, OwnPlanState, apply_failed, held_by_plan, own_plan_state, plan_failed, repeats_failure,
 };

@@ -828,7 +828,9 @@ fn desired_deployments_carry_the_operator_component_label_of_their_csv_and_nothi
         .labels()
         .clone();
     assert!(
-        !labels.keys().any(|k| k.starts_with(COMPONENT_LABEL_PREFIX)),
+        !labels
+            .keys()
+            .any(|k| k.starts_with(crate::api::labels::COMPONENT_LABEL_PREFIX)),
         "{labels:?}"
     );
 }
