@@ -3874,3 +3874,55 @@ async fn a_step_the_api_server_warns_about_raises_an_applied_with_warnings_event
         "the warning is counted"
     );
 }
+
+/// A scoped plan that failed for want of a permission runs again once the namespace's RBAC
+/// changes (upstream's `triggerInstallPlanRetry`): `Failed` at once (its start time is long
+/// past the retry timeout), then `Complete` after a Role grants what was missing.
+#[tokio::test]
+async fn a_failed_scoped_plan_is_retried_when_the_namespace_rbac_changes() {
+    let Some(env) = env("e2e-scoped-retry").await else {
+        return;
+    };
+    let ns = env.ns().to_owned();
+    env.create::<ServiceAccount>(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "installer", "namespace": ns},
+    }))
+    .await;
+    env.own_namespace_group().await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns}, "data": {"a": "1"}});
+    hand_made_plan(
+        &env,
+        "scoped",
+        Duration::ZERO,
+        json!({
+            "phase": "Installing", "catalogSources": [], "startTime": "1970-01-01T00:00:00Z",
+            "attenuatedServiceAccountRef": {"kind": "ServiceAccount", "name": "installer", "namespace": ns},
+            "plan": [hand_step("", "", "v1", "ConfigMap", &cm)],
+        }),
+    )
+    .await;
+    let failed = env
+        .wait_obj::<InstallPlan, _>("phase Failed", "scoped", |p| {
+            (str_at(p, "/status/phase") == "Failed").then(|| p.clone())
+        })
+        .await;
+    let message = str_at(&failed, "/status/message");
+    assert!(
+        message.contains(r#"cannot create resource "configmaps""#),
+        "{message}"
+    );
+    assert!(env.get::<ConfigMap>("settings").await.is_none());
+    grant_installer(
+        &env,
+        "installer-configmaps",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch", "get"]}]),
+    )
+    .await;
+    env.wait_obj::<InstallPlan, _>("phase Complete after the grant", "scoped", |p| {
+        (str_at(p, "/status/phase") == "Complete").then_some(())
+    })
+    .await;
+    let created = env.get::<ConfigMap>("settings").await.expect("the ConfigMap");
+    assert_eq!(str_at(&created, "/data/a"), "1");
+}
