@@ -194,14 +194,16 @@ pub struct ImagePuller<P: Pull = CatalogPull> {
 /// objects are reconciled again by their own requeue).
 const FINISHED_ANNOUNCEMENTS: usize = 256;
 
-const BACKOFF_START: Duration = Duration::from_secs(5);
-const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// The wait after failures of one image in a row: 5 s, doubling, at most 5 min (a registry is
+/// asked less often than the API server, [`operator_runtime::backoff::DEFAULT`]).
+const BACKOFF: operator_runtime::backoff::Policy = operator_runtime::backoff::Policy {
+    first: Duration::from_secs(5),
+    max: Duration::from_secs(300),
+};
 
-/// The wait after `failures` failures in a row: 5 s, doubling, at most 5 min.
+/// The wait after `failures` failures in a row ([`BACKOFF`]).
 fn backoff_after(failures: u32) -> Duration {
-    BACKOFF_START
-        .saturating_mul(1 << failures.saturating_sub(1).min(16))
-        .min(BACKOFF_MAX)
+    BACKOFF.delay(failures)
 }
 
 impl<P: Pull> ImagePuller<P> {
@@ -589,8 +591,8 @@ mod tests {
         assert_eq!(backoff_after(1), Duration::from_secs(5));
         assert_eq!(backoff_after(2), Duration::from_secs(10));
         assert_eq!(backoff_after(4), Duration::from_secs(40));
-        assert_eq!(backoff_after(7), BACKOFF_MAX);
-        assert_eq!(backoff_after(u32::MAX), BACKOFF_MAX);
+        assert_eq!(backoff_after(7), BACKOFF.max);
+        assert_eq!(backoff_after(u32::MAX), BACKOFF.max);
     }
 
     #[test]

@@ -102,7 +102,7 @@ pub fn unpack_timeout(
         Some(rest) => (true, rest),
         None => (false, trimmed.strip_prefix('+').unwrap_or(trimmed)),
     };
-    match super::catalog_source::go_duration(magnitude) {
+    match operator_runtime::duration::go(magnitude) {
         Some(d) if d.is_zero() => Ok(None),
         // Upstream ignores a negative timeout and uses the default.
         Some(_) if negative => Ok(Some(DEFAULT_TIMEOUT)),
@@ -147,7 +147,7 @@ pub fn unpack_settings(
         None => RETRY_AFTER,
         Some(text) => {
             let trimmed = text.trim();
-            super::catalog_source::go_duration(trimmed.strip_prefix('+').unwrap_or(trimmed)).ok_or_else(|| {
+            operator_runtime::duration::go(trimmed.strip_prefix('+').unwrap_or(trimmed)).ok_or_else(|| {
                 format!(
                     "OperatorGroup {group}: annotation {BUNDLE_UNPACK_MIN_RETRY_INTERVAL}={text:?} is not a \
                      non-negative duration; set it to a Go duration such as 30s or 10m, or remove it for the \

@@ -145,41 +145,7 @@ pub const DEFAULT_POLL: Duration = Duration::from_secs(15 * 60);
 /// A positive Go duration (`45m`, `1h30m`, `1.5h`, `30s`), as `time.ParseDuration` reads it:
 /// every number needs a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
 fn parse_go_duration(text: &str) -> Option<Duration> {
-    go_duration(text).filter(|d| !d.is_zero())
-}
-
-/// A non-negative Go duration without sign: as [`parse_go_duration`], and zero (`0`, `0s`).
-pub(crate) fn go_duration(text: &str) -> Option<Duration> {
-    let mut rest = text.trim();
-    if rest == "0" {
-        return Some(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter(|n| *n > 0)?;
-        let value: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * seconds;
-    }
-    (total >= 0.0 && total.is_finite()).then(|| Duration::from_secs_f64(total))
+    operator_runtime::duration::go(text).filter(|d| !d.is_zero())
 }
 
 /// The poll interval of `updateStrategy.registryPoll.interval`: `(None, None)` without a
