@@ -34,14 +34,72 @@ use super::{
 /// One loaded catalog: its linked model and the version it was built from.
 #[derive(Debug, Clone)]
 pub struct LoadedCatalog {
-    /// The ConfigMap resourceVersion (or `builtin`) the catalog was read from.
-    pub resource_version: String,
+    /// Where the catalog was read from, and which version of it.
+    pub origin: CatalogOrigin,
     /// The linked catalog (packages → channels → bundles).
     pub model: Model,
     /// What the model builder had to leave out (a channel entry without its bundle, ...), one
     /// line each naming the package, channel or bundle: shown on the CatalogSource's status so a
     /// partly broken catalog is never served silently.
     pub problems: Vec<String>,
+}
+
+/// Where a loaded catalog came from and which version of it: what decides whether the catalog
+/// cached for a CatalogSource is still the one to serve, and when it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CatalogOrigin {
+    /// The catalog built into the controller (or its `--builtin-catalog` directory).
+    Builtin,
+    /// A ConfigMap, at this resourceVersion.
+    ConfigMap {
+        /// The ConfigMap's resourceVersion.
+        resource_version: String,
+    },
+    /// A catalog image, at this manifest digest.
+    Image {
+        /// `sha256:...`.
+        digest: String,
+    },
+    /// A registry gRPC API at `address`, read at `read_at` (Unix seconds).
+    Registry {
+        /// `HOST:PORT`.
+        address: String,
+        /// When it was read.
+        read_at: i64,
+    },
+    /// A catalogd HTTP API at `url`, read at `read_at` (Unix seconds), with the server's
+    /// `Last-Modified`.
+    Http {
+        /// The base URL.
+        url: String,
+        /// When it was read.
+        read_at: i64,
+        /// The server's `Last-Modified`, sent back as `If-Modified-Since`.
+        last_modified: Option<String>,
+    },
+}
+
+impl CatalogOrigin {
+    /// When the catalog was read from the registry at `address` (`None`: not from there).
+    pub fn registry_read_at(&self, address: &str) -> Option<i64> {
+        match self {
+            Self::Registry { address: a, read_at } if a == address => Some(*read_at),
+            _ => None,
+        }
+    }
+
+    /// When the catalog was read from the catalogd server at `url`, and its `Last-Modified`
+    /// (`None`: not from there).
+    pub fn http_read(&self, url: &str) -> Option<(i64, Option<&str>)> {
+        match self {
+            Self::Http {
+                url: u,
+                read_at,
+                last_modified,
+            } if u == url => Some((*read_at, last_modified.as_deref())),
+            _ => None,
+        }
+    }
 }
 
 /// One reason a catalog is refused.
@@ -105,14 +163,14 @@ pub fn summarise<T: fmt::Display>(problems: &[T]) -> String {
 /// [`Refused`] when a document fails to decode or the catalog has no package.
 pub fn load_texts<'a>(
     texts: impl IntoIterator<Item = (&'a str, &'a str)>,
-    resource_version: &str,
+    origin: CatalogOrigin,
 ) -> Result<LoadedCatalog, Refused> {
     let mut cfg = DeclarativeConfig::default();
     let mut problems = Vec::new();
     for (path, text) in texts {
         problems.extend(cfg.decode_str(path, text).into_iter().map(LoadProblem::from));
     }
-    link(cfg, problems, resource_version)
+    link(cfg, problems, origin)
 }
 
 /// Links decoded blobs into a model. The catalog is refused when `problems` (met while decoding)
@@ -123,7 +181,7 @@ pub fn load_texts<'a>(
 pub fn link(
     cfg: DeclarativeConfig,
     mut problems: Vec<LoadProblem>,
-    resource_version: &str,
+    origin: CatalogOrigin,
 ) -> Result<LoadedCatalog, Refused> {
     if cfg.packages.is_empty() {
         problems.push(LoadProblem::NoPackage);
@@ -133,7 +191,7 @@ pub fn link(
     }
     let (model, left_out) = Model::build(cfg);
     Ok(LoadedCatalog {
-        resource_version: resource_version.to_owned(),
+        origin,
         model,
         problems: left_out.iter().map(ToString::to_string).collect(),
     })
@@ -147,7 +205,7 @@ pub fn link(
 pub fn finish(
     documents: Vec<(Origin, Value)>,
     mut problems: Vec<LoadProblem>,
-    resource_version: &str,
+    origin: CatalogOrigin,
 ) -> Result<LoadedCatalog, Refused> {
     let mut cfg = DeclarativeConfig::default();
     for (origin, document) in documents {
@@ -155,7 +213,7 @@ pub fn finish(
             problems.push(err.into());
         }
     }
-    link(cfg, problems, resource_version)
+    link(cfg, problems, origin)
 }
 
 fn as_list(value: Value) -> Vec<Value> {
@@ -174,7 +232,7 @@ fn as_list(value: Value) -> Vec<Value> {
 /// bad blob, what the legacy conversion could not convert).
 pub fn catalog_from_data(
     data: &BTreeMap<String, String>,
-    resource_version: &str,
+    origin: CatalogOrigin,
 ) -> Result<LoadedCatalog, Refused> {
     let mut cfg = DeclarativeConfig::default();
     let mut problems = Vec::new();
@@ -210,7 +268,7 @@ pub fn catalog_from_data(
         }
         problems.extend(converted.problems.into_iter().map(LoadProblem::LegacyConvert));
     }
-    link(cfg, problems, resource_version)
+    link(cfg, problems, origin)
 }
 
 #[cfg(test)]
@@ -218,6 +276,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn cm(version: &str) -> CatalogOrigin {
+        CatalogOrigin::ConfigMap {
+            resource_version: version.to_owned(),
+        }
+    }
 
     fn doc(i: usize, v: Value) -> (Origin, Value) {
         (Origin::new("catalog.json", i), v)
@@ -237,10 +301,10 @@ mod tests {
                     "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]})),
             ],
             Vec::new(),
-            "42",
+            cm("42"),
         )
         .unwrap();
-        assert_eq!(loaded.resource_version, "42");
+        assert_eq!(loaded.origin, cm("42"));
         assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
         let package = loaded.model.package("a").unwrap();
         assert_eq!(package.default_channel().and_then(|c| c.head()), Some("a.v1"));
@@ -248,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_blob_without_schema_or_a_catalog_without_package_is_refused_with_the_reason() {
-        let refused = finish(vec![doc(1, json!({"name": "x"}))], Vec::new(), "1").unwrap_err();
+        let refused = finish(vec![doc(1, json!({"name": "x"}))], Vec::new(), cm("1")).unwrap_err();
         let problems = messages(&refused);
         assert!(problems.iter().any(|p| p.contains("schema")), "{problems:?}");
         assert!(
@@ -269,7 +333,7 @@ mod tests {
                     "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}]})),
             ],
             Vec::new(),
-            "7",
+            cm("7"),
         )
         .unwrap();
         assert!(loaded.model.package("a").is_some());
@@ -282,7 +346,7 @@ mod tests {
         let refused = finish(
             vec![doc(1, json!({"schema": "olm.package", "name": "a"}))],
             vec![LoadProblem::LegacyConvert("catalog.json: bad".to_owned())],
-            "1",
+            cm("1"),
         )
         .unwrap_err();
         assert_eq!(messages(&refused), ["catalog.json: bad"]);
@@ -299,8 +363,8 @@ mod tests {
             "packages".to_owned(),
             r#"[{"packageName":"b","channels":[]}]"#.to_owned(),
         );
-        let catalog = catalog_from_data(&data, "7").unwrap();
-        assert_eq!(catalog.resource_version, "7");
+        let catalog = catalog_from_data(&data, cm("7")).unwrap();
+        assert_eq!(catalog.origin, cm("7"));
         let names: Vec<&str> = catalog.model.packages().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(catalog.model.package("a").map(|p| p.channels().len()), Some(1));
@@ -311,7 +375,7 @@ mod tests {
         for key in ["catalog.json", "packages"] {
             let mut data = BTreeMap::new();
             data.insert(key.to_owned(), "{not json".to_owned());
-            let refused = catalog_from_data(&data, "1").unwrap_err();
+            let refused = catalog_from_data(&data, cm("1")).unwrap_err();
             let problems = messages(&refused);
             assert!(problems[0].starts_with(&format!("{key}:")), "{problems:?}");
             assert!(problems[0].contains("failed to parse JSON"), "{problems:?}");
@@ -326,7 +390,7 @@ mod tests {
                 "c.yaml",
                 "schema: olm.package\nname: a\n---\nschema: olm.package\nname: b\n",
             )],
-            "1",
+            cm("1"),
         )
         .unwrap();
         let names: Vec<&str> = loaded.model.packages().map(|p| p.name.as_str()).collect();

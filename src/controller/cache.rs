@@ -28,9 +28,6 @@ use crate::{
     source,
 };
 
-/// The key of the built-in catalog in the cache's resource-version field.
-pub const BUILTIN_VERSION: &str = "builtin";
-
 /// The built-in catalog shipped in the repository's `catalog/` directory, embedded at build time:
 /// (path relative to the repository, text) of every file `build.rs` found there, in the walker's
 /// sorted order, `.indexignore`d files left out.
@@ -41,7 +38,7 @@ pub const EMBEDDED_BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), 
 /// # Errors
 /// [`Refused`] when the embedded files do not make a servable catalog.
 pub fn embedded_builtin() -> Result<LoadedCatalog, Refused> {
-    load::load_texts(EMBEDDED_BUILTIN.iter().copied(), BUILTIN_VERSION)
+    load::load_texts(EMBEDDED_BUILTIN.iter().copied(), load::CatalogOrigin::Builtin)
 }
 
 /// Why the `--builtin-catalog` directory could not be read (a catalog that is read but refused
@@ -80,7 +77,7 @@ impl From<source::Error> for BuiltinDirError {
 pub fn builtin_from_dir(dir: &Path) -> Result<Result<LoadedCatalog, Refused>, BuiltinDirError> {
     let loaded = source::load_path(dir)?;
     let problems = loaded.problems.into_iter().map(LoadProblem::from).collect();
-    Ok(load::link(loaded.config, problems, BUILTIN_VERSION))
+    Ok(load::link(loaded.config, problems, load::CatalogOrigin::Builtin))
 }
 
 /// Parsed catalogs by CatalogSource.
@@ -192,7 +189,7 @@ mod tests {
         assert!(!EMBEDDED_BUILTIN.is_empty());
         let cache = CatalogCache::new(None).unwrap();
         let builtin = cache.builtin().unwrap();
-        assert_eq!(builtin.resource_version, BUILTIN_VERSION);
+        assert_eq!(builtin.origin, load::CatalogOrigin::Builtin);
         assert!(builtin.problems.is_empty(), "{:?}", builtin.problems);
         let package = builtin
             .model
@@ -271,7 +268,7 @@ mod tests {
         );
         let embedded = load::load_texts(
             files.iter().map(|(p, t)| (p.as_str(), t.as_str())),
-            BUILTIN_VERSION,
+            load::CatalogOrigin::Builtin,
         )
         .unwrap();
         assert!(!served(&cli).is_empty());

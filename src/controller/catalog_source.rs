@@ -52,15 +52,15 @@ use crate::{
         reasons::catalog_source as reason,
         v1alpha1::{CatalogSource, CatalogSourceStatus, connection_state},
     },
-    catalog::load::{self, catalog_from_data},
+    catalog::load::{self, CatalogOrigin, catalog_from_data},
     catalogd,
     grpc::{ClientError, ClientOptions, Connection},
     k8s::apply,
     plan::catalog_source::{
         ConfigMapSeen, ConnectionSeen, GrpcObserved, Heads, ImagePlan, Reachability, SourcePlan,
         config_map_reference, connection, decided_times_changed, grpc_refresh, grpc_unreachable_message,
-        heads_of, http_if_modified_since, http_tag, http_tag_parts, http_unreachable_message, image_status,
-        plan_source, poll_due, registry_service, source_status, unapplied_spec_note, with_note,
+        heads_of, http_unreachable_message, image_status, plan_source, poll_due, registry_service,
+        source_status, unapplied_spec_note, with_note,
     },
 };
 
@@ -182,10 +182,13 @@ async fn reconcile_inner(cs: Arc<CatalogSource>, ctx: Arc<Context>) -> Result<Ac
                         uid: cm.uid(),
                         resource_version: rv.clone(),
                     };
-                    let cached = cache.get(&ns, &name).filter(|c| c.resource_version == rv);
+                    let origin = CatalogOrigin::ConfigMap {
+                        resource_version: rv.clone(),
+                    };
+                    let cached = cache.get(&ns, &name).filter(|c| c.origin == origin);
                     let loaded = match cached {
                         Some(c) => Ok(c),
-                        None => catalog_from_data(&cm.data.clone().unwrap_or_default(), &rv).map(Arc::new),
+                        None => catalog_from_data(&cm.data.clone().unwrap_or_default(), origin).map(Arc::new),
                     };
                     match loaded {
                         Ok(catalog) => {
@@ -353,10 +356,12 @@ async fn reconcile_image(
     let before = cache.get(ns, name);
     let left_out = match &view.served {
         Some(served) => {
-            if cache
-                .get(ns, name)
-                .is_none_or(|c| c.resource_version != served.digest)
-            {
+            if cache.get(ns, name).is_none_or(|c| {
+                c.origin
+                    != CatalogOrigin::Image {
+                        digest: served.digest.clone(),
+                    }
+            }) {
                 cache.insert(ns, name, Arc::clone(&served.catalog));
             }
             served.catalog.problems.clone()
@@ -443,20 +448,6 @@ struct FromRegistry {
     result: std::result::Result<Served, (&'static str, String)>,
 }
 
-/// The cache tag of a catalog read from `address` at `secs` (Unix seconds): the address, so a
-/// changed `spec.address` reads again, and the time, for `registryPoll`.
-fn registry_tag(address: &str, secs: i64) -> String {
-    format!("grpc://{address}#{secs}")
-}
-
-/// The read time of a cached catalog when it came from `address`.
-fn read_from(tag: &str, address: &str) -> Option<Timestamp> {
-    let prefix = format!("grpc://{address}#");
-    tag.strip_prefix(&prefix)
-        .and_then(|secs| secs.parse::<i64>().ok())
-        .and_then(|secs| Timestamp::from_second(secs).ok())
-}
-
 /// How a registry or catalog server that gave no catalog failed: still `CONNECTING` when it
 /// timed out.
 fn reachability(err: &(dyn std::error::Error + 'static), timed_out: bool) -> Reachability {
@@ -495,10 +486,9 @@ async fn serve_from_http(
     url: &str,
 ) -> FromRegistry {
     let cached = cache.get(ns, name);
-    let tag = cached.as_ref().map(|c| c.resource_version.as_str());
+    let read = cached.as_ref().and_then(|c| c.origin.http_read(url));
     // When the catalog served was read, for the message of a failed read.
-    let read_at = tag
-        .and_then(|t| http_tag_parts(t, url))
+    let read_at = read
         .and_then(|(secs, _)| Timestamp::from_second(secs).ok())
         .map(|at| at.to_string());
     let options = catalogd::ClientOptions {
@@ -534,7 +524,9 @@ async fn serve_from_http(
             Err(err) => return failed(err),
         },
     };
-    let since = http_if_modified_since(tag, url);
+    // The `If-Modified-Since` of the GET: the `Last-Modified` of the catalog served, when it was
+    // read from this URL and its server sent one.
+    let since = read.and_then(|(_, last_modified)| last_modified);
     let fetched = match catalogd::fetch(&client, url, &options, since).await {
         Ok(fetched) => fetched,
         Err(err) => return failed(err),
@@ -551,7 +543,11 @@ async fn serve_from_http(
     let read = Read {
         config: fetched.config,
         problems: fetched.problems.iter().map(ToString::to_string).collect(),
-        tag: http_tag(url, now.as_second(), fetched.last_modified.as_deref()),
+        origin: CatalogOrigin::Http {
+            url: url.to_owned(),
+            read_at: now.as_second(),
+            last_modified: fetched.last_modified.clone(),
+        },
     };
     tracing::info!(catalogsource = %format!("{ns}/{name}"), url, "read the catalog");
     link_and_cache(
@@ -574,9 +570,13 @@ async fn serve_from_registry(
     poll: Option<Duration>,
     previous_state: Option<String>,
 ) -> FromRegistry {
-    let cached = cache
-        .get(ns, name)
-        .and_then(|c| read_from(&c.resource_version, address).map(|at| (c, at)));
+    let cached = cache.get(ns, name).and_then(|c| {
+        let at = c
+            .origin
+            .registry_read_at(address)
+            .and_then(|secs| Timestamp::from_second(secs).ok())?;
+        Some((c, at))
+    });
     // When the catalog served was read, for the message of a failed read.
     let read_at = cached.as_ref().map(|(_, at)| at.to_string());
     let options = ClientOptions {
@@ -627,7 +627,10 @@ async fn serve_from_registry(
     let read = Read {
         config: fetched.config,
         problems: fetched.problems,
-        tag: registry_tag(address, now.as_second()),
+        origin: CatalogOrigin::Registry {
+            address: address.to_owned(),
+            read_at: now.as_second(),
+        },
     };
     link_and_cache(
         cache,
@@ -644,8 +647,8 @@ struct Read {
     config: crate::catalog::DeclarativeConfig,
     /// What did not decode.
     problems: Vec<String>,
-    /// The cache tag ([`registry_tag`], [`http_tag`]).
-    tag: String,
+    /// Where and when it was read.
+    origin: CatalogOrigin,
 }
 
 /// Links a catalog read from `source` (`registry HOST:PORT`, `catalog server URL`) and caches
@@ -659,7 +662,7 @@ fn link_and_cache(
     source: &str,
     had_cached: bool,
 ) -> FromRegistry {
-    match load::link(read.config, Vec::new(), &read.tag) {
+    match load::link(read.config, Vec::new(), read.origin) {
         Ok(mut catalog) => {
             catalog.problems.extend(read.problems);
             let left_out = catalog.problems.clone();
@@ -835,7 +838,12 @@ mod tests {
             .catalogs
             .get(NS, "pinned")
             .expect("the catalog is served");
-        assert_eq!(served.resource_version, digest);
+        assert_eq!(
+            served.origin,
+            CatalogOrigin::Image {
+                digest: digest.clone()
+            }
+        );
         assert!(served.model.package("p").is_some());
     }
 

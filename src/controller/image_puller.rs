@@ -517,8 +517,14 @@ impl Pull for CatalogPull {
         let loaded = tokio::task::spawn_blocking(move || -> Result<LoadedCatalog, String> {
             let loaded = crate::source::load_path(&dir).map_err(|e| operator_runtime::error_chain(&e))?;
             let problems = loaded.problems.into_iter().map(LoadProblem::from).collect();
-            load::link(loaded.config, problems, &digest)
-                .map_err(|refused| format!("image {label} does not hold a valid catalog: {refused}"))
+            load::link(
+                loaded.config,
+                problems,
+                load::CatalogOrigin::Image {
+                    digest: digest.clone(),
+                },
+            )
+            .map_err(|refused| format!("image {label} does not hold a valid catalog: {refused}"))
         })
         .await
         .map_err(|e| PullError::ours(format!("loading the catalog failed: {e}")))?

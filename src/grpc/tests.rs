@@ -384,7 +384,9 @@ fn a_model_with_a_broken_channel_is_served_without_it_naming_what_was_left_out()
 
     let catalog = |model| {
         std::sync::Arc::new(crate::catalog::load::LoadedCatalog {
-            resource_version: "1".to_owned(),
+            origin: crate::catalog::load::CatalogOrigin::ConfigMap {
+                resource_version: "1".to_owned(),
+            },
             model,
             problems: Vec::new(),
         })

@@ -364,33 +364,6 @@ fn plan_http(cs: &CatalogSource) -> SourcePlan {
     }
 }
 
-/// The cache tag of a catalog read from `url` at `secs` (Unix seconds) whose server said
-/// `Last-Modified: last_modified`: the URL, so a changed `spec.address` reads again; the read
-/// time, for the message of a later failed read; `Last-Modified`, for the next conditional GET.
-#[must_use]
-pub fn http_tag(url: &str, secs: i64, last_modified: Option<&str>) -> String {
-    format!("{url}#{secs}#{}", last_modified.unwrap_or_default())
-}
-
-/// The read time (Unix seconds) and `Last-Modified` of a cached catalog when its tag says it came
-/// from `url`.
-#[must_use]
-pub fn http_tag_parts<'a>(tag: &'a str, url: &str) -> Option<(i64, Option<&'a str>)> {
-    let rest = tag.strip_prefix(url)?.strip_prefix('#')?;
-    let (secs, last_modified) = rest.split_once('#')?;
-    let secs = secs.parse().ok()?;
-    Some((secs, Some(last_modified).filter(|l| !l.is_empty())))
-}
-
-/// The `If-Modified-Since` of the next GET of `url`: the `Last-Modified` of the catalog served,
-/// when one read from that URL is served and its server sent one.
-#[must_use]
-pub fn http_if_modified_since<'a>(cached_tag: Option<&'a str>, url: &str) -> Option<&'a str> {
-    cached_tag
-        .and_then(|tag| http_tag_parts(tag, url))
-        .and_then(|(_, last_modified)| last_modified)
-}
-
 /// The message of an http CatalogSource whose server did not answer with a catalog: the error,
 /// and whether the last good catalog (read at `last_read`) is still served.
 #[must_use]

@@ -80,7 +80,9 @@ fn subscription_fixture(with_group: bool) -> (Fixture, ApiServerVerifier) {
         "olm",
         "cat",
         Arc::new(LoadedCatalog {
-            resource_version: "7".into(),
+            origin: crate::catalog::load::CatalogOrigin::ConfigMap {
+                resource_version: "7".into(),
+            },
             model: model(),
             problems: Vec::new(),
         }),

@@ -186,27 +186,34 @@ fn an_http_source_refuses_the_fields_it_would_ignore() {
 }
 
 #[test]
-fn an_http_catalog_is_tagged_with_its_url_read_time_and_last_modified() {
+fn an_http_catalog_remembers_its_url_read_time_and_last_modified() {
+    use crate::catalog::load::CatalogOrigin;
     let url = "https://c/catalogs/hub";
-    let tag = http_tag(url, 1_700_000_000, Some("Tue, 14 Nov 2023 22:13:20 GMT"));
+    let origin = CatalogOrigin::Http {
+        url: url.into(),
+        read_at: 1_700_000_000,
+        last_modified: Some("Tue, 14 Nov 2023 22:13:20 GMT".into()),
+    };
     assert_eq!(
-        http_tag_parts(&tag, url),
+        origin.http_read(url),
         Some((1_700_000_000, Some("Tue, 14 Nov 2023 22:13:20 GMT")))
     );
-    assert_eq!(
-        http_if_modified_since(Some(&tag), url),
-        Some("Tue, 14 Nov 2023 22:13:20 GMT")
-    );
-    // Another URL (spec.address changed), no catalog, or no Last-Modified: a plain GET.
-    assert_eq!(
-        http_if_modified_since(Some(&tag), "https://c/catalogs/other"),
-        None
-    );
-    assert_eq!(http_if_modified_since(Some(&tag), "https://c/catalogs/hu"), None);
-    assert_eq!(http_if_modified_since(None, url), None);
-    let without = http_tag(url, 5, None);
-    assert_eq!(http_tag_parts(&without, url), Some((5, None)));
-    assert_eq!(http_if_modified_since(Some(&without), url), None);
+    // Another URL (spec.address changed), or another kind of source: not read from there.
+    assert_eq!(origin.http_read("https://c/catalogs/other"), None);
+    assert_eq!(origin.http_read("https://c/catalogs/hu"), None);
+    assert_eq!(origin.registry_read_at(url), None);
+    let without = CatalogOrigin::Http {
+        url: url.into(),
+        read_at: 5,
+        last_modified: None,
+    };
+    assert_eq!(without.http_read(url), Some((5, None)));
+    let registry = CatalogOrigin::Registry {
+        address: "10.0.0.1:50051".into(),
+        read_at: 7,
+    };
+    assert_eq!(registry.registry_read_at("10.0.0.1:50051"), Some(7));
+    assert_eq!(registry.registry_read_at("10.0.0.2:50051"), None);
     let kept = http_unreachable_message(url, "connection refused", Some("2026-01-01T00:00:00Z"));
     assert!(
         kept.contains("still serving the catalog read from it at 2026"),
