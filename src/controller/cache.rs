@@ -1,9 +1,9 @@
 //! The shared catalog cache (imperative shell: it only stores): the loaded catalog
 //! ([`LoadedCatalog`]) of every healthy CatalogSource, keyed by (namespace, name) and tagged with
-//! the ConfigMap `resourceVersion` it was built from, plus the built-in catalog.
+//! its origin ([`crate::catalog::load::CatalogOrigin`]: the ConfigMap `resourceVersion`, image
+//! digest, registry or catalogd read), plus the built-in catalog.
 //!
-//! A catalog is loaded once per ConfigMap `resourceVersion` (the built-in catalog once per
-//! process) by the CatalogSource controller through the one catalog loader
+//! A catalog is loaded once per origin (the built-in catalog once per process) by the CatalogSource controller through the one catalog loader
 //! ([`crate::catalog::load`], which also says what refuses a catalog), and shared by `Arc`: the
 //! Subscription controller borrows the model for resolution ([`crate::resolve`]) and for planning
 //! (a bundle's inlined objects stay base64 inside the model until
