@@ -502,14 +502,15 @@ fn channels_to_search<'m>(
     Ok(channels)
 }
 
-/// The installed CSV upgrades start from, and whether it was adopted.
+/// The installed CSV upgrades start from, and whether it was adopted. The Subscription's
+/// `status.installedCSV`, when the namespace holds it, whatever its package (upstream's
+/// resolver looks it up by name alone): a Subscription switched to another package upgrades
+/// from it to the entry of the new package that replaces or skips it.
 fn current_csv<'i>(
     req: &Request,
     installed: &'i Installed,
 ) -> Result<(Option<&'i InstalledCsv>, Option<String>), ResolutionError> {
-    if let Some(csv) = req.installed_csv.as_deref().and_then(|n| installed.csv(n))
-        && installed.package_of(csv).is_none_or(|p| p == req.package)
-    {
+    if let Some(csv) = req.installed_csv.as_deref().and_then(|n| installed.csv(n)) {
         return Ok((Some(csv), None));
     }
     // Another Subscription to the same package wins if it has started, or if neither has and

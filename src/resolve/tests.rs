@@ -1295,3 +1295,55 @@ fn generated_subscription_names_follow_upstream_and_stay_valid_object_names() {
         253
     );
 }
+
+#[test]
+fn a_subscription_switched_to_another_package_upgrades_to_the_entry_replacing_its_installed_csv() {
+    // Upstream's "switching from one package to another": package2's entry replaces package1's,
+    // and the Subscription's installedCSV still names package1's CSV.
+    let m = model(vec![
+        package("package1", "stable"),
+        channel("package1", "stable", vec![entry("package1.v1.0.0")]),
+        bundle("package1", "package1.v1.0.0", "1.0.0").into(),
+        package("package2", "stable"),
+        channel(
+            "package2",
+            "stable",
+            vec![replaces("package2.v1.0.0", "package1.v1.0.0")],
+        ),
+        bundle("package2", "package2.v1.0.0", "1.0.0").into(),
+    ]);
+    let k = key("operators", "cat");
+    let (mut req, mut inst) = upgrading("package1", k.clone(), "package1.v1.0.0", "1.0.0");
+    req.package = "package2".to_owned();
+    if let Some(sub) = inst.subscriptions.first_mut() {
+        sub.package = "package2".to_owned();
+    }
+    let res = resolve(&req, &catalogs(vec![(k.clone(), 0, &m)]), &inst).expect("resolves");
+    let (chosen, _, selection) = installed_bundle(&res);
+    assert_eq!(chosen, "package2.v1.0.0");
+    assert!(
+        matches!(selection, Selection::Upgrade { replaces, .. } if replaces == "package1.v1.0.0"),
+        "{selection:?}"
+    );
+    // Without an entry replacing it, the installed CSV stays, and the note says why.
+    let lone = model(vec![
+        package("package1", "stable"),
+        channel("package1", "stable", vec![entry("package1.v1.0.0")]),
+        bundle("package1", "package1.v1.0.0", "1.0.0").into(),
+        package("package2", "stable"),
+        channel("package2", "stable", vec![entry("package2.v1.0.0")]),
+        bundle("package2", "package2.v1.0.0", "1.0.0").into(),
+    ]);
+    let res = resolve(&req, &catalogs(vec![(k, 0, &lone)]), &inst).expect("resolves");
+    match &res.outcome {
+        Outcome::AtLatestKnown { csv, note } => {
+            assert_eq!(csv, "package1.v1.0.0");
+            assert!(
+                note.as_deref()
+                    .is_some_and(|n| n.contains("not in any channel of package package2")),
+                "{note:?}"
+            );
+        }
+        other => panic!("expected AtLatestKnown, got {other:?}"),
+    }
+}
