@@ -761,3 +761,113 @@ async fn an_unknown_context_is_reported_with_the_kubeconfig() {
     );
     assert!(run.err.contains("no-such-context"), "{run:?}");
 }
+
+#[tokio::test]
+async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images() {
+    let Some((cluster, ns)) = setup("cli-preview").await else {
+        return;
+    };
+    let n = ns.name();
+    // Live: the ConfigMap holds another value than the plan's.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = ns.api();
+    create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": n},
+               "data": {"mode": "fast", "kept": "yes"}}),
+    )
+    .await;
+    let csv = "widget.v2";
+    let manifests = [
+        (
+            "ConfigMap",
+            "",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                   "data": {"mode": "safe", "kept": "yes"}}),
+        ),
+        (
+            "ServiceAccount",
+            "",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "widget"}}),
+        ),
+        (
+            "Role",
+            "rbac.authorization.k8s.io",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "widget"},
+                   "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]}),
+        ),
+        (
+            "ClusterServiceVersion",
+            "operators.coreos.com",
+            json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                   "metadata": {"name": csv},
+                   "spec": {"displayName": "Widget", "install": {"strategy": "deployment", "spec": {"deployments": [
+                       {"name": "widget", "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": {
+                           "metadata": {"labels": {"app": "w"}},
+                           "spec": {"containers": [{"name": "w", "image": "registry.example.com/widget:2.0"}]}}}}]}}}}),
+        ),
+    ];
+    let plans: Api<InstallPlan> = ns.api();
+    create(
+        &plans,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+               "metadata": {"name": "install-preview", "namespace": n},
+               "spec": {"clusterServiceVersionNames": [csv], "approval": "Manual", "approved": false}}),
+    )
+    .await;
+    let steps: Vec<Value> = manifests
+        .iter()
+        .map(|(kind, group, manifest)| {
+            json!({"resolving": csv, "status": "Unknown", "resource": {
+                "sourceName": "c", "sourceNamespace": "olm", "group": group, "version": "v1", "kind": kind,
+                "name": manifest["metadata"]["name"], "manifest": manifest.to_string()}})
+        })
+        .collect();
+    set_status(
+        &plans,
+        "install-preview",
+        json!({"phase": "RequiresApproval", "catalogSources": ["c"], "plan": steps}),
+    )
+    .await;
+
+    let dry = olm(&cluster, &["approve", "install-preview", "-n", n, "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    let out = &dry.out;
+    let row = |kind: &str, change: &str| {
+        out.lines()
+            .any(|l| l.trim_start().starts_with(kind) && l.split_whitespace().nth(3) == Some(change))
+    };
+    assert!(row("ConfigMap", "changed"), "{out}");
+    assert!(row("ServiceAccount", "new"), "{out}");
+    assert!(row("ClusterServiceVersion", "new"), "{out}");
+    assert!(
+        out.contains(r#"ConfigMap settings: data.mode: "fast" -> "safe""#),
+        "the changed field, before and after: {out}"
+    );
+    assert!(
+        !out.contains("data.kept"),
+        "an unchanged field is not listed: {out}"
+    );
+    assert!(out.contains("RBAC granted (1 rules):"), "{out}");
+    let grant = out
+        .lines()
+        .find(|l| l.contains("Role widget"))
+        .unwrap_or_default();
+    assert!(
+        grant.contains(&format!("namespace {n}")) && grant.contains("secrets") && grant.ends_with("secrets"),
+        "the Role's rule, flagged for secrets: {grant:?}"
+    );
+    assert!(out.contains("Images: registry.example.com/widget:2.0"), "{out}");
+    // The same in JSON, and the dry run changed nothing.
+    let json_out = olm(
+        &cluster,
+        &["approve", "install-preview", "-n", n, "--dry-run", "-o", "json"],
+    );
+    let shown: Value = serde_json::from_str(&json_out.out).unwrap();
+    assert_eq!(shown["steps"][0]["change"], "changed");
+    assert_eq!(shown["steps"][0]["fields"][0]["path"], "data.mode");
+    assert_eq!(shown["grants"][0]["flags"], json!(["secrets"]));
+    assert_eq!(shown["images"], json!(["registry.example.com/widget:2.0"]));
+    let live = cms.get("settings").await.unwrap();
+    assert_eq!(live.data.unwrap()["mode"], "fast", "a preview never writes");
+    assert!(!plans.get("install-preview").await.unwrap().spec.approved);
+}

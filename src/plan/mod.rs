@@ -22,6 +22,8 @@
 //! - [`steps`]: a bundle's manifests → the InstallPlan steps in apply order, with OLM's labels,
 //!   generated RBAC and deterministic names; the RBAC that grants an operator its
 //!   permissions in every target namespace; owner references added at apply time.
+//! - [`preview`]: what approving an InstallPlan will change: each step new, changed (field by
+//!   field) or unchanged, the RBAC it grants with the powers worth a second look, the images.
 //! - [`user_roles`]: the ClusterRoles that let a namespace's people use its operators' APIs
 //!   (per API and aggregated per OperatorGroup) and the group's `olm.providedAPIs`.
 //! - [`crd_safety`]: whether an InstallPlan may update an existing CRD (no stored version
@@ -62,6 +64,7 @@ pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
+pub mod preview;
 pub mod steps;
 pub mod subscription;
 pub mod user_roles;

@@ -8,9 +8,17 @@
 //! anything changes, so `--dry-run` is a review. An already approved plan is reported and left
 //! alone (exit 0); a finished plan (`Complete`, `Failed`) is refused, because approving it changes
 //! nothing.
+//!
+//! The preview says what each step will do ([`crate::plan::preview`]): `new`, `changed` (with the
+//! fields, compared with what a server-side dry-run apply of the step would leave, as the
+//! controller applies it) or `unchanged`; the RBAC the plan grants, flagging wildcards,
+//! `secrets`, `escalate`/`bind`/`impersonate`, nodes and admission webhooks; and the images
+//! its operators will run. A step whose dry run the API server refuses (its CRD is installed by
+//! the same plan) reads `unknown` with the reason.
 
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::{
     api::v1alpha1::{InstallPlan, Subscription},
@@ -40,6 +48,15 @@ pub struct StepPreview {
     pub status: String,
     /// The CSV the step belongs to.
     pub resolving: String,
+    /// What the step will do: `new`, `changed`, `unchanged`, or `unknown` (not compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    /// The fields a `changed` step changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<crate::plan::preview::FieldChange>,
+    /// Why a step could not be compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What approving the plan will install.
@@ -58,6 +75,10 @@ pub struct Preview {
     pub cluster_service_version_names: Vec<String>,
     /// The objects it creates, in order.
     pub steps: Vec<StepPreview>,
+    /// The RBAC rules it grants.
+    pub grants: Vec<crate::plan::preview::Grant>,
+    /// The images its operators will run.
+    pub images: Vec<String>,
 }
 
 /// Whether a plan can be approved.
@@ -72,6 +93,7 @@ pub enum Approvable {
 /// The preview of `plan`.
 pub fn preview(plan: &InstallPlan) -> Preview {
     let status = plan.status.as_ref();
+    let manifests = step_manifests(plan);
     Preview {
         install_plan: plan.metadata.name.clone().unwrap_or_default(),
         namespace: plan.metadata.namespace.clone().unwrap_or_default(),
@@ -92,10 +114,120 @@ pub fn preview(plan: &InstallPlan) -> Preview {
                         },
                         status: step.status.as_str().to_string(),
                         resolving: step.resolving.clone(),
+                        change: None,
+                        fields: Vec::new(),
+                        note: None,
                     })
                     .collect()
             })
             .unwrap_or_default(),
+        grants: crate::plan::preview::rbac_grants(
+            manifests.iter().map(|(kind, manifest)| (kind.as_str(), manifest)),
+            plan.metadata.namespace.as_deref().unwrap_or_default(),
+        ),
+        images: crate::plan::preview::images(
+            manifests
+                .iter()
+                .filter(|(kind, _)| kind == crate::plan::steps::CSV_KIND)
+                .map(|(_, manifest)| manifest),
+        ),
+    }
+}
+
+/// The (kind, manifest) of every step that carries its manifest.
+fn step_manifests(plan: &InstallPlan) -> Vec<(String, Value)> {
+    plan.status
+        .iter()
+        .flat_map(|s| &s.plan)
+        .filter_map(|step| {
+            let manifest = serde_json::from_str(step.resource.manifest.as_deref()?).ok()?;
+            Some((step.resource.kind.clone(), manifest))
+        })
+        .collect()
+}
+
+/// The field manager of the preview's dry-run applies: its own, so that a dry run never drops a
+/// field the controller's manager owns (and a removal the plan would make is not shown).
+const PREVIEW_MANAGER: &str = "kubectl-olm-preview";
+
+/// Fills each step's `change` by comparing the live object with a server-side dry-run apply of
+/// the step's manifest ([`crate::plan::preview::step_change`]). A step the API server cannot
+/// dry-run (its kind is not served yet) reads `unknown`, with the reason.
+async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Preview) {
+    use crate::plan::{preview::step_change, steps};
+    let ns = plan.metadata.namespace.clone().unwrap_or_default();
+    let steps_in_plan = plan
+        .status
+        .as_ref()
+        .map(|s| s.plan.as_slice())
+        .unwrap_or_default();
+    for (step, view) in steps_in_plan.iter().zip(shown.steps.iter_mut()) {
+        let Some(manifest) = step
+            .resource
+            .manifest
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+        else {
+            // Not listed yet (a bundle still being unpacked): nothing to compare.
+            continue;
+        };
+        let (group, version, kind) = steps::step_gvk(&step.resource, &manifest);
+        let mut object = steps::with_type(&manifest, &group, &version, &kind);
+        let gvk = kube::core::GroupVersionKind::gvk(&group, &version, &kind);
+        let (resource, caps) = match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+            Ok(found) => found,
+            Err(e) => {
+                view.change = Some("unknown".into());
+                view.note = Some(format!(
+                    "{group}/{version} {kind} is not served yet ({}); the plan installs it first",
+                    crate::k8s::message::describe(&e)
+                ));
+                continue;
+            }
+        };
+        let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+        if namespaced && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("namespace".into(), Value::String(ns.clone()));
+        }
+        let api: Api<kube::api::DynamicObject> = if namespaced {
+            Api::namespaced_with(cluster.client.clone(), &ns, &resource)
+        } else {
+            Api::all_with(cluster.client.clone(), &resource)
+        };
+        let live = match api.get_opt(&step.resource.name).await {
+            Ok(live) => live.and_then(|o| serde_json::to_value(o).ok()),
+            Err(e) => {
+                view.change = Some("unknown".into());
+                view.note = Some(crate::k8s::message::describe(&e));
+                continue;
+            }
+        };
+        if live.is_none() {
+            view.change = Some(crate::plan::preview::Change::New.label().into());
+            continue;
+        }
+        let mut params = PatchParams::apply(PREVIEW_MANAGER).force();
+        params.dry_run = true;
+        match api
+            .patch(&step.resource.name, &params, &Patch::Apply(&object))
+            .await
+        {
+            Ok(applied) => {
+                let applied = serde_json::to_value(applied).unwrap_or_default();
+                let change = step_change(live.as_ref(), &applied);
+                view.change = Some(change.label().into());
+                if let crate::plan::preview::Change::Changed { fields } = change {
+                    view.fields = fields;
+                }
+            }
+            Err(e) => {
+                view.change = Some("unknown".into());
+                view.note = Some(format!(
+                    "the API server refused the dry run: {}",
+                    crate::k8s::message::describe(&e)
+                ));
+            }
+        }
     }
 }
 
@@ -200,7 +332,11 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         return Ok(());
     }
     writeln!(out, "  Steps ({}):", p.steps.len())?;
+    let compared = p.steps.iter().any(|s| s.change.is_some());
     let mut headers = vec!["KIND", "NAME", "STATUS"];
+    if compared {
+        headers.push("CHANGE");
+    }
     if wide {
         headers.extend(["API VERSION", "RESOLVING"]);
     }
@@ -209,6 +345,9 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         .iter()
         .map(|s| {
             let mut r = vec![s.kind.clone(), s.name.clone(), s.status.clone()];
+            if compared {
+                r.push(s.change.clone().unwrap_or_default());
+            }
             if wide {
                 r.extend([s.api_version.clone(), s.resolving.clone()]);
             }
@@ -217,6 +356,54 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         .collect();
     for line in output::table(&headers, &rows).lines() {
         writeln!(out, "    {line}")?;
+    }
+    for s in &p.steps {
+        for f in &s.fields {
+            let show = |v: &Option<Value>| v.as_ref().map_or_else(|| "(none)".to_owned(), Value::to_string);
+            writeln!(
+                out,
+                "    {} {}: {}: {} -> {}",
+                s.kind,
+                s.name,
+                f.path,
+                show(&f.before),
+                show(&f.after)
+            )?;
+        }
+        if let Some(note) = &s.note {
+            writeln!(out, "    {} {}: {note}", s.kind, s.name)?;
+        }
+    }
+    if !p.grants.is_empty() {
+        writeln!(out, "  RBAC granted ({} rules):", p.grants.len())?;
+        let rows: Vec<Vec<String>> = p
+            .grants
+            .iter()
+            .map(|g| {
+                vec![
+                    g.role.clone(),
+                    match &g.scope {
+                        crate::plan::preview::Scope::Cluster => "cluster-wide".to_owned(),
+                        crate::plan::preview::Scope::Namespace(ns) => format!("namespace {ns}"),
+                    },
+                    g.api_groups
+                        .iter()
+                        .map(|x| if x.is_empty() { "core" } else { x.as_str() })
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    g.resources.join(","),
+                    g.verbs.join(","),
+                    g.flags.iter().map(|f| f.label()).collect::<Vec<_>>().join(", "),
+                ]
+            })
+            .collect();
+        let headers = ["ROLE", "SCOPE", "API GROUPS", "RESOURCES", "VERBS", "FLAGGED"];
+        for line in output::table(&headers, &rows).lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    if !p.images.is_empty() {
+        writeln!(out, "  Images: {}", p.images.join(", "))?;
     }
     Ok(())
 }
@@ -265,6 +452,7 @@ pub async fn run(
         Err(e) => return Err(cluster.api_error(&format!("get installplan {name} in namespace {ns}"), e)),
     };
     let mut shown = preview(&plan);
+    compare_steps(cluster, &plan, &mut shown).await;
     let qname = qualified::<InstallPlan>(&name);
     if approvable(&plan)? == Approvable::AlreadyApproved {
         match format {
