@@ -92,9 +92,14 @@ pub fn requirement_status(
                 served_versions,
                 uid,
             } => {
-                // Upstream's words and reasons (its e2e suite compares them).
+                // Upstream's words and reasons (its e2e suite compares them). An unserved
+                // version carries no uid, as upstream records it only past that check.
                 if !served_versions.iter().any(|v| v == &desc.version) {
-                    (StatusReason::NotPresent, "CRD version not served".to_owned(), uid)
+                    (
+                        StatusReason::NotPresent,
+                        "CRD version not served".to_owned(),
+                        None,
+                    )
                 } else if !established {
                     (
                         StatusReason::PresentNotAvailable,

@@ -268,7 +268,7 @@ fn a_crd_not_serving_the_csvs_version_does_not_satisfy_it() {
         CrdState::Present {
             established: true,
             served_versions: vec!["v2".into()],
-            uid: None,
+            uid: Some("crd-uid".into()),
         },
     );
     let (met, reqs) = requirement_status(&Csv::test().build(), &observed);
@@ -276,6 +276,10 @@ fn a_crd_not_serving_the_csvs_version_does_not_satisfy_it() {
     // Upstream's reason and words.
     assert_eq!(reqs[0].status, StatusReason::NotPresent);
     assert_eq!(reqs[0].message, "CRD version not served");
+    assert_eq!(
+        reqs[0].uuid, None,
+        "upstream records no uid for an unserved version"
+    );
 }
 
 #[test]
