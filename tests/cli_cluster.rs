@@ -776,6 +776,19 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
                "data": {"mode": "fast", "kept": "yes"}}),
     )
     .await;
+    // Live: a CRD storing v1, which the plan's CRD drops (the plan would refuse the update).
+    let crd_name = format!("gadgets.{n}.e2e.olm-rs.io");
+    let crd_group = format!("{n}.e2e.olm-rs.io");
+    let crd_of = |version: &str| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": crd_name},
+               "spec": {"group": crd_group, "scope": "Namespaced",
+                        "names": {"kind": "Gadget", "listKind": "GadgetList", "plural": "gadgets", "singular": "gadget"},
+                        "versions": [{"name": version, "served": true, "storage": true,
+                                      "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+    };
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    create(&crds, crd_of("v1")).await;
     let csv = "widget.v2";
     let manifests = [
         (
@@ -805,6 +818,7 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
                            "metadata": {"labels": {"app": "w"}},
                            "spec": {"containers": [{"name": "w", "image": "registry.example.com/widget:2.0"}]}}}}]}}}}),
         ),
+        ("CustomResourceDefinition", "apiextensions.k8s.io", crd_of("v2")),
     ];
     let plans: Api<InstallPlan> = ns.api();
     create(
@@ -857,6 +871,12 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
         "the Role's rule, flagged for secrets: {grant:?}"
     );
     assert!(out.contains("Images: registry.example.com/widget:2.0"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "CustomResourceDefinition {crd_name}: update refused: risk of data loss updating \"{crd_name}\""
+        )),
+        "the CRD verdict, before approval: {out}"
+    );
     // The same in JSON, and the dry run changed nothing.
     let json_out = olm(
         &cluster,
@@ -870,4 +890,57 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
     let live = cms.get("settings").await.unwrap();
     assert_eq!(live.data.unwrap()["mode"], "fast", "a preview never writes");
     assert!(!plans.get("install-preview").await.unwrap().spec.approved);
+    let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
+}
+
+/// On a terminal `approve` asks before it approves: `n` leaves the plan unapproved (exit 1),
+/// `y` approves it. The terminal is `script`'s pseudo-terminal (util-linux/bsdutils).
+#[tokio::test]
+async fn approve_on_a_terminal_asks_first() {
+    let Some((cluster, ns)) = setup("cli-ask").await else {
+        return;
+    };
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to give approve a terminal");
+        return;
+    }
+    let n = ns.name();
+    waiting_plan(&ns, "install-asked", "redis-operator.v0.1.0").await;
+    let plans: Api<InstallPlan> = ns.api();
+    let ask = |answer: &str| {
+        let line = format!(
+            "{} --kubeconfig {} approve install-asked -n {n}",
+            env!("CARGO_BIN_EXE_kubectl-olm"),
+            cluster.kubeconfig_path().display()
+        );
+        let mut child = Command::new("script")
+            .args(["-q", "-e", "-c", &line, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("script runs");
+        {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin
+                .write_all(format!("{answer}\n").as_bytes())
+                .expect("answer written");
+        }
+        let out = child.wait_with_output().expect("script finishes");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = ask("n");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("approve installplan.operators.coreos.com/install-asked? [y/N]"),
+        "{out}"
+    );
+    assert!(out.contains("left unapproved"), "{out}");
+    assert!(!plans.get("install-asked").await.unwrap().spec.approved);
+    let (code, out) = ask("y");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(plans.get("install-asked").await.unwrap().spec.approved, "{out}");
 }

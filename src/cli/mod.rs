@@ -218,6 +218,10 @@ pub struct ApproveArgs {
     /// Only print what the approval would install.
     #[arg(long)]
     pub dry_run: bool,
+    /// Approve without asking. On a terminal, `approve` shows the preview and asks first;
+    /// scripts (no terminal) are never asked.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
 }
 
 /// Arguments of `uninstall`.

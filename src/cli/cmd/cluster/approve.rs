@@ -9,6 +9,9 @@
 //! alone (exit 0); a finished plan (`Complete`, `Failed`) is refused, because approving it changes
 //! nothing.
 //!
+//! On a terminal the preview ends with a question (`approve ...? [y/N]`); `--yes` (and any run
+//! without a terminal: scripts, CI) approves without asking.
+//!
 //! The preview says what each step will do ([`crate::plan::preview`]): `new`, `changed` (with the
 //! fields, compared with what a server-side dry-run apply of the step would leave, as the
 //! controller applies it) or `unchanged`; the RBAC the plan grants, flagging wildcards,
@@ -57,6 +60,10 @@ pub struct StepPreview {
     /// Why a step could not be compared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For a CRD that exists: `safe`, or why the InstallPlan will refuse to update it (a stored
+    /// version dropped, existing objects the new schema rejects), the checks the plan runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crd_verdict: Option<String>,
 }
 
 /// What approving the plan will install.
@@ -117,6 +124,7 @@ pub fn preview(plan: &InstallPlan) -> Preview {
                         change: None,
                         fields: Vec::new(),
                         note: None,
+                        crd_verdict: None,
                     })
                     .collect()
             })
@@ -206,6 +214,9 @@ async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Previe
             view.change = Some(crate::plan::preview::Change::New.label().into());
             continue;
         }
+        if kind == "CustomResourceDefinition" {
+            view.crd_verdict = Some(crd_verdict(cluster, &manifest, live.as_ref()).await);
+        }
         let mut params = PatchParams::apply(PREVIEW_MANAGER).force();
         params.dry_run = true;
         match api
@@ -229,6 +240,50 @@ async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Previe
             }
         }
     }
+}
+
+/// Whether the InstallPlan will update the live CRD: `safe`, or its refusal in the plan's words
+/// ([`crate::plan::crd_safety`]: no stored version dropped; existing objects valid against a
+/// changed schema, read in each version, at most 500 per version here).
+async fn crd_verdict(cluster: &Cluster, manifest: &Value, live: Option<&Value>) -> String {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    use crate::plan::crd_safety;
+    let (Ok(new), Some(Ok(existing))) = (
+        serde_json::from_value::<CustomResourceDefinition>(manifest.clone()),
+        live.map(|l| serde_json::from_value::<CustomResourceDefinition>(l.clone())),
+    ) else {
+        return "not checked: the manifest or the live CRD does not read as apiextensions.k8s.io/v1".into();
+    };
+    if let Err(e) = crd_safety::stored_versions_kept(&existing, &new) {
+        return format!("refused: {e}");
+    }
+    for (version, schema) in crd_safety::versions_to_validate(&existing, &new) {
+        let gvk = kube::core::GroupVersionKind::gvk(&new.spec.group, &version, &new.spec.names.kind);
+        let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, &new.spec.names.plural);
+        let api: Api<kube::api::DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
+        let objects: Vec<Value> = match api.list(&kube::api::ListParams::default().limit(500)).await {
+            Ok(list) => list
+                .items
+                .iter()
+                .filter_map(|o| serde_json::to_value(o).ok())
+                .collect(),
+            Err(e) => {
+                return format!(
+                    "not checked: listing its {version} objects failed: {}",
+                    crate::k8s::message::describe(&e)
+                );
+            }
+        };
+        if let Err(e) = crd_safety::existing_objects_valid(&new, &version, &schema, &objects) {
+            return if crd_safety::uses_webhook_conversion(&new) {
+                format!("warning (updated anyway: the CRD converts by webhook): {e}")
+            } else {
+                format!("refused: {e}")
+            };
+        }
+    }
+    "safe".into()
 }
 
 /// Decides whether `plan` can be approved.
@@ -373,6 +428,9 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         if let Some(note) = &s.note {
             writeln!(out, "    {} {}: {note}", s.kind, s.name)?;
         }
+        if let Some(verdict) = &s.crd_verdict {
+            writeln!(out, "    {} {}: update {verdict}", s.kind, s.name)?;
+        }
     }
     if !p.grants.is_empty() {
         writeln!(out, "  RBAC granted ({} rules):", p.grants.len())?;
@@ -472,6 +530,17 @@ pub async fn run(
     }
     if matches!(format, OutputFormat::Table | OutputFormat::Wide) {
         write_preview(streams.out, &shown, format == OutputFormat::Wide)?;
+        if !args.dry_run && !args.yes && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            write!(streams.err, "approve {qname}? [y/N] ")?;
+            streams.err.flush()?;
+            let mut answer = String::new();
+            std::io::stdin().read_line(&mut answer)?;
+            if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+                return Err(CliError::Refused(format!(
+                    "{qname} left unapproved; answer y to approve it, or pass --yes"
+                )));
+            }
+        }
     }
     let params = PatchParams {
         dry_run: args.dry_run,
