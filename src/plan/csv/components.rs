@@ -300,7 +300,11 @@ fn changed(kind: &str, desired: &Value, live: &Value) -> bool {
         _ => &[],
     };
     fields.iter().any(|field| {
-        let get = |v: &Value| without_empty(v.get(*field).unwrap_or(&Value::Null));
+        // An empty field (`rules: []`, which the API server returns as absent) is no field.
+        let get = |v: &Value| {
+            let kept = without_empty(v.get(*field).unwrap_or(&Value::Null));
+            if is_empty(&kept) { Value::Null } else { kept }
+        };
         get(desired) != get(live)
     })
 }
