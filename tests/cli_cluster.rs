@@ -887,6 +887,22 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
     assert_eq!(shown["steps"][0]["fields"][0]["path"], "data.mode");
     assert_eq!(shown["grants"][0]["flags"], json!(["secrets"]));
     assert_eq!(shown["images"], json!(["registry.example.com/widget:2.0"]));
+    // `plan show` (alias `plan diff`) prints the same preview and approves nothing.
+    let shown = olm(&cluster, &["plan", "show", "install-preview", "-n", n]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert!(
+        shown
+            .out
+            .contains(r#"ConfigMap settings: data.mode: "fast" -> "safe""#),
+        "{shown:?}"
+    );
+    assert!(!shown.out.contains("approved"), "{shown:?}");
+    let diffed = olm(
+        &cluster,
+        &["plan", "diff", "install-preview", "-n", n, "-o", "json"],
+    );
+    let diffed: Value = serde_json::from_str(&diffed.out).unwrap();
+    assert_eq!(diffed["steps"][1]["change"], "new");
     let live = cms.get("settings").await.unwrap();
     assert_eq!(live.data.unwrap()["mode"], "fast", "a preview never writes");
     assert!(!plans.get("install-preview").await.unwrap().spec.approved);

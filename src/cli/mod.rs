@@ -118,6 +118,16 @@ Examples:
   kubectl olm approve --subscription redis-operator -n redis --dry-run")]
     Approve(ApproveArgs),
 
+    /// Show what an InstallPlan will change, without approving it.
+    #[command(after_help = "\
+Examples:
+  # What the InstallPlan a Subscription waits on will create and change
+  kubectl olm plan show --subscription redis-operator -n redis
+
+  # The same for an InstallPlan by name, as JSON
+  kubectl olm plan diff install-x7k2p -n redis -o json")]
+    Plan(PlanArgs),
+
     /// Uninstall an operator: delete its Subscription(s) and installed CSV; CRDs are kept unless --delete-crds.
     #[command(after_help = "\
 Examples:
@@ -222,6 +232,38 @@ pub struct ApproveArgs {
     /// scripts (no terminal) are never asked.
     #[arg(short = 'y', long)]
     pub yes: bool,
+}
+
+/// Arguments of `plan`.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// What to do with the plan.
+    #[command(subcommand)]
+    pub command: PlanCommand,
+}
+
+/// The verbs of `plan`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum PlanCommand {
+    /// Each step new, changed (field by field) or unchanged, the RBAC it grants, the images it
+    /// runs and the CRD verdict: the preview `approve` shows, without approving.
+    #[command(visible_alias = "diff")]
+    Show(PlanShowArgs),
+}
+
+/// Arguments of `plan show`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["install_plan", "subscription"])))]
+pub struct PlanShowArgs {
+    /// The InstallPlan to show.
+    #[arg(value_name = "INSTALLPLAN")]
+    pub install_plan: Option<String>,
+    /// Show the InstallPlan this Subscription (or the Subscription of this package) points at.
+    #[arg(short = 's', long, value_name = "SUB")]
+    pub subscription: Option<String>,
+    /// Namespace of the InstallPlan (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 /// Arguments of `uninstall`.

@@ -17,9 +17,11 @@ use crate::cli::{Cli, CliError, Command, output::Streams};
 /// The [`CliError`] to print as `error: ...`, carrying the exit code.
 pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
     match &cli.command {
-        Command::Install(_) | Command::List(_) | Command::Approve(_) | Command::Uninstall(_) => {
-            cluster::run(cli, streams)
-        }
+        Command::Install(_)
+        | Command::List(_)
+        | Command::Approve(_)
+        | Command::Plan(_)
+        | Command::Uninstall(_) => cluster::run(cli, streams),
         Command::Completion { shell } => completion::run(*shell, streams),
         Command::Version => version::run(cli.output, streams),
         Command::Catalog(args) => catalog::run(args, cli.output, streams),

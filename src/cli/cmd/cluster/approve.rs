@@ -466,24 +466,23 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
     Ok(())
 }
 
-/// Runs `approve`.
+/// The InstallPlan named, or the one `subscription` points at, in `ns`.
 ///
 /// # Errors
-/// Lookup failures (Subscription, InstallPlan), a finished plan, API errors.
-pub async fn run(
+/// Lookup failures (Subscription, InstallPlan), API errors.
+async fn find_plan(
     cluster: &Cluster,
-    args: &ApproveArgs,
-    format: OutputFormat,
-    streams: &mut Streams<'_>,
-) -> Result<(), CliError> {
-    let ns = cluster.namespace(args.namespace.as_deref());
-    let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), &ns);
-    let name = match (&args.install_plan, &args.subscription) {
+    ns: &str,
+    install_plan: Option<&String>,
+    subscription: Option<&String>,
+) -> Result<(String, InstallPlan), CliError> {
+    let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), ns);
+    let name = match (install_plan, subscription) {
         (Some(name), _) => name.clone(),
         (None, Some(key)) => {
-            let subs_api: Api<Subscription> = Api::namespaced(cluster.client.clone(), &ns);
-            let subs = list_or_olm_missing(cluster, &subs_api, "subscriptions", &ns).await?;
-            pending_plan(select_subscription(&subs, key, &ns)?)?
+            let subs_api: Api<Subscription> = Api::namespaced(cluster.client.clone(), ns);
+            let subs = list_or_olm_missing(cluster, &subs_api, "subscriptions", ns).await?;
+            pending_plan(select_subscription(&subs, key, ns)?)?
         }
         (None, None) => {
             return Err(CliError::Usage(
@@ -509,6 +508,56 @@ pub async fn run(
         }
         Err(e) => return Err(cluster.api_error(&format!("get installplan {name} in namespace {ns}"), e)),
     };
+    Ok((name, plan))
+}
+
+/// Runs `plan show` (`plan diff`): the preview of `approve`, nothing approved.
+///
+/// # Errors
+/// Lookup failures (Subscription, InstallPlan), API errors.
+pub async fn show(
+    cluster: &Cluster,
+    args: &crate::cli::PlanShowArgs,
+    format: OutputFormat,
+    streams: &mut Streams<'_>,
+) -> Result<(), CliError> {
+    let ns = cluster.namespace(args.namespace.as_deref());
+    let (_, plan) = find_plan(
+        cluster,
+        &ns,
+        args.install_plan.as_ref(),
+        args.subscription.as_ref(),
+    )
+    .await?;
+    let mut shown = preview(&plan);
+    compare_steps(cluster, &plan, &mut shown).await;
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => output::print_object(streams.out, format, &shown)?,
+        OutputFormat::Name => writeln!(streams.out, "{}", qualified::<InstallPlan>(&shown.install_plan))?,
+        _ => write_preview(streams.out, &shown, format == OutputFormat::Wide)?,
+    }
+    Ok(())
+}
+
+/// Runs `approve`.
+///
+/// # Errors
+/// Lookup failures (Subscription, InstallPlan), a finished plan, API errors.
+pub async fn run(
+    cluster: &Cluster,
+    args: &ApproveArgs,
+    format: OutputFormat,
+    streams: &mut Streams<'_>,
+) -> Result<(), CliError> {
+    let ns = cluster.namespace(args.namespace.as_deref());
+    let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), &ns);
+    let (name, plan) = find_plan(
+        cluster,
+        &ns,
+        args.install_plan.as_ref(),
+        args.subscription.as_ref(),
+    )
+    .await?;
     let mut shown = preview(&plan);
     compare_steps(cluster, &plan, &mut shown).await;
     let qname = qualified::<InstallPlan>(&name);

@@ -26,6 +26,9 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
             Command::Install(args) => install::run(&cluster, args, format, streams).await,
             Command::List(args) => list::run(&cluster, args, format, streams).await,
             Command::Approve(args) => approve::run(&cluster, args, format, streams).await,
+            Command::Plan(crate::cli::PlanArgs {
+                command: crate::cli::PlanCommand::Show(args),
+            }) => approve::show(&cluster, args, format, streams).await,
             Command::Uninstall(args) => uninstall::run(&cluster, args, format, streams).await,
             _ => Ok(()),
         }
