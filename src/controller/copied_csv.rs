@@ -296,7 +296,8 @@ async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
     };
     let occupied = occupied_namespaces(csv, ctx);
     let drifted = plan::changed_by_others(&existing, &recorded);
-    let existing: BTreeSet<String> = existing.into_keys().collect();
+    let versions = existing;
+    let existing: BTreeSet<String> = versions.keys().cloned().collect();
     let decision = plan::decide(
         csv,
         &Observed {
@@ -315,7 +316,14 @@ async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
         }
     }
     // The writes, a few at once; every one is tried, and the first failure is reported.
-    let applies: Vec<_> = decision.apply.iter().map(|copy| apply_copy(copy, ctx)).collect();
+    let applies: Vec<_> = decision
+        .apply
+        .iter()
+        .map(|copy| {
+            let listed = copy.namespace().and_then(|target| versions.get(&target).cloned());
+            apply_copy(copy, listed, ctx)
+        })
+        .collect();
     at_most(WRITES_AT_ONCE, applies).await?;
     let deletes: Vec<_> = decision
         .delete
@@ -402,30 +410,126 @@ async fn note_disabled(csv: &ClusterServiceVersion, ctx: &Context, key: Key) -> 
     Ok(())
 }
 
-/// Applies one copy: metadata and spec, then status. A target namespace that does not exist
-/// (yet) or is being deleted gets no copy; its creation (or the group's next change) brings it.
-async fn apply_copy(copy: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
+/// Writes one copy: metadata and spec, then status. A copy that does not exist yet is created
+/// (never applied: a CSV of that name created meanwhile, the namespace's own install, is left
+/// alone), one that exists is applied at the resourceVersion listed (so it is never applied over
+/// an own CSV that replaced it), and its status at the version that write left. A target
+/// namespace that does not exist (yet) or is being deleted gets no copy; its creation (or the
+/// group's next change) brings it.
+async fn apply_copy(copy: &ClusterServiceVersion, listed: Option<String>, ctx: &Context) -> Result<()> {
     let target = copy.namespace().unwrap_or_default();
     let name = copy.name_any();
     let api: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &target);
     let what = format!("copied CSV {target}/{name}");
     let mut object = copy.clone();
     let status = object.status.take().unwrap_or_default();
-    match apply::apply(&api, &name, &object, MANAGER).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 || (s.code == 403 && s.message.contains("terminat")) => {
+    let written = match listed {
+        None => {
+            api.create(
+                &kube::api::PostParams {
+                    field_manager: Some(MANAGER.to_owned()),
+                    ..Default::default()
+                },
+                &object,
+            )
+            .await
+        }
+        Some(version) => {
+            object.metadata.resource_version = Some(version);
+            apply::apply(&api, &name, &object, MANAGER).await
+        }
+    };
+    let written = match written {
+        Ok(written) => written,
+        // Gone, terminating, or taken meanwhile (created by its own install, or replaced): the
+        // next sync sees what is there now.
+        Err(kube::Error::Api(s))
+            if s.code == 404 || s.code == 409 || (s.code == 403 && s.message.contains("terminat")) =>
+        {
             return Ok(());
         }
         Err(source) => return Err(Error::apply(what)(source)),
-    }
-    let written = apply::apply_status(&api, &name, &status, MANAGER)
-        .await
-        .map_err(Error::apply(format!("status of {what}")))?;
+    };
+    let version = written.resource_version().unwrap_or_default();
+    let written = match apply::apply_status_at(&api, &name, &version, &status, MANAGER).await {
+        Ok(written) => written,
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => return Ok(()),
+        Err(source) => return Err(Error::apply(format!("status of {what}"))(source)),
+    };
     memory(ctx).applied.insert(
         (target, name),
         (plan::fingerprint(copy), written.resource_version()),
     );
     Ok(())
+}
+
+/// Before the install path applies its CSV `name` in `ns` (the object `object`): the namespace's
+/// own CSV takes the place of a copy, never merges into it (a CSV applied over a copy stays a
+/// copy, and nothing would install it). When the store does not hold the CSV, it is created
+/// (a copy written meanwhile makes that fail); a copy found in its place is deleted (at the
+/// version read, so an own CSV is never deleted). `Ok(false)`: a copy was in the way, try again.
+pub(super) async fn make_room_for_own(
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    object: &serde_json::Value,
+) -> kube::Result<bool> {
+    if ctx
+        .shared
+        .stores
+        .csvs
+        .get(&ObjectRef::new(name).within(ns))
+        .is_some()
+    {
+        return Ok(true);
+    }
+    let api: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), ns);
+    let own: ClusterServiceVersion =
+        serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
+    let params = kube::api::PostParams {
+        field_manager: Some(ctx.manager.clone()),
+        ..Default::default()
+    };
+    match api.create(&params, &own).await {
+        Ok(_) => return Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(e),
+    }
+    let Some(live) = api.get_opt(name).await? else {
+        return Ok(false);
+    };
+    if !is_copy(&live) {
+        return Ok(true);
+    }
+    tracing::info!(namespace = %ns, csv = %name, "deleting a copied CSV: the namespace installs its own");
+    if live
+        .finalizers()
+        .iter()
+        .any(|f| f == labels::CSV_CLEANUP_FINALIZER)
+    {
+        apply::remove_finalizer(
+            &api,
+            name,
+            live.resource_version().as_deref(),
+            live.finalizers(),
+            labels::CSV_CLEANUP_FINALIZER,
+        )
+        .await?;
+    }
+    let precondition = kube::api::DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: live.uid(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    match api.delete(name, &precondition).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+        Err(e) => return Err(e),
+    }
+    memory(ctx).applied.remove(&(ns.to_owned(), name.to_owned()));
+    Ok(false)
 }
 
 async fn delete_copy(target: &str, name: &str, ctx: &Context) -> Result<()> {

@@ -148,6 +148,13 @@ pub enum StepError {
         /// `<kind> <name>`.
         what: String,
     },
+    /// A copy of another namespace's CSV stands where this plan's CSV goes: it is deleted, and
+    /// the step tried again ([`super::copied_csv::make_room_for_own`]).
+    #[error("waiting for the copied CSV {csv} to be replaced by this namespace's own")]
+    CopyInTheWay {
+        /// The CSV.
+        csv: String,
+    },
     /// Updating an existing CRD would lose data or invalidate existing objects.
     #[error(transparent)]
     CrdSafety(#[from] crd_safety::CrdSafetyError),
@@ -658,6 +665,14 @@ async fn apply_step(
     } else {
         object
     };
+    // The namespace's own CSV is never applied over a copy (it would stay a copy).
+    if r.kind == steps::CSV_KIND {
+        match super::copied_csv::make_room_for_own(ctx, ns, &r.name, &object).await {
+            Ok(true) => {}
+            Ok(false) => return Err(StepError::CopyInTheWay { csv: r.name.clone() }),
+            Err(source) => return Err(StepError::Apply { what, source }),
+        }
+    }
     match apply::apply_dynamic(&api, &r.name, &object, &ctx.manager).await {
         Ok(applied) => {
             if r.kind == steps::CSV_KIND

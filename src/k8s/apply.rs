@@ -110,6 +110,24 @@ where
         .await
 }
 
+/// [`apply_status`] guarded by `resource_version`: refused (409) when the object is no longer the
+/// one the caller wrote (replaced, or changed by someone else).
+pub async fn apply_status_at<K>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: &str,
+    status: &impl Serialize,
+    manager: &str,
+) -> kube::Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let mut body = status_body::<K>(status);
+    body["metadata"] = json!({"name": name, "resourceVersion": resource_version});
+    api.patch_status(name, &apply_params(manager), &Patch::Apply(&body))
+        .await
+}
+
 /// The minimal object written by [`apply_status`].
 pub fn status_body<K: Resource<DynamicType = ()>>(status: &impl Serialize) -> Value {
     json!({
