@@ -3863,3 +3863,44 @@ async fn two_namespaces_installing_one_operator_at_once_leave_one_own_csv_each_a
 async fn two_namespaces_installing_one_operator_at_once_in_the_other_order_do_the_same() {
     two_namespaces_install_one_operator_at_once(true).await;
 }
+
+/// A copy never keeps the CSV cleanup finalizer (an older olm-rs left it on own CSVs its copy
+/// writer overwrote, and held their namespaces in `Terminating`): a labelled copy whose original
+/// does not exist is deleted, finalizer and all, and an unlabelled copy (its status says
+/// `Copied`) loses the finalizer; then the namespace is deleted without help.
+#[tokio::test]
+async fn copies_never_keep_the_cleanup_finalizer_and_an_orphaned_copy_goes() {
+    let Some(env) = env("e2e-copy-fin").await else {
+        return;
+    };
+    let finalizer = "operators.coreos.com/csv-cleanup";
+    let mut orphan = bare_csv("orphan.v1.0.0", "operators.coreos.com/v1alpha1");
+    orphan["metadata"]["labels"] = json!({"olm.copiedFrom": "no-such-namespace"});
+    orphan["metadata"]["finalizers"] = json!([finalizer]);
+    env.create::<ClusterServiceVersion>(orphan).await;
+    let mut copied = bare_csv("copied.v1.0.0", "operators.coreos.com/v1alpha1");
+    copied["metadata"]["finalizers"] = json!([finalizer]);
+    copied["metadata"]["annotations"] =
+        json!({"olm.operatorNamespace": "elsewhere", "olm.operatorGroup": "og"});
+    env.create::<ClusterServiceVersion>(copied).await;
+
+    env.wait_csv_gone("orphan.v1.0.0").await;
+    env.wait_obj::<ClusterServiceVersion, _>("no cleanup finalizer", "copied.v1.0.0", |c| {
+        c.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(|f| !f.contains(&json!(finalizer)))
+            .then_some(())
+    })
+    .await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client());
+    namespaces
+        .delete(env.ns(), &DeleteParams::background())
+        .await
+        .expect("deleting the namespace");
+    let ns = env.ns().to_owned();
+    wait_for(&format!("namespace {ns} to be deleted"), WAIT, || {
+        let (namespaces, ns) = (namespaces.clone(), ns.clone());
+        async move { matches!(namespaces.get_opt(&ns).await, Ok(None)).then_some(()) }
+    })
+    .await;
+}
