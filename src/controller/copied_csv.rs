@@ -331,6 +331,12 @@ async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
         .map(|target| delete_copy(target, &name, ctx))
         .collect();
     at_most(WRITES_AT_ONCE, deletes).await?;
+    tracing::debug!(
+        original = %format!("{ns}/{name}"),
+        written = decision.apply.len(),
+        deleted = decision.delete.len(),
+        "copies synced"
+    );
     if own_only {
         memory(ctx).verified_own_only.insert(key.clone());
     } else {
@@ -662,8 +668,10 @@ pub async fn run(
             let ctx = Arc::clone(&ctx);
             workers.spawn(async move {
                 let timer = ctx.shared.metrics.start_reconcile(ctx.name);
+                let started = Instant::now();
                 let result = sync_key(&key, &ctx).await;
                 timer.finish(result.is_ok());
+                tracing::debug!(original = %format!("{}/{}", key.0, key.1), elapsed = ?started.elapsed(), "copied CSV sync");
                 (key, result)
             });
         }
