@@ -73,8 +73,9 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// An original CSV: (namespace, name).
 type Key = (String, String);
 
-/// A copy as this process last wrote it: its fingerprint and the resourceVersion it was left at.
-type Written = (u64, Option<String>);
+/// A copy as this process last wrote it: its fingerprint, the fingerprint of its metadata and
+/// spec, and the resourceVersion it was left at.
+type Written = (u64, u64, Option<String>);
 
 /// What the copied-CSV controller remembers between syncs.
 #[derive(Default)]
@@ -288,9 +289,9 @@ async fn sync_copies(csv: &ClusterServiceVersion, ctx: &Context) -> Result<()> {
             })
             .collect();
         (
-            mine.iter().map(|(t, (fp, _))| (t.clone(), *fp)).collect(),
+            mine.iter().map(|(t, (fp, _, _))| (t.clone(), *fp)).collect(),
             mine.into_iter()
-                .filter_map(|(t, (_, rv))| Some((t, rv?)))
+                .filter_map(|(t, (_, _, rv))| Some((t, rv?)))
                 .collect(),
         )
     };
@@ -429,24 +430,34 @@ async fn apply_copy(copy: &ClusterServiceVersion, listed: Option<String>, ctx: &
     let what = format!("copied CSV {target}/{name}");
     let mut object = copy.clone();
     let status = object.status.take().unwrap_or_default();
+    let spec = plan::spec_fingerprint(copy);
+    // Only the status differs from what this process wrote, and nobody changed the copy since.
+    let status_only = listed.as_ref().is_some_and(|version| {
+        memory(ctx)
+            .applied
+            .get(&(target.clone(), name.clone()))
+            .is_some_and(|(_, written_spec, rv)| *written_spec == spec && rv.as_ref() == Some(version))
+    });
     let written = match listed {
+        Some(version) if status_only => Ok(version),
         None => {
-            api.create(
-                &kube::api::PostParams {
-                    field_manager: Some(MANAGER.to_owned()),
-                    ..Default::default()
-                },
-                &object,
-            )
-            .await
+            let params = kube::api::PostParams {
+                field_manager: Some(MANAGER.to_owned()),
+                ..Default::default()
+            };
+            api.create(&params, &object)
+                .await
+                .map(|c| c.resource_version().unwrap_or_default())
         }
         Some(version) => {
             object.metadata.resource_version = Some(version);
-            apply::apply(&api, &name, &object, MANAGER).await
+            apply::apply(&api, &name, &object, MANAGER)
+                .await
+                .map(|c| c.resource_version().unwrap_or_default())
         }
     };
-    let written = match written {
-        Ok(written) => written,
+    let version = match written {
+        Ok(version) => version,
         // Gone, terminating, or taken meanwhile (created by its own install, or replaced): the
         // next sync sees what is there now.
         Err(kube::Error::Api(s))
@@ -456,7 +467,6 @@ async fn apply_copy(copy: &ClusterServiceVersion, listed: Option<String>, ctx: &
         }
         Err(source) => return Err(Error::apply(what)(source)),
     };
-    let version = written.resource_version().unwrap_or_default();
     let written = match apply::apply_status_at(&api, &name, &version, &status, MANAGER).await {
         Ok(written) => written,
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => return Ok(()),
@@ -464,7 +474,7 @@ async fn apply_copy(copy: &ClusterServiceVersion, listed: Option<String>, ctx: &
     };
     memory(ctx).applied.insert(
         (target, name),
-        (plan::fingerprint(copy), written.resource_version()),
+        (plan::fingerprint(copy), spec, written.resource_version()),
     );
     Ok(())
 }
