@@ -3926,3 +3926,293 @@ async fn a_failed_scoped_plan_is_retried_when_the_namespace_rbac_changes() {
     let created = env.get::<ConfigMap>("settings").await.expect("the ConfigMap");
     assert_eq!(str_at(&created, "/data/a"), "1");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Many tenants (issue 22): two namespaces installing the same operator at once.
+
+/// The catalog blobs with the CSVs' `MultiNamespace` and `AllNamespaces` install modes supported.
+fn with_all_namespaces_capable(blobs: Vec<Value>) -> Vec<Value> {
+    edit_csvs(blobs, |csv| {
+        if let Some(modes) = csv
+            .pointer_mut("/spec/installModes")
+            .and_then(Value::as_array_mut)
+        {
+            for mode in modes
+                .iter_mut()
+                .filter(|m| m["type"] == "MultiNamespace" || m["type"] == "AllNamespaces")
+            {
+                mode["supported"] = json!(true);
+            }
+        }
+    })
+}
+
+/// What a watch of the two namespaces saw while they installed: the namespaces where a
+/// Deployment appeared, and for each CSV object (by uid) whether it was seen as an own CSV, as
+/// a copy, or both.
+#[derive(Default)]
+struct TenantWatch {
+    deployments: std::collections::BTreeSet<String>,
+    csvs: std::collections::BTreeMap<String, (String, bool, bool)>,
+}
+
+/// Watches Deployments and CSVs of every namespace into a [`TenantWatch`] (stopped with the
+/// returned handle).
+fn watch_tenants(
+    client: kube::Client,
+) -> (
+    std::sync::Arc<std::sync::Mutex<TenantWatch>>,
+    tokio::task::JoinHandle<()>,
+) {
+    use futures::StreamExt as _;
+    use kube::runtime::{WatchStreamExt as _, watcher};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(TenantWatch::default()));
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let deployments = watcher(Api::<Deployment>::all(client.clone()), watcher::Config::default())
+        .applied_objects()
+        .for_each(move |d| {
+            if let Ok(d) = d
+                && let Ok(mut seen) = s1.lock()
+            {
+                seen.deployments.insert(d.namespace().unwrap_or_default());
+            }
+            async {}
+        });
+    let csvs = watcher(
+        Api::<DynamicObject>::all_with(client, &ApiResource::erase::<ClusterServiceVersion>(&())),
+        watcher::Config::default(),
+    )
+    .applied_objects()
+    .for_each(move |c| {
+        if let Ok(c) = c
+            && let Ok(mut seen) = s2.lock()
+        {
+            let copy = c.labels().contains_key("olm.copiedFrom");
+            let entry = seen.csvs.entry(c.uid().unwrap_or_default()).or_insert((
+                c.namespace().unwrap_or_default(),
+                false,
+                false,
+            ));
+            if copy {
+                entry.2 = true;
+            } else {
+                entry.1 = true;
+            }
+        }
+        async {}
+    });
+    let task = tokio::spawn(async move {
+        futures::future::join(deployments, csvs).await;
+    });
+    (seen, task)
+}
+
+/// Two namespaces install the same AllNamespaces-capable operator at once, each with a
+/// MultiNamespace group targeting both (so each would copy its CSV into the other), the
+/// Subscriptions created in the order `first_b`: the first to claim the API wins and keeps its
+/// own CSV `Succeeded`; the other is `Failed` `InterOperatorGroupOwnerConflict` with upstream's
+/// message and never had a Deployment; no own CSV is ever turned into a copy (nor a copy into an
+/// own CSV); and both namespaces are then deleted without help (no finalizer holds them).
+async fn two_namespaces_install_one_operator_at_once(first_b: bool) {
+    let Some(env) = env("e2e-tenant-a").await else {
+        return;
+    };
+    let other = env.cluster.namespace("e2e-tenant-b").await;
+    let (na, nb) = (env.ns().to_owned(), other.name().to_owned());
+    let blobs = with_all_namespaces_capable(widget_catalog(&[("stable", &[b("1.0.0")])]));
+    let client = env.client();
+    for ns in [&na, &nb] {
+        let tenant = if *ns == na { &env.ns } else { &other };
+        apply_catalog_config_map(tenant, "olm-rs-e2e", "e2e-catalog", &catalog_json(&blobs)).await;
+        support::e2e::create::<CatalogSource>(
+            client.clone(),
+            ns,
+            json!({
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+                "metadata": {"name": "e2e", "namespace": ns},
+                "spec": {"sourceType": "configmap", "configMap": "e2e-catalog", "displayName": "e2e"},
+            }),
+        )
+        .await;
+        support::e2e::create::<OperatorGroup>(
+            client.clone(),
+            ns,
+            json!({
+                "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                "metadata": {"name": "og", "namespace": ns},
+                "spec": {"targetNamespaces": [na.clone(), nb.clone()]},
+            }),
+        )
+        .await;
+    }
+    for ns in [&na, &nb] {
+        let what = format!("catalog e2e in {ns} READY");
+        wait_for(&what, WAIT, || {
+            let client = client.clone();
+            async move {
+                let cs = support::e2e::get::<CatalogSource>(client, ns, "e2e").await?;
+                (cs.pointer("/status/connectionState/lastObservedState") == Some(&json!("READY")))
+                    .then_some(())
+            }
+        })
+        .await;
+    }
+    let (seen, watching) = watch_tenants(client.clone());
+    let order = if first_b { [&nb, &na] } else { [&na, &nb] };
+    for ns in order {
+        support::e2e::create::<Subscription>(
+            client.clone(),
+            ns,
+            json!({
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+                "metadata": {"name": "widget", "namespace": ns},
+                "spec": {"name": "widget-operator", "source": "e2e", "sourceNamespace": ns},
+            }),
+        )
+        .await;
+    }
+
+    let name = csv_name("widget", "1.0.0");
+    let csv_in = |ns: String| {
+        let (client, name) = (client.clone(), name.clone());
+        async move { support::e2e::get::<ClusterServiceVersion>(client, &ns, &name).await }
+    };
+    fn phase_of(c: &Value) -> (&str, &str) {
+        (str_at(c, "/status/phase"), str_at(c, "/status/reason"))
+    }
+    // One winner, one loser.
+    let (winner, loser, won, lost) =
+        wait_for("one CSV Succeeded and the other one in conflict", WAIT, || {
+            let (a, b) = (na.clone(), nb.clone());
+            async move {
+                let (ca, cb) = (csv_in(a.clone()).await?, csv_in(b.clone()).await?);
+                let conflict = ("Failed", "InterOperatorGroupOwnerConflict");
+                let (pa, pb) = (phase_of(&ca), phase_of(&cb));
+                let a_wins = pa.0 == "Succeeded" && pb == conflict;
+                let b_wins = pb.0 == "Succeeded" && pa == conflict;
+                if a_wins {
+                    Some((a, b, ca, cb))
+                } else if b_wins {
+                    Some((b, a, cb, ca))
+                } else {
+                    None
+                }
+            }
+        })
+        .await;
+    assert_eq!(
+        str_at(&lost, "/status/message"),
+        "intersecting operatorgroups provide the same apis",
+        "{lost:#}"
+    );
+    // Both CSVs are their namespace's own (never a copy of the other).
+    for (ns, csv) in [(&winner, &won), (&loser, &lost)] {
+        assert!(
+            csv.pointer("/metadata/labels/olm.copiedFrom").is_none(),
+            "{csv:#}"
+        );
+        assert_eq!(
+            str_at(csv, "/metadata/annotations/olm.operatorNamespace"),
+            *ns,
+            "{csv:#}"
+        );
+    }
+    // It stays so for a while: the loser never deploys, the winner keeps its CSV.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (won, lost) = (
+        csv_in(winner.clone()).await.expect("the winner's CSV"),
+        csv_in(loser.clone()).await.expect("the loser's CSV"),
+    );
+    assert_eq!(phase_of(&won).0, "Succeeded", "{won:#}");
+    assert_eq!(phase_of(&lost).1, "InterOperatorGroupOwnerConflict", "{lost:#}");
+    let in_loser: Api<Deployment> = Api::namespaced(client.clone(), &loser);
+    let deployments = in_loser
+        .list(&ListParams::default())
+        .await
+        .expect("listing the loser's Deployments");
+    assert!(deployments.items.is_empty(), "{:?}", deployments.items);
+    {
+        let seen = seen.lock().expect("the watch");
+        assert!(
+            !seen.deployments.contains(&loser),
+            "a Deployment appeared in the loser's namespace {loser}: {:?}",
+            seen.deployments
+        );
+        assert!(seen.deployments.contains(&winner), "{:?}", seen.deployments);
+        let both: Vec<_> = seen
+            .csvs
+            .iter()
+            .filter(|(_, (ns, own, copy))| (*ns == na || *ns == nb) && *own && *copy)
+            .collect();
+        assert!(both.is_empty(), "a CSV object was both own and a copy: {both:?}");
+    }
+    watching.abort();
+
+    // Both namespaces go without help (the controller runs, as it would on a cluster).
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for ns in [&na, &nb] {
+        namespaces
+            .delete(ns, &DeleteParams::background())
+            .await
+            .expect("deleting a tenant namespace");
+    }
+    for ns in [na.clone(), nb.clone()] {
+        let what = format!("namespace {ns} to be deleted");
+        wait_for(&what, WAIT, || {
+            let (namespaces, ns) = (namespaces.clone(), ns.clone());
+            async move { matches!(namespaces.get_opt(&ns).await, Ok(None)).then_some(()) }
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn two_namespaces_installing_one_operator_at_once_leave_one_own_csv_each_and_one_winner() {
+    two_namespaces_install_one_operator_at_once(false).await;
+}
+
+#[tokio::test]
+async fn two_namespaces_installing_one_operator_at_once_in_the_other_order_do_the_same() {
+    two_namespaces_install_one_operator_at_once(true).await;
+}
+
+/// A copy never keeps the CSV cleanup finalizer (an older olm-rs left it on own CSVs its copy
+/// writer overwrote, and held their namespaces in `Terminating`): a labelled copy whose original
+/// does not exist is deleted, finalizer and all, and an unlabelled copy (its status says
+/// `Copied`) loses the finalizer; then the namespace is deleted without help.
+#[tokio::test]
+async fn copies_never_keep_the_cleanup_finalizer_and_an_orphaned_copy_goes() {
+    let Some(env) = env("e2e-copy-fin").await else {
+        return;
+    };
+    let finalizer = "operators.coreos.com/csv-cleanup";
+    let mut orphan = bare_csv("orphan.v1.0.0", "operators.coreos.com/v1alpha1");
+    orphan["metadata"]["labels"] = json!({"olm.copiedFrom": "no-such-namespace"});
+    orphan["metadata"]["finalizers"] = json!([finalizer]);
+    env.create::<ClusterServiceVersion>(orphan).await;
+    let mut copied = bare_csv("copied.v1.0.0", "operators.coreos.com/v1alpha1");
+    copied["metadata"]["finalizers"] = json!([finalizer]);
+    copied["metadata"]["annotations"] =
+        json!({"olm.operatorNamespace": "elsewhere", "olm.operatorGroup": "og"});
+    env.create::<ClusterServiceVersion>(copied).await;
+
+    env.wait_csv_gone("orphan.v1.0.0").await;
+    env.wait_obj::<ClusterServiceVersion, _>("no cleanup finalizer", "copied.v1.0.0", |c| {
+        c.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(|f| !f.contains(&json!(finalizer)))
+            .then_some(())
+    })
+    .await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client());
+    namespaces
+        .delete(env.ns(), &DeleteParams::background())
+        .await
+        .expect("deleting the namespace");
+    let ns = env.ns().to_owned();
+    wait_for(&format!("namespace {ns} to be deleted"), WAIT, || {
+        let (namespaces, ns) = (namespaces.clone(), ns.clone());
+        async move { matches!(namespaces.get_opt(&ns).await, Ok(None)).then_some(()) }
+    })
+    .await;
+}

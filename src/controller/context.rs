@@ -40,6 +40,11 @@ pub struct Shared {
     pub(super) condition_rbac: Mutex<super::applied::AppliedRbac>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,
     pub(super) synced: tokio::sync::watch::Receiver<bool>,
+    /// The API claims of the CSVs that passed the inter-group check, taken before any of their
+    /// install acts ([`crate::plan::csv::group_conflict::Claims`]).
+    pub(super) api_claims: Mutex<crate::plan::csv::group_conflict::Claims>,
+    /// The copied-CSV controller's memory and queue ([`copied_csv::Copies`]).
+    pub(super) copies: copied_csv::Copies,
 }
 
 /// How many reconciles' Events are published at once (see [`Context::publish`]).

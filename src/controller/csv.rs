@@ -26,10 +26,16 @@
 //! decision says what; `act` applies it and the reconcile sends an Event naming it); and by its
 //! Subscription when
 //! that Subscription's `spec.config` or the CSVs it names change, so a new config is merged
-//! into the Deployments (a spec-hash drift) without a new InstallPlan. After each sync the
-//! CSV's copies ([`super::copied_csv`]) and its OperatorCondition
-//! ([`super::operator_condition::sync_for_csv`]) are kept; a change of the OperatorCondition of
+//! into the Deployments (a spec-hash drift) without a new InstallPlan. Each reconcile asks the
+//! copied-CSV controller to sync the CSV's copies ([`super::copied_csv::request`]: a key on its
+//! queue, never a write here), and after each sync its OperatorCondition
+//! ([`super::operator_condition::sync_for_csv`]) is kept; a change of the OperatorCondition of
 //! the CSV it replaces re-checks its upgrade gate.
+//!
+//! The inter-group API conflict is settled before anything of a decision is done: the claim
+//! the decision rests on is taken from the shared ledger ([`settle_claim`]), and a CSV whose
+//! rival claimed first fails `InterOperatorGroupOwnerConflict` without ever getting a
+//! Deployment.
 //!
 //! Two writes are saved on every install: a new CSV whose only missing requirements are
 //! ServiceAccounts its still-`Installing` InstallPlan has yet to apply is not reported
@@ -62,7 +68,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{Context, Error, EventNote, Result, instrumented, object_key};
+use super::{Context, Error, EventNote, Result, instrumented, lock, object_key};
 
 mod webhooks;
 use crate::{
@@ -93,8 +99,18 @@ async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> 
     let ns = csv
         .namespace()
         .ok_or_else(|| Error::InvalidObject("CSV without namespace".into()))?;
-    // A copy in a target namespace is its original's business (controller::copied_csv).
+    // A copy in a target namespace is its original's business (controller::copied_csv), and
+    // never keeps the cleanup finalizer: it guards nothing there, and must not hold the
+    // namespace in Terminating.
     if super::copied_csv::is_copy(&csv) {
+        super::copied_csv::strip_finalizer(
+            &ctx,
+            &ns,
+            &csv.name_any(),
+            csv.resource_version().as_deref(),
+            csv.finalizers(),
+        )
+        .await?;
         return Ok(Action::await_change());
     }
     let api: Api<ClusterServiceVersion> = Api::namespaced(ctx.client(), &ns);
@@ -102,13 +118,16 @@ async fn reconcile_inner(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> 
     finalizer(&api, labels::CSV_CLEANUP_FINALIZER, csv, |event| async move {
         match event {
             FinalizerEvent::Apply(csv) => {
+                // Its copies are written by their own controller: asked for here, never waited on.
+                super::copied_csv::request(&csv, &c);
                 let action = sync(Arc::clone(&csv), Arc::clone(&c)).await?;
-                super::copied_csv::sync_copies(&csv, &c).await?;
                 super::operator_condition::sync_for_csv(&csv, &c).await?;
                 Ok(action)
             }
             FinalizerEvent::Cleanup(csv) => {
-                super::copied_csv::delete_copies(&csv, &c).await?;
+                // Its copies go once it is gone (the copied-CSV controller deletes them).
+                super::copied_csv::request(&csv, &c);
+                lock(&c.shared.api_claims).release(&csv.namespace().unwrap_or_default(), &csv.name_any());
                 cleanup(csv, c).await
             }
         }
@@ -270,6 +289,27 @@ async fn served_native_apis(
     Ok(served)
 }
 
+/// Every OperatorGroup of the cluster with its targets and `olm.providedAPIs`, from the store.
+fn providing_groups(ctx: &Context) -> Vec<plan_csv::group_conflict::ProvidingGroup> {
+    ctx.shared
+        .stores
+        .operator_groups
+        .state()
+        .iter()
+        .map(|g| plan_csv::group_conflict::ProvidingGroup {
+            namespace: g.namespace().unwrap_or_default(),
+            name: g.name_any(),
+            namespaces: g.status.as_ref().and_then(|s| s.namespaces.clone()),
+            provided_apis: g
+                .annotations()
+                .get(crate::plan::user_roles::PROVIDED_APIS)
+                .map(|v| crate::plan::user_roles::parse_provided_apis(v))
+                .unwrap_or_default(),
+            static_apis: g.spec.static_provided_apis == Some(true),
+        })
+        .collect()
+}
+
 /// Fills the state machine's [`Observed`] from the reflector stores and a few reads.
 async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed> {
     let ns = csv.namespace().unwrap_or_default();
@@ -285,23 +325,9 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
                 fail_forward: g.spec.fail_forward(),
             })
             .collect(),
-        // Every group of the cluster, for the inter-group API conflict (upstream lists all).
-        providing_groups: stores
-            .operator_groups
-            .state()
-            .iter()
-            .map(|g| plan_csv::group_conflict::ProvidingGroup {
-                namespace: g.namespace().unwrap_or_default(),
-                name: g.name_any(),
-                namespaces: g.status.as_ref().and_then(|s| s.namespaces.clone()),
-                provided_apis: g
-                    .annotations()
-                    .get(crate::plan::user_roles::PROVIDED_APIS)
-                    .map(|v| crate::plan::user_roles::parse_provided_apis(v))
-                    .unwrap_or_default(),
-                static_apis: g.spec.static_provided_apis == Some(true),
-            })
-            .collect(),
+        // Every group of the cluster, for the inter-group API conflict (upstream lists all),
+        // with the claims taken but not yet in their group's annotation.
+        providing_groups: lock(&ctx.shared.api_claims).overlay(&providing_groups(ctx)),
         ..Observed::default()
     };
     // The CSV's own minKubeVersion requirement (issue 15): read once per process.
@@ -727,6 +753,8 @@ async fn chain_transitions(
     // (no client)
     let mut decision = plan_csv::decide(&current, &observed, now);
     for round in 1..=MAX_CHAINED_TRANSITIONS {
+        // (no client) Nothing of a decision is done before the claim it rests on is taken.
+        decision = settle_claim(ctx, &current, &mut observed, decision, now);
         // (client)
         if let Err(error) = act(
             ctx,
@@ -784,6 +812,47 @@ async fn chain_transitions(
         own_versions,
         restored,
     })
+}
+
+/// Takes the API claim `decision` rests on ([`plan_csv::group_conflict::Claims::take`]) before
+/// anything of it is done (no client). When a rival group's claim came first, the CSV decides
+/// again on the claims as they now stand, which fails it `InterOperatorGroupOwnerConflict`
+/// before it has a Deployment. A decision failing the CSV for the inter-group rule gives its
+/// claim up, so a rival may install.
+fn settle_claim(
+    ctx: &Context,
+    csv: &ClusterServiceVersion,
+    observed: &mut Observed,
+    decision: plan_csv::CsvDecision,
+    now: &Time,
+) -> plan_csv::CsvDecision {
+    let (ns, name) = (csv.namespace().unwrap_or_default(), csv.name_any());
+    let groups = providing_groups(ctx);
+    let mut claims = lock(&ctx.shared.api_claims);
+    let Some(claim) = decision.claim.clone() else {
+        if decision.gives_up_claim() {
+            claims.release(&ns, &name);
+        }
+        return decision;
+    };
+    let Err(rival) = claims.take(claim, &groups) else {
+        return decision;
+    };
+    tracing::info!(%rival, "another OperatorGroup claimed the CSV's APIs first");
+    observed.providing_groups = claims.overlay(&groups);
+    let again = plan_csv::decide(csv, observed, now);
+    let refused = if again.claim.is_some() {
+        // The rule and the ledger disagree on the CSV's own group (not in the store): the
+        // ledger's refusal stands.
+        plan_csv::CsvDecision {
+            annotations: again.annotations,
+            ..plan_csv::claim_refused(csv, observed)
+        }
+    } else {
+        again
+    };
+    claims.release(&ns, &name);
+    refused
 }
 
 /// Does what `decision` asks (client): the member annotations, the target namespaces' RBAC,

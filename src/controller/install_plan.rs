@@ -149,6 +149,13 @@ pub enum StepError {
         /// `<kind> <name>`.
         what: String,
     },
+    /// A copy of another namespace's CSV stands where this plan's CSV goes: it is deleted, and
+    /// the step tried again ([`super::copied_csv::make_room_for_own`]).
+    #[error("waiting for the copied CSV {csv} to be replaced by this namespace's own")]
+    CopyInTheWay {
+        /// The CSV.
+        csv: String,
+    },
     /// Updating an existing CRD would lose data or invalidate existing objects.
     #[error(transparent)]
     CrdSafety(#[from] crd_safety::CrdSafetyError),
@@ -773,6 +780,26 @@ async fn apply_step(
     } else {
         object
     };
+    let step_error = |source: kube::Error| match scoped {
+        Some(s) => StepError::ApplyAs {
+            what: what.clone(),
+            account: s.account.clone(),
+            source,
+        },
+        None => StepError::Apply {
+            what: what.clone(),
+            source,
+        },
+    };
+    // The namespace's own CSV is never applied over a copy (it would stay a copy); a scoped
+    // plan creates it as its account.
+    if r.kind == steps::CSV_KIND {
+        match super::copied_csv::make_room_for_own(ctx, client.clone(), ns, &r.name, &object).await {
+            Ok(true) => {}
+            Ok(false) => return Err(StepError::CopyInTheWay { csv: r.name.clone() }),
+            Err(source) => return Err(step_error(source)),
+        }
+    }
     let written = apply::write_step(
         &client,
         &resource,
@@ -783,17 +810,7 @@ async fn apply_step(
         scoped.is_some(),
     )
     .await
-    .map_err(|source| match scoped {
-        Some(s) => StepError::ApplyAs {
-            what: what.clone(),
-            account: s.account.clone(),
-            source,
-        },
-        None => StepError::Apply {
-            what: what.clone(),
-            source,
-        },
-    })?;
+    .map_err(step_error)?;
     if r.kind == steps::CSV_KIND
         && let Some(uid) = written.object.metadata.uid
     {

@@ -307,6 +307,8 @@ pub(super) async fn run_controllers(
         condition_rbac: Mutex::default(),
         event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
         synced: synced_rx,
+        api_claims: Mutex::default(),
+        copies: copied_csv::Copies::default(),
     });
 
     // CatalogSources: re-read when the ConfigMap they name changes, and reconciled as soon as
@@ -493,8 +495,9 @@ pub(super) async fn run_controllers(
         )
         .watches_stream(
             trigger(&sync, Api::<ClusterServiceVersion>::all(client.clone()), wc()),
+            // A copy is the copied-CSV controller's business (it watches copies itself).
             move |csv| match copied_csv::original_of(&csv) {
-                Some(original) => vec![original],
+                Some(_) => Vec::new(),
                 None => mappers::csvs_related_to(&c2.state(), &csv),
             },
         )
@@ -600,6 +603,16 @@ pub(super) async fn run_controllers(
     let sub_ctx = Context::new(&shared, "subscription");
     let ip_ctx = Context::new(&shared, "installplan");
     let csv_ctx = Context::new(&shared, "csv");
+    // Copied CSVs: their own queue, off the CSV controller's install path (`copied_csv`).
+    let copies = tokio::spawn(copied_csv::run(
+        Context::new(&shared, "copiedcsv"),
+        metadata_trigger::<ClusterServiceVersion>(
+            &sync,
+            client.clone(),
+            wc().labels(crate::api::labels::COPIED_FROM),
+        ),
+        metadata_trigger::<k8s_openapi::api::core::v1::Namespace>(&sync, client.clone(), wc()),
+    ));
     let oc_ctx = Context::new(&shared, operator_condition::CONTROLLER);
 
     ready.set(ReadyState::Syncing);
@@ -658,6 +671,7 @@ pub(super) async fn run_controllers(
             .run(olm_config::reconcile, error_policy, olm_config_ctx)
             .for_each(|r| log_result("olmconfig", r)),
     );
+    copies.abort();
     readiness.abort();
     supervisor.abort();
     sweep.abort();

@@ -555,6 +555,8 @@ impl Fixture {
             condition_rbac: std::sync::Mutex::default(),
             event_permits: Arc::new(tokio::sync::Semaphore::new(EVENT_PUBLISHERS)),
             synced: synced_rx,
+            api_claims: std::sync::Mutex::default(),
+            copies: super::copied_csv::Copies::default(),
         });
         let fixture = Self {
             shared,

@@ -69,6 +69,31 @@ where
     api.patch(name, &params, &Patch::Merge(patch)).await
 }
 
+/// Removes `finalizer` from the object `name`, whose finalizers read `finalizers` at
+/// `resource_version`: a merge patch of the list without it, refused (409) if the object changed
+/// since it was read. A 404 is not an error (the object is gone).
+pub async fn remove_finalizer<K>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: Option<&str>,
+    finalizers: &[String],
+    finalizer: &str,
+) -> kube::Result<()>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let rest: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
+    let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": resource_version}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Server-side applies `status` to the `/status` subresource of `name`, as the minimal object
 /// `{apiVersion, kind, status}`.
 pub async fn apply_status<K>(
@@ -81,6 +106,24 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let body = status_body::<K>(status);
+    api.patch_status(name, &apply_params(manager), &Patch::Apply(&body))
+        .await
+}
+
+/// [`apply_status`] guarded by `resource_version`: refused (409) when the object is no longer the
+/// one the caller wrote (replaced, or changed by someone else).
+pub async fn apply_status_at<K>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: &str,
+    status: &impl Serialize,
+    manager: &str,
+) -> kube::Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let mut body = status_body::<K>(status);
+    body["metadata"] = json!({"name": name, "resourceVersion": resource_version});
     api.patch_status(name, &apply_params(manager), &Patch::Apply(&body))
         .await
 }

@@ -128,6 +128,16 @@ pub fn fingerprint(copy: &ClusterServiceVersion) -> u64 {
     hasher.finish()
 }
 
+/// The fingerprint of a copy's metadata and spec alone: when only the status differs from what
+/// was applied, the copy's status alone is written again (upstream's separate spec and status
+/// hashes).
+pub fn spec_fingerprint(copy: &ClusterServiceVersion) -> u64 {
+    fingerprint(&ClusterServiceVersion {
+        status: None,
+        ..copy.clone()
+    })
+}
+
 /// The namespaces whose copy someone else changed since this process last wrote it: its
 /// resourceVersion (`live`) is not the one our last write left (`recorded`). Such a copy is
 /// written again from the original (upstream's e2e suite changes a copy's status and waits for

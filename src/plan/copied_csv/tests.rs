@@ -301,3 +301,14 @@ fn a_copy_someone_else_changed_is_written_again() {
     observed.drifted = &drifted;
     assert_eq!(namespaces_of(&decide(&csv, &observed)), vec!["team-a".to_owned()]);
 }
+
+#[test]
+fn a_status_change_alone_keeps_the_spec_fingerprint_so_only_the_status_is_written_again() {
+    let installing = copy_of(&original("Installing", "InstallWaiting"), "team-a");
+    let succeeded = copy_of(&original("Succeeded", "InstallSucceeded"), "team-a");
+    assert_ne!(fingerprint(&installing), fingerprint(&succeeded));
+    assert_eq!(spec_fingerprint(&installing), spec_fingerprint(&succeeded));
+    let mut relabelled = succeeded.clone();
+    relabelled.labels_mut().insert("extra".into(), "1".into());
+    assert_ne!(spec_fingerprint(&relabelled), spec_fingerprint(&succeeded));
+}

@@ -25,8 +25,24 @@
 //! groups already list the API, a `spec.staticProvidedAPIs` group keeps it (upstream's static
 //! group never yields either), else the group whose `<namespace>/<name>` sorts later loses, so
 //! the outcome does not depend on sync order.
+//!
+//! # Claims: the conflict is settled before anything deploys
+//!
+//! Upstream's CSV does not leave phase `""` until its group's annotation lists its APIs
+//! (`AddAPIs`, then a requeue), so a rival sees the claim before the CSV installs anything.
+//! Here the annotation follows the member CSVs, so it comes *after* a CSV's first transitions,
+//! and two CSVs installing at once would each see no rival and both deploy. The claim is
+//! therefore also kept in the controller's memory ([`Claims`]; one replica holds the leader
+//! Lease, so one ledger decides): a decision that passed this check names the claim it rests
+//! on ([`Claim`]), and the shell takes it with [`Claims::take`] before acting on the decision;
+//! `take` runs the same rule against the groups overlaid with every claim already taken
+//! ([`Claims::overlay`]), so of two CSVs deciding at once the second is refused, decides again
+//! on the overlay, and fails `InterOperatorGroupOwnerConflict` without a Deployment. The first
+//! to claim wins, as upstream's first `AddAPIs` does. A claim is released when its CSV goes or
+//! fails this check ([`Claims::release`]); after a restart the annotations, written by then,
+//! carry the claims.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::plan::user_roles::ApiKey;
 
@@ -121,6 +137,82 @@ pub fn static_group_refusal(own: &ProvidingGroup, apis: &BTreeSet<ApiKey>) -> Op
             missing.join(", ")
         )
     })
+}
+
+/// The claim a CSV's decision rests on: its group (`<namespace>`, `<name>`) provides these
+/// APIs for it ([`Claims`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claim {
+    /// The CSV's namespace.
+    pub csv_namespace: String,
+    /// The CSV's name.
+    pub csv_name: String,
+    /// Its OperatorGroup's namespace.
+    pub group_namespace: String,
+    /// Its OperatorGroup's name.
+    pub group_name: String,
+    /// The APIs it provides.
+    pub apis: BTreeSet<ApiKey>,
+}
+
+/// The API claims this controller granted, by CSV (`namespace`, `name`) (module doc).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    by_csv: BTreeMap<(String, String), Claim>,
+}
+
+impl Claims {
+    /// `groups` with the APIs claimed for each added to its `provided_apis` (a claim of a
+    /// group that is not in `groups` counts for nothing).
+    pub fn overlay(&self, groups: &[ProvidingGroup]) -> Vec<ProvidingGroup> {
+        let mut out = groups.to_vec();
+        for claim in self.by_csv.values() {
+            if let Some(group) = out
+                .iter_mut()
+                .find(|g| g.namespace == claim.group_namespace && g.name == claim.group_name)
+            {
+                group.provided_apis.extend(claim.apis.iter().cloned());
+            }
+        }
+        out
+    }
+
+    /// Takes `claim` unless another group already provides one of its APIs, as
+    /// [`conflicting_group`] judges on the overlaid `groups` (the CSV's own group as observed,
+    /// or with no APIs when `groups` lacks it); `Err` names that rival (`<namespace>/<name>`).
+    /// Taking a claim the CSV already holds changes nothing.
+    pub fn take(&mut self, claim: Claim, groups: &[ProvidingGroup]) -> Result<(), String> {
+        let key = (claim.csv_namespace.clone(), claim.csv_name.clone());
+        if self.by_csv.get(&key) == Some(&claim) {
+            return Ok(());
+        }
+        let overlaid = self.overlay(groups);
+        let own = overlaid
+            .iter()
+            .find(|g| g.namespace == claim.group_namespace && g.name == claim.group_name)
+            .cloned()
+            .unwrap_or_else(|| ProvidingGroup {
+                namespace: claim.group_namespace.clone(),
+                name: claim.group_name.clone(),
+                ..ProvidingGroup::default()
+            });
+        if let Some(rival) = conflicting_group(&own, &claim.apis, &overlaid) {
+            return Err(rival);
+        }
+        self.by_csv.insert(key, claim);
+        Ok(())
+    }
+
+    /// Forgets the claim of the CSV `namespace`/`name` (it is gone, or failed the check).
+    pub fn release(&mut self, namespace: &str, name: &str) {
+        self.by_csv.remove(&(namespace.to_owned(), name.to_owned()));
+    }
+
+    /// Whether the CSV `namespace`/`name` holds a claim.
+    #[cfg(test)]
+    pub fn holds(&self, namespace: &str, name: &str) -> bool {
+        self.by_csv.contains_key(&(namespace.to_owned(), name.to_owned()))
+    }
 }
 
 #[cfg(test)]
@@ -225,5 +317,69 @@ mod tests {
         // A group that is not static extends its annotation instead.
         let dynamic = group("a", "og", Some(&["a"]), API);
         assert_eq!(static_group_refusal(&dynamic, &apis), None);
+    }
+
+    fn claim(csv_ns: &str, group: &ProvidingGroup, apis: &str) -> Claim {
+        Claim {
+            csv_namespace: csv_ns.into(),
+            csv_name: "widget.v1".into(),
+            group_namespace: group.namespace.clone(),
+            group_name: group.name.clone(),
+            apis: parse_provided_apis(apis),
+        }
+    }
+
+    #[test]
+    fn of_two_csvs_claiming_the_same_api_at_once_the_first_wins_whatever_the_names() {
+        // Neither group lists the API yet (the annotations come later): both CSVs passed the
+        // check on what they observed; the ledger lets only the first through.
+        for (first, second) in [("a", "b"), ("b", "a")] {
+            let g1 = group(first, "og", Some(&[first, second]), "");
+            let g2 = group(second, "og", Some(&[second, first]), "");
+            let groups = [g1.clone(), g2.clone()];
+            let mut claims = Claims::default();
+            assert_eq!(claims.take(claim(first, &g1, API), &groups), Ok(()));
+            // Taking it again is a no-op.
+            assert_eq!(claims.take(claim(first, &g1, API), &groups), Ok(()));
+            assert_eq!(
+                claims.take(claim(second, &g2, API), &groups),
+                Err(format!("{first}/og"))
+            );
+            assert!(claims.holds(first, "widget.v1") && !claims.holds(second, "widget.v1"));
+            // The loser decides again on the overlay and sees the rival.
+            let overlaid = claims.overlay(&groups);
+            let own = overlaid
+                .iter()
+                .find(|g| g.namespace == second)
+                .cloned()
+                .expect("own");
+            assert_eq!(
+                conflicting_group(&own, &parse_provided_apis(API), &overlaid),
+                Some(format!("{first}/og"))
+            );
+            // The winner goes: the other one may claim.
+            claims.release(first, "widget.v1");
+            assert_eq!(claims.take(claim(second, &g2, API), &groups), Ok(()));
+        }
+    }
+
+    #[test]
+    fn claims_of_groups_that_do_not_intersect_or_of_other_apis_both_stand() {
+        let a = group("a", "og", Some(&["a"]), "");
+        let b = group("b", "og", Some(&["b"]), "");
+        let c = group("c", "og", Some(&[""]), "");
+        let groups = [a.clone(), b.clone(), c.clone()];
+        let mut claims = Claims::default();
+        assert_eq!(claims.take(claim("a", &a, API), &groups), Ok(()));
+        assert_eq!(claims.take(claim("b", &b, API), &groups), Ok(()));
+        // AllNamespaces intersects both: refused.
+        assert_eq!(claims.take(claim("c", &c, API), &groups), Err("a/og".into()));
+        // Another API is no conflict.
+        assert_eq!(claims.take(claim("c", &c, "Other.v1.x.io"), &groups), Ok(()));
+        // A claim of a group that is gone counts for nothing.
+        assert_eq!(
+            claims.overlay(std::slice::from_ref(&b))[0].provided_apis,
+            parse_provided_apis(API)
+        );
     }
 }

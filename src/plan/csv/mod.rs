@@ -529,6 +529,10 @@ pub struct CsvDecision {
     pub missing: Vec<String>,
     /// Reconcile again after this long even without events.
     pub requeue_after: Option<Duration>,
+    /// The API claim the decision rests on: the CSV passed the inter-group check, and the
+    /// shell takes this claim before acting ([`group_conflict::Claims::take`]); when refused,
+    /// it decides again on the claims taken meanwhile.
+    pub claim: Option<group_conflict::Claim>,
 }
 
 impl CsvDecision {
@@ -547,7 +551,19 @@ impl CsvDecision {
             restore: Vec::new(),
             missing: Vec::new(),
             requeue_after: None,
+            claim: None,
         }
+    }
+
+    /// Whether the decision fails the CSV for the inter-group rule, so the claim it may hold
+    /// goes ([`group_conflict::Claims::release`]).
+    pub fn gives_up_claim(&self) -> bool {
+        self.phase == CsvPhase::Failed
+            && matches!(
+                self.reason,
+                CsvReason::InterOperatorGroupOwnerConflict
+                    | CsvReason::CannotModifyStaticOperatorGroupProvidedApis
+            )
     }
 
     /// Keep the CSV's current phase, reason and message.
@@ -658,6 +674,17 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
     if let Some(conflict) = inter_group_conflict(csv, &namespace, &group.name, targets, observed) {
         return with_patch(conflict);
     }
+    // Passed: the decision rests on the CSV's claim of its APIs (module doc of group_conflict).
+    let claim = super::user_roles::provided_apis(csv)
+        .ok()
+        .filter(|apis| !apis.is_empty())
+        .map(|apis| group_conflict::Claim {
+            csv_namespace: namespace.clone(),
+            csv_name: name.clone(),
+            group_namespace: namespace.clone(),
+            group_name: group.name.clone(),
+            apis: apis.into_iter().map(|a| a.key).collect(),
+        });
 
     let webhooks = webhooks::plan(csv, targets, &observed.webhooks, now);
     let desired = desired_deployments(csv, &annotations, observed.overrides.as_ref()).map(|mut d| {
@@ -673,7 +700,9 @@ pub fn decide(csv: &ClusterServiceVersion, observed: &Observed, now: &Time) -> C
         desired,
         webhooks,
     };
-    with_patch(ctx.transition(&phase, reason.as_ref(), &status, now))
+    let mut d = with_patch(ctx.transition(&phase, reason.as_ref(), &status, now));
+    d.claim = claim;
+    d
 }
 
 /// Requeue period of a CSV failed `InterOperatorGroupOwnerConflict` (a rival group in another
@@ -715,6 +744,28 @@ fn inter_group_conflict(
             let refusal = group_conflict::static_group_refusal(&own, &apis)?;
             (CsvReason::CannotModifyStaticOperatorGroupProvidedApis, refusal)
         };
+    Some(conflict_decision(csv, reason, message, observed))
+}
+
+/// The decision of a CSV whose claim the shell could not take ([`group_conflict::Claims::take`]
+/// refused it: a rival group claimed one of its APIs first): `Failed`
+/// `InterOperatorGroupOwnerConflict`, as [`decide`] says once it sees the rival's claim.
+pub fn claim_refused(csv: &ClusterServiceVersion, observed: &Observed) -> CsvDecision {
+    conflict_decision(
+        csv,
+        CsvReason::InterOperatorGroupOwnerConflict,
+        group_conflict::CONFLICT_MESSAGE.to_owned(),
+        observed,
+    )
+}
+
+/// `Failed` for an inter-group rule: the CSV's Deployments go (upstream `cleanupCSVDeployments`).
+fn conflict_decision(
+    csv: &ClusterServiceVersion,
+    reason: CsvReason,
+    message: String,
+    observed: &Observed,
+) -> CsvDecision {
     let name = csv.name_any();
     let mut d = CsvDecision::to(CsvPhase::Failed, reason, message);
     d.stale_deployments = observed
@@ -723,7 +774,7 @@ fn inter_group_conflict(
         .filter(|(_, dep)| dep.owner.as_deref() == Some(name.as_str()))
         .map(|(n, _)| n.clone())
         .collect();
-    Some(d.requeue(GROUP_CONFLICT_REQUEUE))
+    d.requeue(GROUP_CONFLICT_REQUEUE)
 }
 
 struct Context<'a> {

@@ -1672,6 +1672,50 @@ fn an_api_another_intersecting_group_provides_fails_the_csv_and_deletes_its_depl
 }
 
 #[test]
+fn a_new_csv_that_passes_the_group_check_claims_its_apis_and_a_conflict_gives_them_up() {
+    // A CSV with no phase yet: its first decision already rests on its claim, so the shell
+    // takes it before the CSV gets anywhere near a Deployment.
+    let csv = Csv::test().build();
+    let d = decide(&csv, &ready(), &t(0));
+    let claim = d.claim.clone().expect("a claim");
+    assert_eq!(
+        (claim.group_namespace.as_str(), claim.group_name.as_str()),
+        ("operators", "og")
+    );
+    assert_eq!(claim.csv_name, csv.name_any());
+    assert_eq!(claim.apis, rival_providing(&csv, &[]).provided_apis);
+    assert!(!d.gives_up_claim());
+    // A rival's claim taken meanwhile (the overlay): the CSV fails at once, with nothing to
+    // delete, and gives up its claim.
+    let mut claims = group_conflict::Claims::default();
+    let mut rival = rival_providing(&csv, &[""]);
+    let rival_apis = std::mem::take(&mut rival.provided_apis);
+    claims
+        .take(
+            group_conflict::Claim {
+                csv_namespace: "elsewhere".into(),
+                csv_name: csv.name_any(),
+                group_namespace: "elsewhere".into(),
+                group_name: "rival".into(),
+                apis: rival_apis,
+            },
+            std::slice::from_ref(&rival),
+        )
+        .expect("the rival claims first");
+    let observed = Observed {
+        providing_groups: claims.overlay(&[rival]),
+        ..ready()
+    };
+    let d = decide(&csv, &observed, &t(0));
+    assert_eq!(
+        outcome(&d),
+        (CsvPhase::Failed, CsvReason::InterOperatorGroupOwnerConflict)
+    );
+    assert!(d.desired_deployments.is_empty() && d.stale_deployments.is_empty());
+    assert!(d.claim.is_none() && d.gives_up_claim());
+}
+
+#[test]
 fn a_rival_group_with_disjoint_targets_does_not_conflict_and_a_gone_conflict_goes_pending() {
     let csv = Csv::test().phase(CsvPhase::Pending).build();
     let observed = Observed {
