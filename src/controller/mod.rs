@@ -85,6 +85,7 @@ pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
+pub mod package_server;
 pub mod serve;
 pub mod subscription;
 
@@ -122,6 +123,10 @@ pub struct Config {
     pub serve_grpc: Vec<serve::GrpcTarget>,
     /// Where every CatalogSource is served on the catalogd HTTP API ([`serve`]).
     pub serve_http: Option<SocketAddr>,
+    /// Where the `packages.operators.coreos.com/v1` API is served ([`package_server`]).
+    pub serve_packages: Option<SocketAddr>,
+    /// The Service the APIService of that API names ([`package_server`]).
+    pub packages_service: package_server::ServiceRef,
     /// The connection settings the client was built from: scoped installs act as a group's
     /// ServiceAccount through them ([`crate::k8s::scoped`]); `None` refuses scoped plans.
     pub connection: Option<kube::Config>,
@@ -144,6 +149,8 @@ impl Default for Config {
             disable_copied_csvs: false,
             serve_grpc: Vec::new(),
             serve_http: None,
+            serve_packages: None,
+            packages_service: package_server::ServiceRef::default(),
             connection: None,
         }
     }
