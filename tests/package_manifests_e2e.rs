@@ -262,6 +262,10 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         "jsonpath={.status.defaultChannel}",
     ]);
     assert_eq!(default_channel, "stable");
+    eprintln!(
+        "$ kubectl get packagemanifest redis-operator -n {n} -o yaml\n{}",
+        cluster.kubectl_ok(["get", "packagemanifest", "redis-operator", "-n", &n, "-o", "yaml"])
+    );
     let status: serde_json::Value =
         serde_json::from_str(&cluster.kubectl_ok(["get", "packagemanifest", "etcd", "-n", &o, "-o", "json"]))
             .expect("JSON");
@@ -319,6 +323,41 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         &format!("/apis/packages.operators.coreos.com/v1/namespaces/{o}/packagemanifests/etcd/icon"),
     ]);
     assert_eq!(icon, "<svg/>");
+
+    // Every namespace: each package in its catalog's namespace, kubectl's NAMESPACE column first.
+    let all = cluster.kubectl_ok(["get", "packagemanifests", "-A"]);
+    eprintln!("$ kubectl get packagemanifests -A (this test's lines)");
+    let mine: Vec<Vec<&str>> = all
+        .lines()
+        .filter(|l| l.starts_with("NAMESPACE") || l.starts_with(&g) || l.starts_with(&o))
+        .inspect(|l| eprintln!("{l}"))
+        .map(|l| l.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(
+        mine,
+        [
+            vec!["NAMESPACE", "NAME"],
+            vec![o.as_str(), "etcd"],
+            vec![o.as_str(), "metadata-only"],
+            vec![g.as_str(), "redis-operator"],
+        ]
+    );
+
+    // Straight to the server, without the API server's front-proxy certificate: refused, but
+    // the health endpoint answers (a kubelet probe has no client certificate).
+    let curl = |path: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(format!("https://{serve}{path}"))
+            .output()
+            .expect("running curl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        curl("/apis/packages.operators.coreos.com/v1/packagemanifests"),
+        "401"
+    );
+    assert_eq!(curl("/healthz"), "200");
 
     drop(net);
 }
