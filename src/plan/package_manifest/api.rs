@@ -11,8 +11,10 @@
 //! - **Reads**: `GET` only (anything else is `405`); list, get and the icon as
 //!   [`super`] says; a get of a package the namespace does not see is `404 NotFound`; selectors
 //!   that do not parse are `400 BadRequest`, a field selector upstream's storage refuses `500`.
-//! - **Tables**: an `Accept` asking for `as=Table` (`g=meta.k8s.io`, `v1` or `v1beta1`) gets
-//!   [`super::table`]; anything else gets JSON.
+//! - **Views**: an `Accept` asking for `as=Table` (`g=meta.k8s.io`, `v1` or `v1beta1`) gets
+//!   [`super::table`], one asking for `as=PartialObjectMetadata` (a get) or
+//!   `as=PartialObjectMetadataList` (a list) gets the objects' metadata, as a generic API server
+//!   serves metadata-only clients; anything else gets JSON.
 //! - **Who may ask**: the shell says whether the caller is authenticated (the aggregator's
 //!   front-proxy client certificate); an unauthenticated request for anything but the health
 //!   endpoints is `401 Unauthorized`. Authorization is the aggregator's: the API server checks
@@ -134,8 +136,9 @@ pub fn param(query: &str, key: &str) -> Option<String> {
     })
 }
 
-/// The Table version the `Accept` header asks for, if it asks for a Table first.
-fn table_version(accept: &str) -> Option<&'static str> {
+/// What the `Accept` header asks for first, when it is one of the `meta.k8s.io` views:
+/// (`Table`, `PartialObjectMetadata` or `PartialObjectMetadataList`; `v1` or `v1beta1`).
+fn asked_view(accept: &str) -> Option<(&'static str, &'static str)> {
     for media in accept.split(',') {
         let mut parts = media.split(';').map(str::trim);
         let kind = parts.next().unwrap_or_default();
@@ -144,10 +147,15 @@ fn table_version(accept: &str) -> Option<&'static str> {
         }
         let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
         let get = |k: &str| params.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
-        match (get("as"), get("g"), get("v")) {
-            (Some("Table"), Some("meta.k8s.io"), Some("v1")) => return Some("v1"),
-            (Some("Table"), Some("meta.k8s.io"), Some("v1beta1")) => return Some("v1beta1"),
-            (None, _, _) => return None,
+        let view = match get("as")? {
+            "Table" => "Table",
+            "PartialObjectMetadata" => "PartialObjectMetadata",
+            "PartialObjectMetadataList" => "PartialObjectMetadataList",
+            _ => continue,
+        };
+        match (get("g"), get("v")) {
+            (Some("meta.k8s.io"), Some("v1")) => return Some((view, "v1")),
+            (Some("meta.k8s.io"), Some("v1beta1")) => return Some((view, "v1beta1")),
             _ => {}
         }
     }
@@ -372,19 +380,36 @@ pub fn respond<'m>(
     }
 }
 
-/// A list (or, with `single`, one object) as JSON or as the Table asked for.
+/// A list (or, with `single`, one object) as JSON, as the Table asked for, or as
+/// `PartialObjectMetadata(List)` (what metadata-only clients ask for).
 fn answer(req: &Request<'_>, items: &[PackageManifest], single: Option<()>, now: Timestamp) -> Reply {
-    if let Some(version) = table_version(req.accept) {
-        let Some(include) = IncludeObject::parse(&param(req.query, "includeObject").unwrap_or_default())
-        else {
-            return failure(
-                400,
-                "BadRequest",
-                "includeObject must be None, Metadata or Object",
-                None,
+    let partial = |m: &PackageManifest, version: &str| json!({"kind": "PartialObjectMetadata", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": m.metadata});
+    match asked_view(req.accept) {
+        Some(("Table", version)) => {
+            let Some(include) = IncludeObject::parse(&param(req.query, "includeObject").unwrap_or_default())
+            else {
+                return failure(
+                    400,
+                    "BadRequest",
+                    "includeObject must be None, Metadata or Object",
+                    None,
+                );
+            };
+            return Reply::json(200, &table(items, now, include, version));
+        }
+        Some(("PartialObjectMetadata", version)) if single.is_some() => {
+            if let Some(m) = items.first() {
+                return Reply::json(200, &partial(m, version));
+            }
+        }
+        Some(("PartialObjectMetadataList", version)) if single.is_none() => {
+            let items: Vec<Value> = items.iter().map(|m| partial(m, version)).collect();
+            return Reply::json(
+                200,
+                &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {}, "items": items}),
             );
-        };
-        return Reply::json(200, &table(items, now, include, version));
+        }
+        _ => {}
     }
     let value = match (single, items.first()) {
         (Some(()), Some(m)) => serde_json::to_value(Typed::new(m)),

@@ -496,3 +496,34 @@ mod api {
         );
     }
 }
+
+#[test]
+fn metadata_only_clients_get_partial_object_metadata() {
+    use crate::plan::package_manifest::api::{Request, respond};
+    let catalogs = three_catalogs();
+    let now = Timestamp::from_second(1_800_000_100).unwrap();
+    let ask = |path: &str, accept: &str| -> Value {
+        let req = Request {
+            method: "GET",
+            path,
+            accept,
+            authenticated: true,
+            ..Request::default()
+        };
+        serde_json::from_slice(&respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now).body).unwrap()
+    };
+    let base = "/apis/packages.operators.coreos.com/v1/namespaces/team-a/packagemanifests";
+    let list = ask(
+        base,
+        "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+    );
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "etcd");
+    assert_eq!(list["items"][0].get("status"), None);
+    let one = ask(
+        &format!("{base}/etcd"),
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+    );
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["labels"]["catalog"], "mine");
+}
