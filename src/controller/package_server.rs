@@ -234,6 +234,11 @@ fn registry_csv(
     channel: &crate::catalog::model::Channel,
     bundle: &crate::catalog::model::Bundle,
 ) -> Option<serde_json::Value> {
+    // The inlined CSV (decoding only the manifests up to it), else the registry's stub built
+    // from `olm.csv.metadata`.
+    if let Some(csv) = bundle.csv() {
+        return Some(csv);
+    }
     let entry = channel.entry(&bundle.name)?;
     let message = crate::grpc::convert::bundle_message(package, channel, entry, bundle).ok()?;
     serde_json::from_str(&message.csv_json).ok()

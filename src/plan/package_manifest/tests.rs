@@ -10,6 +10,11 @@ use crate::catalog::{DeclarativeConfig, Model};
 /// The head CSV as the registry API serves it (`GetBundleForChannel`'s `csvJson`): what the
 /// shell passes.
 fn registry_csv(package: &Package, channel: &Channel, bundle: &Bundle) -> Option<Value> {
+    // The inlined CSV (decoding only the manifests up to it), else the registry's stub built
+    // from `olm.csv.metadata`.
+    if let Some(csv) = bundle.csv() {
+        return Some(csv);
+    }
     let entry = channel.entry(&bundle.name)?;
     let message = crate::grpc::convert::bundle_message(package, channel, entry, bundle).ok()?;
     serde_json::from_str(&message.csv_json).ok()
@@ -526,4 +531,49 @@ fn metadata_only_clients_get_partial_object_metadata() {
     );
     assert_eq!(one["kind"], "PartialObjectMetadata");
     assert_eq!(one["metadata"]["labels"]["catalog"], "mine");
+}
+
+/// Every package of a real catalog (the corpus' certified v4.16 and large-fbc, unpacked under
+/// `target/corpus` by the corpus tests; skipped when absent) gets its PackageManifest, with a
+/// head CSV for each channel and its default channel among them.
+#[test]
+fn every_package_of_the_corpus_catalogs_gets_a_package_manifest() {
+    for name in ["v4.16", "large-fbc"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/corpus")
+            .join(name);
+        if !dir.is_dir() {
+            eprintln!("skipping {name}: {} is absent", dir.display());
+            continue;
+        }
+        let model = crate::source::load_path(&dir).unwrap().validate().0;
+        let started = std::time::Instant::now();
+        let all = manifests(&source("olm", name), &model, &registry_csv);
+        eprintln!(
+            "{name}: {} PackageManifests in {:?}",
+            all.len(),
+            started.elapsed()
+        );
+        let served: Vec<&str> = all.iter().map(|m| m.metadata.name.as_str()).collect();
+        let missing: Vec<&str> = model
+            .packages()
+            .map(|p| p.name.as_str())
+            .filter(|p| !served.contains(p))
+            .collect();
+        assert!(missing.is_empty(), "{name}: no PackageManifest for {missing:?}");
+        for m in &all {
+            assert!(
+                m.status
+                    .channels
+                    .iter()
+                    .any(|c| c.name == m.status.default_channel),
+                "{name}/{}: default channel {} not among the channels",
+                m.metadata.name,
+                m.status.default_channel
+            );
+            for c in &m.status.channels {
+                assert!(!c.current_csv.is_empty(), "{name}/{}/{}", m.metadata.name, c.name);
+            }
+        }
+    }
 }
