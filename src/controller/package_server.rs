@@ -19,7 +19,7 @@
 //!   `401`, except on `/healthz`, `/livez` and `/readyz`. The `X-Remote-User` identity is not
 //!   authorized again here: the API server has already checked RBAC before proxying (upstream
 //!   also asks the API server with a SubjectAccessReview; olm-rs does not, see docs/controller.md).
-//!   The ConfigMap is read at start (retried until it can be); a CA rotated later needs a restart.
+//!   The ConfigMap is read at start (retried until it can be), then every 5 minutes.
 //! - **Content**: each CatalogSource in the store whose catalog is cached gives its
 //!   PackageManifests, built once per loaded catalog and CatalogSource facts and then kept
 //!   until either changes; requests are answered on the blocking pool.
@@ -64,6 +64,8 @@ pub const AUTH_CONFIGMAP: &str = "extension-apiserver-authentication";
 pub const AUTH_NAMESPACE: &str = "kube-system";
 /// How long before expiry the serving certificate is re-issued.
 const ROTATE_BEFORE: Duration = Duration::from_secs(24 * 3600);
+/// How often the front-proxy CA is read again.
+const REREAD_AUTH: Duration = Duration::from_secs(300);
 /// How often a failed start step is retried.
 const RETRY: Duration = Duration::from_secs(5);
 
@@ -427,11 +429,30 @@ async fn serve(
     })
     .await;
     let cert = Arc::new(ServingCert(Mutex::new(Arc::new(key))));
-    let config = match server_config(proxy.roots, Arc::clone(&cert)) {
-        Ok(config) => Arc::new(config),
+    let auth = match Auth::new(proxy, &cert) {
+        Ok(auth) => Arc::new(Mutex::new(Arc::new(auth))),
         Err(error) => {
             tracing::error!(%error, "package server: cannot configure TLS; not serving");
             return;
+        }
+    };
+    // The front-proxy CA, re-read every few minutes: new connections use the CA and names the
+    // cluster publishes now (an API server restarted with a rotated CA is trusted again).
+    let refresh = {
+        let (client, cert, auth) = (client.clone(), Arc::clone(&cert), Arc::clone(&auth));
+        async move {
+            loop {
+                tokio::time::sleep(REREAD_AUTH).await;
+                match front_proxy(&client)
+                    .await
+                    .and_then(|proxy| Auth::new(proxy, &cert))
+                {
+                    Ok(next) => *lock(&auth) = Arc::new(next),
+                    Err(error) => {
+                        tracing::warn!(%error, "package server: keeping the front-proxy CA read before")
+                    }
+                }
+            }
         }
     };
     // Rotation: a day before expiry, a new CA and certificate, then the APIService.
@@ -455,8 +476,6 @@ async fn serve(
         }
     };
     tracing::info!(addr = %local, apiservice = api::API_SERVICE, service = %format!("{}/{}", service.namespace, service.name), "serving packages.operators.coreos.com/v1");
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let allowed_names = Arc::new(proxy.allowed_names);
     let accept = async move {
         loop {
             let (stream, peer) = match listener.accept().await {
@@ -466,11 +485,10 @@ async fn serve(
                     continue;
                 }
             };
-            let (acceptor, content, names) =
-                (acceptor.clone(), Arc::clone(&content), Arc::clone(&allowed_names));
+            let (auth, content) = (Arc::clone(&lock(&auth)), Arc::clone(&content));
             tokio::spawn(async move {
                 let stream =
-                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                    match tokio::time::timeout(Duration::from_secs(10), auth.acceptor.accept(stream)).await {
                         Ok(Ok(stream)) => stream,
                         Ok(Err(error)) => {
                             tracing::debug!(%error, %peer, "package server: TLS handshake failed");
@@ -478,7 +496,7 @@ async fn serve(
                         }
                         Err(_) => return,
                     };
-                let authenticated = allowed(stream.get_ref().1.peer_certificates(), &names);
+                let authenticated = allowed(stream.get_ref().1.peer_certificates(), &auth.allowed_names);
                 let service = service_fn(move |req| handle(req, Arc::clone(&content), authenticated));
                 if let Err(error) = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -489,7 +507,24 @@ async fn serve(
             });
         }
     };
-    tokio::join!(rotation, accept);
+    tokio::join!(rotation, refresh, accept);
+}
+
+/// What a new connection is accepted with: the TLS configuration trusting the front-proxy CA,
+/// and the common names allowed.
+struct Auth {
+    acceptor: tokio_rustls::TlsAcceptor,
+    allowed_names: Vec<String>,
+}
+
+impl Auth {
+    fn new(proxy: FrontProxy, cert: &Arc<ServingCert>) -> Result<Self, SetupError> {
+        let config = server_config(proxy.roots, Arc::clone(cert))?;
+        Ok(Self {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            allowed_names: proxy.allowed_names,
+        })
+    }
 }
 
 /// TLS 1.2/1.3 with ring, ALPN `http/1.1`, the rotating serving certificate, and client
@@ -507,4 +542,40 @@ fn server_config(roots: RootCertStore, cert: Arc<ServingCert>) -> Result<ServerC
         .with_cert_resolver(cert);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(common_name: &str) -> CertificateDer<'static> {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, common_name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().clone()
+    }
+
+    #[test]
+    fn only_a_presented_certificate_naming_an_allowed_front_proxy_authenticates() {
+        let names = vec!["front-proxy-client".to_owned()];
+        assert!(allowed(Some(&[leaf("front-proxy-client")]), &names));
+        assert!(!allowed(Some(&[leaf("someone-else")]), &names));
+        assert!(!allowed(None, &names), "no certificate");
+        assert!(!allowed(Some(&[]), &names), "an empty chain");
+        // No names published: any certificate the CA signed will do, as the API server's own
+        // request-header authenticator accepts.
+        assert!(allowed(Some(&[leaf("someone-else")]), &[]));
+    }
+
+    #[test]
+    fn the_service_flag_is_namespace_slash_name() {
+        let service: ServiceRef = "olm/olm-rs-packageserver".parse().unwrap();
+        assert_eq!(service, ServiceRef::default());
+        for bad in ["olm", "/name", "olm/", "a/b/c"] {
+            assert!(bad.parse::<ServiceRef>().is_err(), "{bad}");
+        }
+    }
 }
