@@ -188,11 +188,14 @@ fn certified(certs: &crate::certs::ServingCerts) -> Result<CertifiedKey, SetupEr
         .map_err(|e| SetupError::Key(e.to_string()))
 }
 
-/// Issues a certificate for the Service and registers its CA in the APIService.
+/// Issues a certificate for the Service and registers its CA in the APIService, followed by
+/// `also_trust` (the CA being replaced, so that connections made before the swap, or by an API
+/// server that saw the APIService first, still verify). Returns the pair, its expiry and its CA.
 async fn issue_and_register(
     client: &Client,
     service: &ServiceRef,
-) -> Result<(CertifiedKey, Timestamp), SetupError> {
+    also_trust: &str,
+) -> Result<(CertifiedKey, Timestamp, String), SetupError> {
     let (ns, name) = (&service.namespace, &service.name);
     let hosts = vec![
         format!("{name}.{ns}.svc"),
@@ -202,7 +205,7 @@ async fn issue_and_register(
     ];
     let certs = crate::certs::issue(&hosts, Timestamp::now())?;
     let key = certified(&certs)?;
-    let desired = api::api_service(ns, name, &certs.ca_pem);
+    let desired = api::api_service(ns, name, &format!("{}{also_trust}", certs.ca_pem));
     crate::k8s::apply::apply(
         &Api::<APIService>::all(client.clone()),
         api::API_SERVICE,
@@ -211,7 +214,7 @@ async fn issue_and_register(
     )
     .await
     .map_err(SetupError::ApplyApiService)?;
-    Ok((key, certs.not_after))
+    Ok((key, certs.not_after, certs.ca_pem))
 }
 
 /// The PackageManifests of one CatalogSource, kept while its catalog and facts stay the same.
@@ -332,7 +335,12 @@ async fn handle(
         header(hyper::header::IF_NONE_MATCH),
     );
     let reply = tokio::task::spawn_blocking(move || {
-        let catalogs = content.all();
+        // Discovery and health need no catalog: built (or checked) only for the resource.
+        let catalogs = if path.contains(pm::RESOURCE) {
+            content.all()
+        } else {
+            Vec::new()
+        };
         let request = api::Request {
             method: &method,
             path: &path,
@@ -424,8 +432,8 @@ async fn serve(
     service: ServiceRef,
 ) {
     let proxy = retried("reading the front-proxy CA", || front_proxy(&client)).await;
-    let (key, mut not_after) = retried("registering the APIService", || {
-        issue_and_register(&client, &service)
+    let (key, mut not_after, mut ca) = retried("registering the APIService", || {
+        issue_and_register(&client, &service, "")
     })
     .await;
     let cert = Arc::new(ServingCert(Mutex::new(Arc::new(key))));
@@ -455,7 +463,8 @@ async fn serve(
             }
         }
     };
-    // Rotation: a day before expiry, a new CA and certificate, then the APIService.
+    // Rotation: a day before expiry, a new CA and certificate; the APIService trusts both CAs
+    // until the next rotation, so no request fails while the API server catches up.
     let rotation = {
         let (client, service, cert) = (client.clone(), service.clone(), Arc::clone(&cert));
         async move {
@@ -465,12 +474,12 @@ async fn serve(
                     .saturating_sub(Timestamp::now().as_second())
                     .saturating_sub(i64::try_from(ROTATE_BEFORE.as_secs()).unwrap_or(0));
                 tokio::time::sleep(Duration::from_secs(u64::try_from(wait).unwrap_or(0))).await;
-                let (key, next) = retried("rotating the serving certificate", || {
-                    issue_and_register(&client, &service)
+                let (key, next, next_ca) = retried("rotating the serving certificate", || {
+                    issue_and_register(&client, &service, &ca)
                 })
                 .await;
                 *lock(&cert.0) = Arc::new(key);
-                not_after = next;
+                (not_after, ca) = (next, next_ca);
                 tracing::info!(%not_after, "package server: rotated the serving certificate");
             }
         }
