@@ -22,7 +22,11 @@
 //! - the namespace without a catalog does not see the other namespace's packages (`get` is
 //!   NotFound);
 //! - discovery lists `packagemanifests` with `get` and `list`, and the icon subresource serves
-//!   the CSV's icon.
+//!   the CSV's icon;
+//! - `-A` lists each package in its catalog's namespace; a caller without the front-proxy
+//!   certificate is refused;
+//! - a new display name of the CatalogSource is served, and a deleted CatalogSource's packages
+//!   are gone.
 
 mod support;
 
@@ -358,6 +362,45 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         "401"
     );
     assert_eq!(curl("/healthz"), "200");
+
+    // The CatalogSource's display name changes: the PackageManifests follow (upstream's e2e
+    // "should successfully update the CatalogSource field").
+    cluster.kubectl_ok([
+        "patch",
+        "catalogsource",
+        "team-catalog",
+        "-n",
+        &o,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"displayName":"updated Name"}}"#,
+    ]);
+    wait_for("the new display name served", WAIT, || {
+        let out = cluster.kubectl([
+            "get",
+            "packagemanifest",
+            "etcd",
+            "-n",
+            &o,
+            "-o",
+            "jsonpath={.status.catalogSourceDisplayName}",
+        ]);
+        async move { (String::from_utf8_lossy(&out.stdout) == "updated Name").then_some(()) }
+    })
+    .await;
+
+    // The CatalogSource goes: so do its packages.
+    cluster.kubectl_ok(["delete", "catalogsource", "team-catalog", "-n", &o]);
+    wait_for("the deleted catalog's packages gone", WAIT, || {
+        let out = cluster.kubectl(["get", "packagemanifests", "-n", &o, "-o", "name"]);
+        async move {
+            (String::from_utf8_lossy(&out.stdout).trim()
+                == "packagemanifest.packages.operators.coreos.com/redis-operator")
+                .then_some(())
+        }
+    })
+    .await;
 
     drop(net);
 }
