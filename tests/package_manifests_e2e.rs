@@ -36,10 +36,14 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::Service},
+    api::{
+        apps::v1::Deployment,
+        core::v1::{Pod, Service},
+        discovery::v1::EndpointSlice,
+    },
     kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 };
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use support::{
     cluster::{TestCluster, WAIT, wait_for},
@@ -48,6 +52,9 @@ use support::{
 };
 
 const APISERVICE: &str = "v1.packages.operators.coreos.com";
+
+/// The APIService is cluster-wide: the tests of this file take turns.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const PORT: u16 = 5443;
 
 fn available() -> bool {
@@ -105,34 +112,21 @@ impl Drop for DeleteApiService<'_> {
     }
 }
 
-fn etcd_catalog() -> String {
-    std::fs::read_to_string(
-        support::cluster::repo_root().join("tests/fixtures/package-manifests/etcd/catalog.json"),
-    )
-    .expect("reading the etcd fixture catalog")
+/// The package server, reachable by the API server: a Deployment `packageserver` in `ns` (its
+/// kwok pod's IP made real by a pod network holding a relay to the controller), the Service
+/// `olm-rs-packageserver` selecting it, and `olm-controller run --namespace NS --serve-packages`
+/// naming that Service, until the APIService is Available.
+struct Served {
+    /// The controller's `--serve-packages` address on the host.
+    addr: SocketAddr,
+    _controller: e2e::Controller,
+    _net: PodNetwork,
 }
 
-#[tokio::test]
-async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server() {
-    if !available() {
-        return;
-    }
-    let Some(cluster) = TestCluster::connect().await else {
-        return;
-    };
-    cluster.install_olm_crds("olm-rs-e2e");
-    let global = cluster.namespace("pkg-global").await;
-    let own = cluster.namespace("pkg-own").await;
-    let none = cluster.namespace("pkg-none").await;
-    let (g, o, n) = (
-        global.name().to_owned(),
-        own.name().to_owned(),
-        none.name().to_owned(),
-    );
-
-    // The "pod" the Service selects, its IP made real, and the relay to the controller.
-    let deployments: Api<Deployment> = global.api();
-    let deployment = serde_json::from_value(json!({
+async fn serve_packages(cluster: &TestCluster, ns: &str) -> Served {
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), ns);
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "packageserver"},
         "spec": {
             "replicas": 1,
@@ -148,59 +142,86 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         },
     }))
     .expect("deployment");
+    // Applied, not created: in `olm` (upstream's specs) a previous run's objects may remain.
+    let apply = PatchParams::apply("olm-rs-e2e").force();
     deployments
-        .create(&PostParams::default(), &deployment)
+        .patch("packageserver", &apply, &Patch::Apply(&deployment))
         .await
-        .expect("creating the deployment");
-    let services: Api<Service> = global.api();
-    let service = serde_json::from_value(json!({
+        .expect("applying the deployment");
+    let services: Api<Service> = Api::namespaced(cluster.client(), ns);
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "olm-rs-packageserver"},
         "spec": {"selector": {"app": "packageserver"}, "ports": [{"port": 443, "targetPort": PORT}]},
     }))
     .expect("service");
     services
-        .create(&PostParams::default(), &service)
+        .patch("olm-rs-packageserver", &apply, &Patch::Apply(&service))
         .await
-        .expect("creating the service");
-    let pod_ip: IpAddr = global.running_pod_ip("app=packageserver").await;
-    global.wait_service_endpoint("olm-rs-packageserver", pod_ip).await;
-    let net = PodNetwork::create(pod_ip).expect("making the pod network");
-    let serve = e2e::free_port();
+        .expect("applying the service");
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), ns);
+    let pod_ip: IpAddr = wait_for("the packageserver pod's IP", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods
+                .list(&ListParams::default().labels("app=packageserver"))
+                .await
+                .ok()?;
+            list.items.iter().find_map(|p| {
+                let status = p.status.as_ref()?;
+                (status.phase.as_deref() == Some("Running"))
+                    .then(|| status.pod_ip.as_deref()?.parse().ok())
+                    .flatten()
+            })
+        }
+    })
+    .await;
+    // The endpoint the API server's service resolver reads.
+    let slices: Api<EndpointSlice> = Api::namespaced(cluster.client(), ns);
+    let ip = pod_ip.to_string();
+    wait_for("the Service's endpoint", WAIT, || {
+        let (slices, ip) = (slices.clone(), ip.clone());
+        async move {
+            let list = slices
+                .list(&ListParams::default().labels("kubernetes.io/service-name=olm-rs-packageserver"))
+                .await
+                .ok()?;
+            list.items
+                .iter()
+                .filter_map(|s| s.endpoints.as_ref())
+                .flatten()
+                .any(|e| {
+                    e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+                })
+                .then_some(())
+        }
+    })
+    .await;
+    let net = wait_for(&format!("a pod network for {pod_ip}"), WAIT, || async move {
+        match PodNetwork::create(pod_ip) {
+            Ok(net) => Some(net),
+            // Another cluster's test run on this host may hold the same kwok IP for a while.
+            Err(e) if e.to_string().contains("another pod network holds this IP") => None,
+            Err(e) => panic!("making the pod network for {pod_ip}: {e}"),
+        }
+    })
+    .await;
+    let addr = e2e::free_port();
     relay(
         net.bind_tcp(PORT).expect("binding the containerPort inside"),
-        serve,
+        addr,
     );
 
-    // Catalogs: the built-in one in the global namespace, a ConfigMap one in `own`.
-    e2e::create::<olm_rs::api::v1alpha1::CatalogSource>(
-        cluster.client(),
-        &g,
-        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-               "metadata": {"name": "olm-rs-catalog"},
-               "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"}}),
-    )
-    .await;
-    e2e::apply_catalog_config_map(&own, "olm-rs-e2e", "team-catalog", &etcd_catalog()).await;
-    e2e::create::<olm_rs::api::v1alpha1::CatalogSource>(
-        cluster.client(),
-        &o,
-        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-               "metadata": {"name": "team-catalog", "labels": {"team": "a"}},
-               "spec": {"sourceType": "configmap", "configMap": "team-catalog", "displayName": "Team catalog", "publisher": "Team A"}}),
-    )
-    .await;
-
-    let _apiservice = DeleteApiService(&cluster);
-    let _controller = e2e::Controller::start(
+    let controller = e2e::Controller::start(
         cluster.kubeconfig_path(),
-        e2e::tmp_path(&format!("package-manifests-{g}.log")),
+        e2e::tmp_path(&format!("package-manifests-{ns}.log")),
         vec![
             "--namespace".into(),
-            g.clone().into(),
+            ns.into(),
             "--serve-packages".into(),
-            serve.to_string().into(),
+            addr.to_string().into(),
             "--packages-service".into(),
-            format!("{g}/olm-rs-packageserver").into(),
+            format!("{ns}/olm-rs-packageserver").into(),
         ],
         &[],
     );
@@ -224,6 +245,79 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         },
     )
     .await;
+    Served {
+        addr,
+        _controller: controller,
+        _net: net,
+    }
+}
+
+/// Deletes the package server's Deployment and Service from `olm` (not a test namespace) when
+/// the test ends.
+struct DeleteInOlm<'a>(&'a TestCluster);
+
+impl Drop for DeleteInOlm<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kubectl([
+            "delete",
+            "-n",
+            "olm",
+            "deployment/packageserver",
+            "service/olm-rs-packageserver",
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
+fn etcd_catalog() -> String {
+    std::fs::read_to_string(
+        support::cluster::repo_root().join("tests/fixtures/package-manifests/etcd/catalog.json"),
+    )
+    .expect("reading the etcd fixture catalog")
+}
+
+#[tokio::test]
+async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server() {
+    if !available() {
+        return;
+    }
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let _turn = ONE_AT_A_TIME.lock().await;
+    cluster.install_olm_crds("olm-rs-e2e");
+    let global = cluster.namespace("pkg-global").await;
+    let own = cluster.namespace("pkg-own").await;
+    let none = cluster.namespace("pkg-none").await;
+    let (g, o, n) = (
+        global.name().to_owned(),
+        own.name().to_owned(),
+        none.name().to_owned(),
+    );
+
+    // Catalogs: the built-in one in the global namespace, a ConfigMap one in `own`.
+    e2e::create::<olm_rs::api::v1alpha1::CatalogSource>(
+        cluster.client(),
+        &g,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": "olm-rs-catalog"},
+               "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"}}),
+    )
+    .await;
+    e2e::apply_catalog_config_map(&own, "olm-rs-e2e", "team-catalog", &etcd_catalog()).await;
+    e2e::create::<olm_rs::api::v1alpha1::CatalogSource>(
+        cluster.client(),
+        &o,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": "team-catalog", "labels": {"team": "a"}},
+               "spec": {"sourceType": "configmap", "configMap": "team-catalog", "displayName": "Team catalog", "publisher": "Team A"}}),
+    )
+    .await;
+
+    let _apiservice = DeleteApiService(&cluster);
+    let served = serve_packages(&cluster, &g).await;
+    let serve = served.addr;
 
     // `kubectl get packagemanifests -n OWN`: both catalogs, upstream's columns.
     let table = wait_for("both catalogs' packages listed", WAIT, || {
@@ -402,5 +496,87 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
     })
     .await;
 
-    drop(net);
+    drop(served);
+}
+
+/// Upstream's own `packagemanifest_e2e_test.go` specs against the package server, when a test
+/// binary of upstream's `test/e2e` package and its source directory are given
+/// (`OLMRS_UPSTREAM_E2E_SUITE`, `OLMRS_UPSTREAM_E2E_SRC`: built by hand beside the checkout, as
+/// for `tests/upstream-e2e/run`; this repository builds no upstream code). Skipped otherwise.
+/// The suite's namespaces and global catalog are set up as `tests/upstream-e2e/run` sets them
+/// (`olm`, `operators`, `olm/operatorhubio-catalog`, the placeholder Deployments); the controller
+/// serves `olm` as the global catalog namespace. The two specs of a `grpc` image catalog are
+/// skipped: their image is on quay.io (needs the network); the three others must pass.
+#[tokio::test]
+async fn upstreams_packagemanifest_specs_pass() {
+    let (Ok(suite), Ok(src)) = (
+        std::env::var("OLMRS_UPSTREAM_E2E_SUITE"),
+        std::env::var("OLMRS_UPSTREAM_E2E_SRC"),
+    ) else {
+        eprintln!(
+            "skipping: set OLMRS_UPSTREAM_E2E_SUITE and OLMRS_UPSTREAM_E2E_SRC to run upstream's specs"
+        );
+        return;
+    };
+    if !available() {
+        return;
+    }
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    let _turn = ONE_AT_A_TIME.lock().await;
+    cluster.install_olm_crds("olm-rs-e2e");
+    let here = support::cluster::repo_root();
+    cluster.kubectl_ok([
+        "apply".as_ref(),
+        "--server-side".as_ref(),
+        "--force-conflicts".as_ref(),
+        "-f".as_ref(),
+        here.join("manifests/namespace.yaml").as_os_str(),
+        "-f".as_ref(),
+        here.join("tests/upstream-e2e/global-catalog.yaml").as_os_str(),
+        "-f".as_ref(),
+        here.join("tests/upstream-e2e/placeholders.yaml").as_os_str(),
+    ]);
+    let _apiservice = DeleteApiService(&cluster);
+    let _objects = DeleteInOlm(&cluster);
+    let served = serve_packages(&cluster, "olm").await;
+    let kubeconfig = cluster.kubeconfig_path().display().to_string();
+    let out = std::process::Command::new(&suite)
+        .current_dir(&src)
+        .env("KUBECONFIG", &kubeconfig)
+        .args([
+            "-test.timeout",
+            "0",
+            "-ginkgo.focus-file",
+            "packagemanifest_e2e_test.go",
+            // Its catalog image is on quay.io, which this machine cannot reach.
+            "-ginkgo.skip",
+            "gRPC catalog source type",
+            "-ginkgo.v",
+            "-ginkgo.no-color",
+            "-namespace=operators",
+            "-olmNamespace=olm",
+            "-catalogNamespace=olm",
+        ])
+        .arg(format!("-kubeconfig={kubeconfig}"))
+        .output()
+        .expect("running upstream's suite");
+    let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let path = e2e::tmp_path("upstream-packagemanifest-specs.log");
+    std::fs::write(&path, &log).expect("writing the suite's log");
+    let verdict = log
+        .lines()
+        .filter(|l| l.contains("Passed |") || l.starts_with("[FAIL]") || l.contains("[FAIL]"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    eprintln!(
+        "upstream packagemanifest specs (log: {}):\n{verdict}",
+        path.display()
+    );
+    assert!(
+        log.contains("Ran 3 of ") && log.contains("3 Passed | 0 Failed"),
+        "upstream's three ConfigMap-catalog specs should run and pass: {verdict}"
+    );
+    drop(served);
 }
