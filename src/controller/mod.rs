@@ -14,6 +14,9 @@
 //! - [`operator_condition`]: each CSV's OperatorCondition (created by the CSV controller), its
 //!   Role and RoleBinding, and its status.
 //!
+//! Beside them, [`serve`] puts the cached catalogs on the wire and [`package_server`] serves
+//! the `packages.operators.coreos.com/v1` PackageManifest API from them.
+//!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (no status
 //! written from a store that lags behind the last write) and [`run`](mod@run) (the server, the lease and the wiring).

@@ -64,6 +64,8 @@ pub const AUTH_CONFIGMAP: &str = "extension-apiserver-authentication";
 pub const AUTH_NAMESPACE: &str = "kube-system";
 /// How long before expiry the serving certificate is re-issued.
 const ROTATE_BEFORE: Duration = Duration::from_secs(24 * 3600);
+/// How long a client may take to send a request head.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the front-proxy CA is read again.
 const REREAD_AUTH: Duration = Duration::from_secs(300);
 /// How often a failed start step is retried.
@@ -507,7 +509,11 @@ async fn serve(
                     };
                 let authenticated = allowed(stream.get_ref().1.peer_certificates(), &auth.allowed_names);
                 let service = service_fn(move |req| handle(req, Arc::clone(&content), authenticated));
+                // A client that sends no request head within the timeout (an idle kept-alive
+                // connection included) is disconnected; the aggregator reconnects.
                 if let Err(error) = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
                     .serve_connection(TokioIo::new(stream), service)
                     .await
                 {
