@@ -586,6 +586,53 @@ mod tests {
     }
 
     #[test]
+    fn manifests_are_built_once_per_catalog_and_follow_their_catalog_source() {
+        use kube::runtime::{reflector, watcher};
+        let catalogs = Arc::new(CatalogCache::new(None).unwrap());
+        let (sources, mut writer) = reflector::store::<CatalogSource>();
+        let source = |display: &str| -> CatalogSource {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+                "metadata": {"name": "ops", "namespace": "olm"},
+                "spec": {"sourceType": "builtin", "displayName": display},
+            }))
+            .unwrap()
+        };
+        writer.apply_watcher_event(&watcher::Event::Apply(source("A")));
+        let content = Content {
+            catalogs: Arc::clone(&catalogs),
+            sources,
+            global_namespace: "olm".to_owned(),
+            memo: Mutex::default(),
+        };
+        assert!(content.all().is_empty(), "no catalog loaded yet");
+        catalogs.insert("olm", "ops", catalogs.builtin().unwrap());
+        let first = content.all();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0][0].metadata.name, "redis-operator");
+        assert!(
+            Arc::ptr_eq(&first[0], &content.all()[0]),
+            "kept while nothing changed"
+        );
+        // A new display name: built again.
+        writer.apply_watcher_event(&watcher::Event::Apply(source("B")));
+        let renamed = content.all();
+        assert!(!Arc::ptr_eq(&first[0], &renamed[0]));
+        assert_eq!(renamed[0][0].status.catalog_source_display_name, "B");
+        // The catalog reloaded: built again.
+        catalogs.insert(
+            "olm",
+            "ops",
+            Arc::new(crate::controller::cache::embedded_builtin().unwrap()),
+        );
+        assert!(!Arc::ptr_eq(&renamed[0], &content.all()[0]));
+        // The CatalogSource gone: nothing served, nothing kept.
+        writer.apply_watcher_event(&watcher::Event::Delete(source("B")));
+        assert!(content.all().is_empty());
+        assert!(lock(&content.memo).is_empty());
+    }
+
+    #[test]
     fn the_service_flag_is_namespace_slash_name() {
         let service: ServiceRef = "olm/olm-rs-packageserver".parse().unwrap();
         assert_eq!(service, ServiceRef::default());
