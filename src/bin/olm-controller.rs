@@ -94,6 +94,19 @@ struct RunArgs {
     /// /catalogs/NAMESPACE/NAME/api/v1/all (and /catalogs/NAME/... for the global namespace).
     #[arg(long, value_name = "ADDR")]
     serve_http: Option<std::net::SocketAddr>,
+    /// Serve the packages.operators.coreos.com/v1 API (PackageManifests of every loaded
+    /// CatalogSource, as upstream's packageserver) over TLS at ADDR, and register it with the
+    /// APIService v1.packages.operators.coreos.com (e.g. 0.0.0.0:5443).
+    #[arg(long, value_name = "ADDR")]
+    serve_packages: Option<std::net::SocketAddr>,
+    /// The Service in front of --serve-packages, which the APIService names and the serving
+    /// certificate is issued for.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME",
+        default_value = "olm/olm-rs-packageserver"
+    )]
+    packages_service: olm_rs::controller::package_server::ServiceRef,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -156,6 +169,8 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             disable_copied_csvs: args.disable_copied_csvs,
             serve_grpc: args.serve_grpc,
             serve_http: args.serve_http,
+            serve_packages: args.serve_packages,
+            packages_service: args.packages_service,
             connection: Some(connection),
         };
         olm_rs::controller::run(client, config).await?;

@@ -14,6 +14,9 @@
 //! - [`operator_condition`]: each CSV's OperatorCondition (created by the CSV controller), its
 //!   Role and RoleBinding, and its status.
 //!
+//! Beside them, [`serve`] puts the cached catalogs on the wire and [`package_server`] serves
+//! the `packages.operators.coreos.com/v1` PackageManifest API from them.
+//!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (no status
 //! written from a store that lags behind the last write) and [`run`](mod@run) (the server, the lease and the wiring).
@@ -85,6 +88,7 @@ pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
+pub mod package_server;
 pub mod serve;
 pub mod subscription;
 
@@ -122,6 +126,10 @@ pub struct Config {
     pub serve_grpc: Vec<serve::GrpcTarget>,
     /// Where every CatalogSource is served on the catalogd HTTP API ([`serve`]).
     pub serve_http: Option<SocketAddr>,
+    /// Where the `packages.operators.coreos.com/v1` API is served ([`package_server`]).
+    pub serve_packages: Option<SocketAddr>,
+    /// The Service the APIService of that API names ([`package_server`]).
+    pub packages_service: package_server::ServiceRef,
     /// The connection settings the client was built from: scoped installs act as a group's
     /// ServiceAccount through them ([`crate::k8s::scoped`]); `None` refuses scoped plans.
     pub connection: Option<kube::Config>,
@@ -144,6 +152,8 @@ impl Default for Config {
             disable_copied_csvs: false,
             serve_grpc: Vec::new(),
             serve_http: None,
+            serve_packages: None,
+            packages_service: package_server::ServiceRef::default(),
             connection: None,
         }
     }

@@ -88,6 +88,9 @@ pub enum RunError {
     /// `--serve-grpc` or `--serve-http` could not listen.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    /// `--serve-packages` could not listen.
+    #[error(transparent)]
+    Packages(#[from] package_server::PackageServerError),
     /// The leader Lease was lost; another replica takes over.
     #[error("lost the leader lease; stopping so another replica can take over")]
     LostLease,
@@ -279,6 +282,22 @@ pub(super) async fn run_controllers(
         &serving,
     )
     .await?;
+    // The PackageManifest API (`--serve-packages`): bound now, stopped with the servers above.
+    let packages = match config.serve_packages {
+        Some(addr) => Some(
+            package_server::start(
+                client.clone(),
+                Arc::clone(&catalogs),
+                stores.catalog_sources.clone(),
+                config.global_namespace.clone(),
+                addr,
+                config.packages_service.clone(),
+                serving.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let images = image_puller::ImagePuller::new(
         crate::oci::Options {
             credentials: Vec::new(),
@@ -678,6 +697,9 @@ pub(super) async fn run_controllers(
     api_service_orphans.abort();
     let _ = stop_serving.send(true);
     servers.drained().await;
+    if let Some(packages) = packages {
+        let _ = packages.await;
+    }
     tracing::info!("controllers stopped");
     Ok(())
 }

@@ -64,6 +64,7 @@ pub mod olm_config;
 pub mod operator;
 pub mod operator_condition;
 pub mod operator_group;
+pub mod package_manifest;
 pub mod preview;
 pub mod steps;
 pub mod subscription;

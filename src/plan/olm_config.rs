@@ -16,7 +16,8 @@
 //!   exactly the active namespaces other than its own (enabled) or none (disabled).
 //!   When the flag overrides the object, the message says so and names the fix.
 //! - `spec.features.packageServerSyncInterval` tunes upstream's packageserver, which olm-rs
-//!   does not run: while it is set, the condition `PackageServerSyncIntervalIgnored` (True,
+//!   does not run (its PackageManifest API answers from the catalogs as loaded, with nothing to
+//!   resync): while it is set, the condition `PackageServerSyncIntervalIgnored` (True,
 //!   reason `NoPackageServer`) says so and names the fix; it goes when the field goes.
 //!
 //! No I/O and no clock: the shell passes what it observed and `now`.
@@ -139,8 +140,9 @@ pub fn sync_interval_condition(interval: &str, now: &Time) -> Condition {
         ConditionStatus::True,
         REASON_NO_PACKAGE_SERVER,
         format!(
-            "spec.features.packageServerSyncInterval ({interval}) has no effect: olm-rs runs no packageserver; \
-             CatalogSources are re-read on their spec.updateStrategy.registryPoll.interval. \
+            "spec.features.packageServerSyncInterval ({interval}) has no effect: olm-rs runs no packageserver \
+             to resync (its PackageManifest API, olm-controller --serve-packages, answers from the catalogs \
+             as loaded); CatalogSources are re-read on their spec.updateStrategy.registryPoll.interval. \
              Remove the field from OLMConfig cluster to clear this condition"
         ),
         None,
