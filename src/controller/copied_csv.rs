@@ -672,13 +672,14 @@ pub async fn run(
     let mut triggers =
         futures::stream::select_all([requests.boxed(), from_copies.boxed(), from_namespaces.boxed()]);
     // No decision before every store has its first list (an original not yet in the store must
-    // not read as gone).
+    // not read as gone); the triggers are taken in meanwhile.
     let mut synced = ctx.shared.synced.clone();
-    let _ = synced.wait_for(|s| *s).await;
     let mut queue = queue::WorkQueue::<Key>::default();
     let mut workers = tokio::task::JoinSet::new();
     loop {
-        while workers.len() < ORIGINALS_AT_ONCE
+        let ready = *synced.borrow();
+        while ready
+            && workers.len() < ORIGINALS_AT_ONCE
             && let Some(key) = queue.next()
         {
             let ctx = Arc::clone(&ctx);
@@ -693,6 +694,7 @@ pub async fn run(
         }
         let due = queue.next_due();
         tokio::select! {
+            changed = synced.changed(), if !ready => if changed.is_err() { break },
             trigger = triggers.next() => match trigger {
                 Some(keys) => keys.into_iter().for_each(|k| queue.add(k)),
                 None => break,

@@ -21,7 +21,10 @@
 //! another OperatorGroup with intersecting targets already provides fails
 //! `InterOperatorGroupOwnerConflict`, one providing an API its `spec.staticProvidedAPIs` group
 //! does not list fails `CannotModifyStaticOperatorGroupProvidedAPIs`, and its Deployments are
-//! deleted ([`group_conflict`]).
+//! deleted ([`group_conflict`]). A CSV that passes this rule says so in its decision
+//! ([`CsvDecision::claim`]): the shell takes that claim of its APIs before doing anything the
+//! decision asks, so of two CSVs deciding at once only the first installs, and the other fails
+//! `InterOperatorGroupOwnerConflict` before it has a Deployment ([`claim_refused`]).
 //!
 //! **The phases:**
 //!
