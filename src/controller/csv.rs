@@ -289,6 +289,14 @@ async fn served_native_apis(
     Ok(served)
 }
 
+/// The claims ledger, without the claims of CSVs the store no longer holds.
+fn current_claims(ctx: &Context) -> std::sync::MutexGuard<'_, plan_csv::group_conflict::Claims> {
+    let mut claims = lock(&ctx.shared.api_claims);
+    let csvs = &ctx.shared.stores.csvs;
+    claims.retain(|ns, name| csvs.get(&ObjectRef::new(name).within(ns)).is_some());
+    claims
+}
+
 /// Every OperatorGroup of the cluster with its targets and `olm.providedAPIs`, from the store.
 fn providing_groups(ctx: &Context) -> Vec<plan_csv::group_conflict::ProvidingGroup> {
     ctx.shared
@@ -327,7 +335,7 @@ async fn observe(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Observed>
             .collect(),
         // Every group of the cluster, for the inter-group API conflict (upstream lists all),
         // with the claims taken but not yet in their group's annotation.
-        providing_groups: lock(&ctx.shared.api_claims).overlay(&providing_groups(ctx)),
+        providing_groups: current_claims(ctx).overlay(&providing_groups(ctx)),
         ..Observed::default()
     };
     // The CSV's own minKubeVersion requirement (issue 15): read once per process.
@@ -828,7 +836,7 @@ fn settle_claim(
 ) -> plan_csv::CsvDecision {
     let (ns, name) = (csv.namespace().unwrap_or_default(), csv.name_any());
     let groups = providing_groups(ctx);
-    let mut claims = lock(&ctx.shared.api_claims);
+    let mut claims = current_claims(ctx);
     let Some(claim) = decision.claim.clone() else {
         if decision.gives_up_claim() {
             claims.release(&ns, &name);

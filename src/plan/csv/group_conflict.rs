@@ -39,8 +39,8 @@
 //! ([`Claims::overlay`]), so of two CSVs deciding at once the second is refused, decides again
 //! on the overlay, and fails `InterOperatorGroupOwnerConflict` without a Deployment. The first
 //! to claim wins, as upstream's first `AddAPIs` does. A claim is released when its CSV goes or
-//! fails this check ([`Claims::release`]); after a restart the annotations, written by then,
-//! carry the claims.
+//! fails this check ([`Claims::release`], and [`Claims::retain`] for a CSV deleted without its
+//! cleanup); after a restart the annotations, written by then, carry the claims.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -208,6 +208,12 @@ impl Claims {
         self.by_csv.remove(&(namespace.to_owned(), name.to_owned()));
     }
 
+    /// Keeps only the claims of the CSVs `exists` says are still there (a CSV deleted without
+    /// its cleanup, its finalizer removed by hand, must not hold its APIs for ever).
+    pub fn retain(&mut self, exists: impl Fn(&str, &str) -> bool) {
+        self.by_csv.retain(|(ns, name), _| exists(ns, name));
+    }
+
     /// Whether the CSV `namespace`/`name` holds a claim.
     #[cfg(test)]
     pub fn holds(&self, namespace: &str, name: &str) -> bool {
@@ -357,8 +363,8 @@ mod tests {
                 conflicting_group(&own, &parse_provided_apis(API), &overlaid),
                 Some(format!("{first}/og"))
             );
-            // The winner goes: the other one may claim.
-            claims.release(first, "widget.v1");
+            // The winner goes (here without its cleanup): the other one may claim.
+            claims.retain(|ns, _| ns != first);
             assert_eq!(claims.take(claim(second, &g2, API), &groups), Ok(()));
         }
     }
