@@ -23,6 +23,7 @@
 //!   NotFound);
 //! - discovery lists `packagemanifests` with `get` and `list`, and the icon subresource serves
 //!   the CSV's icon;
+//! - `kubectl explain packagemanifests.status.channels` reads the OpenAPI the aggregator merged;
 //! - `-A` lists each package in its catalog's namespace; a caller without the front-proxy
 //!   certificate is refused;
 //! - a new display name of the CatalogSource is served, and a deleted CatalogSource's packages
@@ -410,6 +411,15 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         stderr.contains("packagemanifests.packages.operators.coreos.com \"etcd\" not found"),
         "{stderr}"
     );
+
+    // The OpenAPI the aggregator merged: kubectl explain finds the kind and its fields.
+    let explained = wait_for("kubectl explain packagemanifests.status.channels", WAIT, || {
+        let out = cluster.kubectl(["explain", "packagemanifests.status.channels"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        async move { text.contains("currentCSV").then_some(text) }
+    })
+    .await;
+    assert!(explained.contains("KIND:       PackageManifest"), "{explained}");
 
     // Discovery and the icon subresource.
     let resources = cluster.kubectl_ok(["get", "--raw", "/apis/packages.operators.coreos.com/v1"]);

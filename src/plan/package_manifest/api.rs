@@ -3,6 +3,8 @@
 //!
 //! # The rules this module enforces
 //!
+//! - **OpenAPI**: `/openapi/v2`, `/openapi/v3` and the group-version's v3 document
+//!   ([`super::openapi`]), which the aggregator merges into the cluster's.
 //! - **Discovery**: `/apis` lists the group, `/apis/packages.operators.coreos.com` the group,
 //!   `/apis/packages.operators.coreos.com/v1` the resources: `packagemanifests` (namespaced, kind
 //!   `PackageManifest`, verbs `get` and `list`) and `packagemanifests/icon` (verb `get`).
@@ -231,6 +233,15 @@ fn target(path: &str) -> Option<Target<'_>> {
     }
     if path == "/apis" {
         return Some(Target::Discovery(group_list()));
+    }
+    if path == "/openapi/v2" {
+        return Some(Target::Discovery(super::openapi::v2()));
+    }
+    if path == "/openapi/v3" {
+        return Some(Target::Discovery(super::openapi::v3_index()));
+    }
+    if path.strip_prefix("/openapi/v3/") == Some(super::openapi::v3_path().as_str()) {
+        return Some(Target::Discovery(super::openapi::v3()));
     }
     let rest = path.strip_prefix("/apis/")?.strip_prefix(GROUP)?;
     if rest.is_empty() {

@@ -577,3 +577,36 @@ fn every_package_of_the_corpus_catalogs_gets_a_package_manifest() {
         }
     }
 }
+
+#[test]
+fn the_openapi_documents_name_the_kind_and_resolve_every_reference() {
+    use crate::plan::package_manifest::openapi;
+    for (doc, prefix, defs) in [
+        (openapi::v2(), "#/definitions/", "/definitions"),
+        (openapi::v3(), "#/components/schemas/", "/components/schemas"),
+    ] {
+        let text = doc.to_string();
+        let schemas = doc.pointer(defs).and_then(Value::as_object).unwrap();
+        for piece in text.split("\"$ref\":\"").skip(1) {
+            let target = &piece[..piece.find('"').unwrap()];
+            let name = target.strip_prefix(prefix).unwrap_or_else(|| panic!("{target}"));
+            assert!(schemas.contains_key(name), "{target} is not defined");
+        }
+        let pm = schemas
+            .values()
+            .find(|s| s["x-kubernetes-group-version-kind"][0]["kind"] == "PackageManifest")
+            .unwrap();
+        assert_eq!(
+            pm["x-kubernetes-group-version-kind"][0]["group"],
+            "packages.operators.coreos.com"
+        );
+    }
+    let index = openapi::v3_index();
+    let url = index["paths"]["apis/packages.operators.coreos.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap();
+    assert!(
+        url.starts_with("/openapi/v3/apis/packages.operators.coreos.com/v1?hash="),
+        "{url}"
+    );
+}
