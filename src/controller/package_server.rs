@@ -11,7 +11,8 @@
 //!   issued (730 days), serves it, and applies the APIService `v1.packages.operators.coreos.com`
 //!   naming the Service and that CA (field manager `olm-rs/packageserver`). The certificate is
 //!   re-issued a day before it expires ([`crate::plan::csv::webhooks`]' rule for webhooks) and
-//!   at every start; it lives in memory only, so no Secret is read or written.
+//!   at every start (the APIService then trusts the new CA and the previous one, so requests
+//!   under way keep verifying); it lives in memory only, so no Secret is read or written.
 //! - **Authentication**: the aggregator's front-proxy client certificate is verified against
 //!   `requestheader-client-ca-file` of ConfigMap `kube-system/extension-apiserver-authentication`,
 //!   and its common name against `requestheader-allowed-names` (any name when the list is
