@@ -316,7 +316,7 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
     )
     .await;
 
-    let _apiservice = DeleteApiService(&cluster);
+    let apiservice = DeleteApiService(&cluster);
     let served = serve_packages(&cluster, &g).await;
     let serve = served.addr;
 
@@ -506,6 +506,9 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
     })
     .await;
 
+    // The APIService goes before its server: the API server never sees it unavailable, so
+    // namespace deletions elsewhere on the cluster are not held up by a failing discovery.
+    drop(apiservice);
     drop(served);
 }
 
@@ -548,7 +551,7 @@ async fn upstreams_packagemanifest_specs_pass() {
         "-f".as_ref(),
         here.join("tests/upstream-e2e/placeholders.yaml").as_os_str(),
     ]);
-    let _apiservice = DeleteApiService(&cluster);
+    let apiservice = DeleteApiService(&cluster);
     let _objects = DeleteInOlm(&cluster);
     let served = serve_packages(&cluster, "olm").await;
     let kubeconfig = cluster.kubeconfig_path().display().to_string();
@@ -588,5 +591,8 @@ async fn upstreams_packagemanifest_specs_pass() {
         log.contains("Ran 3 of ") && log.contains("3 Passed | 0 Failed"),
         "upstream's three ConfigMap-catalog specs should run and pass: {verdict}"
     );
+    // The APIService goes before its server: the API server never sees it unavailable, so
+    // namespace deletions elsewhere on the cluster are not held up by a failing discovery.
+    drop(apiservice);
     drop(served);
 }
