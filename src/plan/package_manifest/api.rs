@@ -261,14 +261,16 @@ fn target(path: &str) -> Option<Target<'_>> {
     }
 }
 
-/// The answer to `req` from `catalogs` (every served catalog's PackageManifests, icons kept),
-/// at `now`.
+/// The answer to `req` from `catalogs` (every served catalog's PackageManifests, icons
+/// stripped or not), at `now`; `full` gives the PackageManifest an `icon` request picked with
+/// its icons (the shell builds it again from its catalog).
 #[must_use]
 pub fn respond<'m>(
     req: &Request<'_>,
     catalogs: impl IntoIterator<Item = &'m [PackageManifest]>,
     global_namespace: &str,
     now: Timestamp,
+    full: &dyn Fn(&PackageManifest) -> Option<PackageManifest>,
 ) -> Reply {
     let Some(target) = target(req.path) else {
         return not_found_path();
@@ -374,6 +376,7 @@ pub fn respond<'m>(
                     body: Vec::new(),
                 };
             };
+            let m = full(&m).unwrap_or(m);
             let (body, content_type, etag) = icon(&m).unwrap_or_else(|| {
                 (
                     DEFAULT_ICON.as_bytes().to_vec(),

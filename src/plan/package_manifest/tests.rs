@@ -387,6 +387,7 @@ mod api {
             catalogs.iter().map(Vec::as_slice),
             "olm",
             Timestamp::from_second(1_800_000_100).unwrap(),
+            &|m| Some(m.clone()),
         )
     }
 
@@ -458,11 +459,16 @@ mod api {
             ..Request::default()
         };
         let now = Timestamp::from_second(1_800_000_100).unwrap();
-        let reply = respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now);
+        let reply = respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now, &|m| {
+            Some(m.clone())
+        });
         assert_eq!(reply.status, 401);
         req.path = "/healthz";
         assert_eq!(
-            respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now).status,
+            respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now, &|m| Some(
+                m.clone()
+            ))
+            .status,
             200
         );
     }
@@ -496,7 +502,10 @@ mod api {
         };
         let now = Timestamp::from_second(1_800_000_100).unwrap();
         assert_eq!(
-            respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now).status,
+            respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now, &|m| Some(
+                m.clone()
+            ))
+            .status,
             304
         );
     }
@@ -515,7 +524,13 @@ fn metadata_only_clients_get_partial_object_metadata() {
             authenticated: true,
             ..Request::default()
         };
-        serde_json::from_slice(&respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now).body).unwrap()
+        serde_json::from_slice(
+            &respond(&req, catalogs.iter().map(Vec::as_slice), "olm", now, &|m| {
+                Some(m.clone())
+            })
+            .body,
+        )
+        .unwrap()
     };
     let base = "/apis/packages.operators.coreos.com/v1/namespaces/team-a/packagemanifests";
     let list = ask(
@@ -553,6 +568,13 @@ fn every_package_of_the_corpus_catalogs_gets_a_package_manifest() {
             "{name}: {} PackageManifests in {:?}",
             all.len(),
             started.elapsed()
+        );
+        let size = |v: &[PackageManifest]| serde_json::to_vec(v).map_or(0, |b| b.len());
+        let stripped: Vec<PackageManifest> = all.iter().cloned().map(without_icons).collect();
+        eprintln!(
+            "{name}: {} bytes as JSON, {} without icons",
+            size(&all),
+            size(&stripped)
         );
         let served: Vec<&str> = all.iter().map(|m| m.metadata.name.as_str()).collect();
         let missing: Vec<&str> = model
