@@ -23,6 +23,7 @@
 //!   NotFound);
 //! - discovery lists `packagemanifests` with `get` and `list`, and the icon subresource serves
 //!   the CSV's icon;
+//! - `kubectl explain packagemanifests.status.channels` reads the OpenAPI the aggregator merged;
 //! - `-A` lists each package in its catalog's namespace; a caller without the front-proxy
 //!   certificate is refused;
 //! - a new display name of the CatalogSource is served, and a deleted CatalogSource's packages
@@ -315,7 +316,7 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
     )
     .await;
 
-    let _apiservice = DeleteApiService(&cluster);
+    let apiservice = DeleteApiService(&cluster);
     let served = serve_packages(&cluster, &g).await;
     let serve = served.addr;
 
@@ -411,6 +412,15 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
         "{stderr}"
     );
 
+    // The OpenAPI the aggregator merged: kubectl explain finds the kind and its fields.
+    let explained = wait_for("kubectl explain packagemanifests.status.channels", WAIT, || {
+        let out = cluster.kubectl(["explain", "packagemanifests.status.channels"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        async move { text.contains("currentCSV").then_some(text) }
+    })
+    .await;
+    assert!(explained.contains("KIND:       PackageManifest"), "{explained}");
+
     // Discovery and the icon subresource.
     let resources = cluster.kubectl_ok(["get", "--raw", "/apis/packages.operators.coreos.com/v1"]);
     let resources: serde_json::Value = serde_json::from_str(&resources).expect("JSON");
@@ -496,6 +506,9 @@ async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server
     })
     .await;
 
+    // The APIService goes before its server: the API server never sees it unavailable, so
+    // namespace deletions elsewhere on the cluster are not held up by a failing discovery.
+    drop(apiservice);
     drop(served);
 }
 
@@ -538,7 +551,7 @@ async fn upstreams_packagemanifest_specs_pass() {
         "-f".as_ref(),
         here.join("tests/upstream-e2e/placeholders.yaml").as_os_str(),
     ]);
-    let _apiservice = DeleteApiService(&cluster);
+    let apiservice = DeleteApiService(&cluster);
     let _objects = DeleteInOlm(&cluster);
     let served = serve_packages(&cluster, "olm").await;
     let kubeconfig = cluster.kubeconfig_path().display().to_string();
@@ -578,5 +591,8 @@ async fn upstreams_packagemanifest_specs_pass() {
         log.contains("Ran 3 of ") && log.contains("3 Passed | 0 Failed"),
         "upstream's three ConfigMap-catalog specs should run and pass: {verdict}"
     );
+    // The APIService goes before its server: the API server never sees it unavailable, so
+    // namespace deletions elsewhere on the cluster are not held up by a failing discovery.
+    drop(apiservice);
     drop(served);
 }

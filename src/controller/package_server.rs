@@ -11,7 +11,8 @@
 //!   issued (730 days), serves it, and applies the APIService `v1.packages.operators.coreos.com`
 //!   naming the Service and that CA (field manager `olm-rs/packageserver`). The certificate is
 //!   re-issued a day before it expires ([`crate::plan::csv::webhooks`]' rule for webhooks) and
-//!   at every start; it lives in memory only, so no Secret is read or written.
+//!   at every start (the APIService then trusts the new CA and the previous one, so requests
+//!   under way keep verifying); it lives in memory only, so no Secret is read or written.
 //! - **Authentication**: the aggregator's front-proxy client certificate is verified against
 //!   `requestheader-client-ca-file` of ConfigMap `kube-system/extension-apiserver-authentication`,
 //!   and its common name against `requestheader-allowed-names` (any name when the list is
@@ -22,7 +23,9 @@
 //!   The ConfigMap is read at start (retried until it can be), then every 5 minutes.
 //! - **Content**: each CatalogSource in the store whose catalog is cached gives its
 //!   PackageManifests, built once per loaded catalog and CatalogSource facts and then kept
-//!   until either changes; requests are answered on the blocking pool.
+//!   (without icons: the icon subresource builds its one package again) until either changes;
+//!   requests are answered on the blocking pool. Kept, the large-fbc corpus catalog's 782
+//!   PackageManifests are about 18 MB (as JSON), what upstream's packageserver holds too.
 //!
 //! The server runs with the controllers (so only on the leader with `--leader-elect`).
 
@@ -263,7 +266,21 @@ fn source_facts(cs: &CatalogSource) -> pm::Source {
 }
 
 impl Content {
-    /// Every served catalog's PackageManifests (built now when new or changed).
+    /// `m` (picked from [`Content::all`]) with its icons, built again from its catalog.
+    fn full(&self, m: &PackageManifest) -> Option<PackageManifest> {
+        let memo = lock(&self.memo);
+        let key = (
+            m.status.catalog_source_namespace.clone(),
+            m.status.catalog_source.clone(),
+        );
+        let entry = memo.get(&key)?;
+        let package = entry.catalog.model.package(&m.metadata.name)?;
+        let mut full = pm::manifest(&entry.source, package, &registry_csv)?;
+        full.metadata.namespace.clone_from(&m.metadata.namespace);
+        Some(full)
+    }
+
+    /// Every served catalog's PackageManifests, without icons (built now when new or changed).
     fn all(&self) -> Vec<Arc<Vec<PackageManifest>>> {
         let mut out = Vec::new();
         let mut memo = lock(&self.memo);
@@ -282,7 +299,15 @@ impl Content {
                 .get(&key)
                 .is_some_and(|m| Arc::ptr_eq(&m.catalog, &catalog) && m.source == facts);
             if !fresh {
-                let manifests = Arc::new(pm::manifests(&facts, &catalog.model, &registry_csv));
+                // Kept without icons: they are most of a large catalog's PackageManifests
+                // (36 of 55 MB for the corpus' large-fbc), and only the icon subresource, which
+                // builds its one package again, serves them.
+                let manifests = Arc::new(
+                    pm::manifests(&facts, &catalog.model, &registry_csv)
+                        .into_iter()
+                        .map(pm::without_icons)
+                        .collect(),
+                );
                 memo.insert(
                     key.clone(),
                     Memo {
@@ -356,6 +381,7 @@ async fn handle(
             catalogs.iter().map(|c| c.as_slice()),
             &content.global_namespace,
             Timestamp::now(),
+            &|m| content.full(m),
         )
     })
     .await
@@ -614,6 +640,23 @@ mod tests {
             Arc::ptr_eq(&first[0], &content.all()[0]),
             "kept while nothing changed"
         );
+        // Kept without icons; the icon subresource's package is built again, with them.
+        let kept = &first[0][0];
+        assert!(
+            kept.status
+                .channels
+                .iter()
+                .all(|c| c.current_csv_desc.icon.is_empty())
+        );
+        let full = content.full(kept).unwrap();
+        assert_eq!(full.metadata.name, kept.metadata.name);
+        assert!(
+            full.status
+                .channels
+                .iter()
+                .any(|c| !c.current_csv_desc.icon.is_empty())
+        );
+        assert_eq!(pm::without_icons(full), *kept);
         // A new display name: built again.
         writer.apply_watcher_event(&watcher::Event::Apply(source("B")));
         let renamed = content.all();

@@ -48,6 +48,7 @@ use serde_json::Value;
 use crate::catalog::model::{Bundle, Channel, Model, Package};
 
 pub mod api;
+pub mod openapi;
 pub mod selector;
 pub mod table;
 

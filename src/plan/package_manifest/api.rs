@@ -3,6 +3,8 @@
 //!
 //! # The rules this module enforces
 //!
+//! - **OpenAPI**: `/openapi/v2`, `/openapi/v3` and the group-version's v3 document
+//!   ([`super::openapi`]), which the aggregator merges into the cluster's.
 //! - **Discovery**: `/apis` lists the group, `/apis/packages.operators.coreos.com` the group,
 //!   `/apis/packages.operators.coreos.com/v1` the resources: `packagemanifests` (namespaced, kind
 //!   `PackageManifest`, verbs `get` and `list`) and `packagemanifests/icon` (verb `get`).
@@ -232,6 +234,15 @@ fn target(path: &str) -> Option<Target<'_>> {
     if path == "/apis" {
         return Some(Target::Discovery(group_list()));
     }
+    if path == "/openapi/v2" {
+        return Some(Target::Discovery(super::openapi::v2()));
+    }
+    if path == "/openapi/v3" {
+        return Some(Target::Discovery(super::openapi::v3_index()));
+    }
+    if path.strip_prefix("/openapi/v3/") == Some(super::openapi::v3_path().as_str()) {
+        return Some(Target::Discovery(super::openapi::v3()));
+    }
     let rest = path.strip_prefix("/apis/")?.strip_prefix(GROUP)?;
     if rest.is_empty() {
         return Some(Target::Discovery(group()));
@@ -250,14 +261,16 @@ fn target(path: &str) -> Option<Target<'_>> {
     }
 }
 
-/// The answer to `req` from `catalogs` (every served catalog's PackageManifests, icons kept),
-/// at `now`.
+/// The answer to `req` from `catalogs` (every served catalog's PackageManifests, icons
+/// stripped or not), at `now`; `full` gives the PackageManifest an `icon` request picked with
+/// its icons (the shell builds it again from its catalog).
 #[must_use]
 pub fn respond<'m>(
     req: &Request<'_>,
     catalogs: impl IntoIterator<Item = &'m [PackageManifest]>,
     global_namespace: &str,
     now: Timestamp,
+    full: &dyn Fn(&PackageManifest) -> Option<PackageManifest>,
 ) -> Reply {
     let Some(target) = target(req.path) else {
         return not_found_path();
@@ -363,6 +376,7 @@ pub fn respond<'m>(
                     body: Vec::new(),
                 };
             };
+            let m = full(&m).unwrap_or(m);
             let (body, content_type, etag) = icon(&m).unwrap_or_else(|| {
                 (
                     DEFAULT_ICON.as_bytes().to_vec(),
