@@ -36,6 +36,11 @@ pub struct Shared {
     pub(super) rbac_changes: Mutex<HashMap<String, k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>>,
     /// The API server's `gitVersion`, read once (the CSV requirement on `minKubeVersion`).
     pub(super) server_version: tokio::sync::OnceCell<String>,
+    /// Where the OLMConfig controller sends the CSVs whose copies are out of line, for the CSV
+    /// controller to reconcile again.
+    pub(super) csv_requeue: futures::channel::mpsc::UnboundedSender<
+        kube::runtime::reflector::ObjectRef<crate::api::v1alpha1::ClusterServiceVersion>,
+    >,
     /// What the OperatorCondition controller last applied per condition.
     pub(super) condition_rbac: Mutex<super::applied::AppliedRbac>,
     pub(super) event_permits: Arc<tokio::sync::Semaphore>,

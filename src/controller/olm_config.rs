@@ -15,11 +15,9 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::{Arc, OnceLock},
+    sync::Arc,
     time::Duration,
 };
-
-use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
@@ -47,19 +45,6 @@ use crate::{
 pub const OUT_OF_LINE_RECHECK: Duration = Duration::from_secs(5);
 /// How often a settled OLMConfig is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
-
-/// Where [`reconcile`] sends the CSVs whose copies are out of line (set by [`csv_requeues`]).
-static REQUEUE: OnceLock<UnboundedSender<ObjectRef<ClusterServiceVersion>>> = OnceLock::new();
-
-/// The stream of CSVs whose copies an OLMConfig reconcile found out of line, for the CSV
-/// controller to reconcile again (upstream's `syncOLMConfig` requeues them). The first call
-/// of the process gets the stream; later calls get one that ends at once.
-pub fn csv_requeues() -> UnboundedReceiver<ObjectRef<ClusterServiceVersion>> {
-    let (tx, rx) = unbounded();
-    // A second controller set in one process (tests) gets an empty stream: `tx` drops here.
-    let _ = REQUEUE.set(tx);
-    rx
-}
 
 /// Creates the OLMConfig `cluster` (empty spec) when it does not exist. A cluster without the
 /// CRD is logged and left alone.
@@ -256,12 +241,15 @@ pub async fn reconcile(config: Arc<OLMConfig>, ctx: Arc<Context>) -> Result<Acti
         Ok(Action::requeue(RESYNC))
     } else {
         tracing::debug!(csvs = ?decision.out_of_line, "copied CSVs out of line");
-        if let Some(tx) = REQUEUE.get() {
-            for key in &decision.out_of_line {
-                if let Some((ns, name)) = key.split_once('/') {
-                    // The CSV controller stopped: nothing left to tell.
-                    let _ = tx.unbounded_send(ObjectRef::new(name).within(ns));
-                }
+        // To the CSV controller (the shared context's channel; upstream's `syncOLMConfig`
+        // requeues them).
+        for key in &decision.out_of_line {
+            if let Some((ns, name)) = key.split_once('/') {
+                // The CSV controller stopped: nothing left to tell.
+                let _ = ctx
+                    .shared
+                    .csv_requeue
+                    .unbounded_send(ObjectRef::new(name).within(ns));
             }
         }
         Ok(Action::requeue(OUT_OF_LINE_RECHECK))

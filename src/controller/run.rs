@@ -308,7 +308,10 @@ pub(super) async fn run_controllers(
         },
         config.max_concurrent_pulls,
     );
+    // CSVs whose copies the OLMConfig reconcile found out of line, to the CSV controller.
+    let (csv_requeue, csv_requeues) = futures::channel::mpsc::unbounded();
     let shared = Arc::new(Shared {
+        csv_requeue,
         client: client.clone(),
         scoped: crate::k8s::scoped::ScopedClients::new(config.connection.clone()),
         config,
@@ -543,7 +546,7 @@ pub(super) async fn run_controllers(
                 }
             }),
             // CSVs whose copies the OLMConfig reconcile found out of line (upstream requeues them).
-            olm_config::csv_requeues(),
+            csv_requeues,
         ))
         .shutdown_on_signal();
 

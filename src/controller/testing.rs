@@ -521,6 +521,7 @@ impl Fixture {
         let (olm_configs, olm_configs_w) = reflector::store();
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(true);
         let shared = Arc::new(Shared {
+            csv_requeue: futures::channel::mpsc::unbounded().0,
             client,
             scoped: crate::k8s::scoped::ScopedClients::new(None),
             config: Config::default(),
