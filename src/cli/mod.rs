@@ -212,19 +212,28 @@ pub struct ListArgs {
     pub all_namespaces: bool,
 }
 
-/// Arguments of `approve`.
+/// The InstallPlan a verb acts on: by name, or the one a Subscription points at (`approve`,
+/// `plan show`).
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["install_plan", "subscription"])))]
-pub struct ApproveArgs {
-    /// The InstallPlan to approve.
+pub struct PlanTarget {
+    /// The InstallPlan.
     #[arg(value_name = "INSTALLPLAN")]
     pub install_plan: Option<String>,
-    /// Approve the InstallPlan this Subscription (or the Subscription of this package) waits on.
+    /// The InstallPlan this Subscription (or the Subscription of this package) points at.
     #[arg(short = 's', long, value_name = "SUB")]
     pub subscription: Option<String>,
     /// Namespace of the InstallPlan (default: the context's namespace, else `default`).
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+}
+
+/// Arguments of `approve`.
+#[derive(Debug, Clone, Args)]
+pub struct ApproveArgs {
+    /// Which plan.
+    #[command(flatten)]
+    pub target: PlanTarget,
     /// Only print what the approval would install.
     #[arg(long)]
     pub dry_run: bool,
@@ -253,17 +262,10 @@ pub enum PlanCommand {
 
 /// Arguments of `plan show`.
 #[derive(Debug, Clone, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["install_plan", "subscription"])))]
 pub struct PlanShowArgs {
-    /// The InstallPlan to show.
-    #[arg(value_name = "INSTALLPLAN")]
-    pub install_plan: Option<String>,
-    /// Show the InstallPlan this Subscription (or the Subscription of this package) points at.
-    #[arg(short = 's', long, value_name = "SUB")]
-    pub subscription: Option<String>,
-    /// Namespace of the InstallPlan (default: the context's namespace, else `default`).
-    #[arg(short = 'n', long)]
-    pub namespace: Option<String>,
+    /// Which plan.
+    #[command(flatten)]
+    pub target: PlanTarget,
 }
 
 /// Arguments of `uninstall`.

@@ -807,7 +807,8 @@ async fn apply_step(
         &r.name,
         &object,
         &ctx.manager,
-        scoped.is_some(),
+        // A CSV step was created above when new; anything else a scoped plan creates first.
+        scoped.is_some() && r.kind != steps::CSV_KIND,
     )
     .await
     .map_err(step_error)?;

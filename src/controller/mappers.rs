@@ -14,18 +14,30 @@ use crate::api::{
     v1alpha1::{CatalogSource, ClusterServiceVersion, Subscription, SubscriptionConfig},
 };
 
+/// The objects of `named`'s namespace whose `field` names it (by name).
+fn naming<K>(
+    objects: &[Arc<K>],
+    named: &impl Resource,
+    field: impl Fn(&K) -> Option<&str>,
+) -> Vec<ObjectRef<K>>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let ns = named.namespace();
+    let name = named.name_any();
+    objects
+        .iter()
+        .filter(|o| o.namespace() == ns && field(o) == Some(name.as_str()))
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
 /// CatalogSources in the ConfigMap's namespace that name it in `spec.configMap`.
 pub fn catalog_sources_for_config_map(
     sources: &[Arc<CatalogSource>],
     cm: &impl Resource,
 ) -> Vec<ObjectRef<CatalogSource>> {
-    let ns = cm.namespace();
-    let name = cm.name_any();
-    sources
-        .iter()
-        .filter(|cs| cs.namespace() == ns && cs.spec.config_map.as_deref() == Some(name.as_str()))
-        .map(|cs| ObjectRef::from_obj(cs.as_ref()))
-        .collect()
+    naming(sources, cm, |cs| cs.spec.config_map.as_deref())
 }
 
 /// The OperatorGroup a ClusterRole belongs to (`olm.owner.kind=OperatorGroup` with its name and
@@ -136,12 +148,7 @@ pub fn failed_scoped_plans_in(
     plans
         .iter()
         .filter(|p| p.meta().namespace.as_deref() == namespace)
-        .filter(|p| {
-            p.status.as_ref().is_some_and(|s| {
-                s.phase == crate::api::v1alpha1::InstallPlanPhase::Failed
-                    && s.attenuated_service_account_ref.is_some()
-            })
-        })
+        .filter(|p| crate::plan::install_plan::failed_as_account(p))
         .map(|p| ObjectRef::from_obj(p.as_ref()))
         .collect()
 }
@@ -152,13 +159,7 @@ pub fn operator_groups_naming_account(
     groups: &[Arc<OperatorGroup>],
     account: &impl Resource,
 ) -> Vec<ObjectRef<OperatorGroup>> {
-    let ns = account.namespace();
-    let name = account.name_any();
-    groups
-        .iter()
-        .filter(|g| g.namespace() == ns && g.spec.service_account_name.as_deref() == Some(name.as_str()))
-        .map(|g| ObjectRef::from_obj(g.as_ref()))
-        .collect()
+    naming(groups, account, |g| g.spec.service_account_name.as_deref())
 }
 
 /// Subscriptions that use the CatalogSource: those naming it, and (when it lives in the

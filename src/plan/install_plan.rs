@@ -214,10 +214,7 @@ pub fn applied_as_account(kind: &str) -> bool {
 /// `triggerInstallPlanRetry`), when the change came after the failure (its `Installed`
 /// condition's transition; a plan without one is retried).
 pub fn retried_on_rbac_change(ip: &InstallPlan, changed_at: Option<&Time>) -> bool {
-    let Some(status) = ip.status.as_ref() else {
-        return false;
-    };
-    let Some(changed_at) = changed_at else {
+    let (Some(status), Some(changed_at)) = (ip.status.as_ref(), changed_at) else {
         return false;
     };
     let failed_at = status
@@ -225,9 +222,15 @@ pub fn retried_on_rbac_change(ip: &InstallPlan, changed_at: Option<&Time>) -> bo
         .iter()
         .find(|c| c.type_ == Some(InstallPlanConditionType::Installed))
         .and_then(|c| c.last_transition_time.as_ref().or(c.last_update_time.as_ref()));
-    status.phase == InstallPlanPhase::Failed
-        && status.attenuated_service_account_ref.is_some()
-        && failed_at.is_none_or(|failed| changed_at.0 > failed.0)
+    failed_as_account(ip) && failed_at.is_none_or(|failed| changed_at.0 > failed.0)
+}
+
+/// Whether the plan failed while running as a ServiceAccount: a change to its namespace's RBAC
+/// may let it run ([`retried_on_rbac_change`]).
+pub fn failed_as_account(ip: &InstallPlan) -> bool {
+    ip.status
+        .as_ref()
+        .is_some_and(|s| s.phase == InstallPlanPhase::Failed && s.attenuated_service_account_ref.is_some())
 }
 
 /// The plan's `Installed` condition after [`group_check`] at `now`, or `None` when it stays as

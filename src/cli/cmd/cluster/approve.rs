@@ -466,18 +466,19 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
     Ok(())
 }
 
-/// The InstallPlan named, or the one `subscription` points at, in `ns`.
+/// The plan `target` names (its namespace, name and object) and its preview, each step
+/// compared with the cluster ([`compare_steps`]).
 ///
 /// # Errors
 /// Lookup failures (Subscription, InstallPlan), API errors.
 async fn find_plan(
     cluster: &Cluster,
-    ns: &str,
-    install_plan: Option<&String>,
-    subscription: Option<&String>,
-) -> Result<(String, InstallPlan), CliError> {
+    target: &crate::cli::PlanTarget,
+) -> Result<(String, String, InstallPlan, Preview), CliError> {
+    let ns = cluster.namespace(target.namespace.as_deref());
+    let ns = ns.as_str();
     let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), ns);
-    let name = match (install_plan, subscription) {
+    let name = match (target.install_plan.as_ref(), target.subscription.as_ref()) {
         (Some(name), _) => name.clone(),
         (None, Some(key)) => {
             let subs_api: Api<Subscription> = Api::namespaced(cluster.client.clone(), ns);
@@ -508,7 +509,9 @@ async fn find_plan(
         }
         Err(e) => return Err(cluster.api_error(&format!("get installplan {name} in namespace {ns}"), e)),
     };
-    Ok((name, plan))
+    let mut shown = preview(&plan);
+    compare_steps(cluster, &plan, &mut shown).await;
+    Ok((ns.to_owned(), name, plan, shown))
 }
 
 /// Runs `plan show` (`plan diff`): the preview of `approve`, nothing approved.
@@ -521,16 +524,7 @@ pub async fn show(
     format: OutputFormat,
     streams: &mut Streams<'_>,
 ) -> Result<(), CliError> {
-    let ns = cluster.namespace(args.namespace.as_deref());
-    let (_, plan) = find_plan(
-        cluster,
-        &ns,
-        args.install_plan.as_ref(),
-        args.subscription.as_ref(),
-    )
-    .await?;
-    let mut shown = preview(&plan);
-    compare_steps(cluster, &plan, &mut shown).await;
+    let (_, _, _, shown) = find_plan(cluster, &args.target).await?;
     match format {
         OutputFormat::Json | OutputFormat::Yaml => output::print_object(streams.out, format, &shown)?,
         OutputFormat::Name => writeln!(streams.out, "{}", qualified::<InstallPlan>(&shown.install_plan))?,
@@ -549,17 +543,8 @@ pub async fn run(
     format: OutputFormat,
     streams: &mut Streams<'_>,
 ) -> Result<(), CliError> {
-    let ns = cluster.namespace(args.namespace.as_deref());
+    let (ns, name, plan, mut shown) = find_plan(cluster, &args.target).await?;
     let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), &ns);
-    let (name, plan) = find_plan(
-        cluster,
-        &ns,
-        args.install_plan.as_ref(),
-        args.subscription.as_ref(),
-    )
-    .await?;
-    let mut shown = preview(&plan);
-    compare_steps(cluster, &plan, &mut shown).await;
     let qname = qualified::<InstallPlan>(&name);
     if approvable(&plan)? == Approvable::AlreadyApproved {
         match format {
