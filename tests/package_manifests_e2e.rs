@@ -37,17 +37,13 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::{
-        apps::v1::Deployment,
-        core::v1::{Pod, Service},
-        discovery::v1::EndpointSlice,
-    },
+    api::{apps::v1::Deployment, core::v1::Service},
     kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 };
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use support::{
-    cluster::{TestCluster, WAIT, wait_for},
+    cluster::{TestCluster, WAIT, running_pod_ip, wait_for, wait_service_endpoint},
     e2e,
     pod_net::{self, PodNetwork},
 };
@@ -57,17 +53,6 @@ const APISERVICE: &str = "v1.packages.operators.coreos.com";
 /// The APIService is cluster-wide: the tests of this file take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const PORT: u16 = 5443;
-
-fn available() -> bool {
-    match pod_net::check_host() {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {e}");
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
 
 /// Forwards every connection accepted on `listener` (inside the pod network) to `to` (the
 /// controller on the host's loopback), both ways, until either side closes.
@@ -160,44 +145,9 @@ async fn serve_packages(cluster: &TestCluster, ns: &str) -> Served {
         .patch("olm-rs-packageserver", &apply, &Patch::Apply(&service))
         .await
         .expect("applying the service");
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), ns);
-    let pod_ip: IpAddr = wait_for("the packageserver pod's IP", WAIT, || {
-        let pods = pods.clone();
-        async move {
-            let list = pods
-                .list(&ListParams::default().labels("app=packageserver"))
-                .await
-                .ok()?;
-            list.items.iter().find_map(|p| {
-                let status = p.status.as_ref()?;
-                (status.phase.as_deref() == Some("Running"))
-                    .then(|| status.pod_ip.as_deref()?.parse().ok())
-                    .flatten()
-            })
-        }
-    })
-    .await;
+    let pod_ip: IpAddr = running_pod_ip(cluster.client(), ns, "app=packageserver").await;
     // The endpoint the API server's service resolver reads.
-    let slices: Api<EndpointSlice> = Api::namespaced(cluster.client(), ns);
-    let ip = pod_ip.to_string();
-    wait_for("the Service's endpoint", WAIT, || {
-        let (slices, ip) = (slices.clone(), ip.clone());
-        async move {
-            let list = slices
-                .list(&ListParams::default().labels("kubernetes.io/service-name=olm-rs-packageserver"))
-                .await
-                .ok()?;
-            list.items
-                .iter()
-                .filter_map(|s| s.endpoints.as_ref())
-                .flatten()
-                .any(|e| {
-                    e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
-                })
-                .then_some(())
-        }
-    })
-    .await;
+    wait_service_endpoint(cluster.client(), ns, "olm-rs-packageserver", pod_ip).await;
     let net = wait_for(&format!("a pod network for {pod_ip}"), WAIT, || async move {
         match PodNetwork::create(pod_ip) {
             Ok(net) => Some(net),
@@ -280,7 +230,7 @@ fn etcd_catalog() -> String {
 
 #[tokio::test]
 async fn kubectl_lists_gets_and_selects_package_manifests_through_the_api_server() {
-    if !available() {
+    if !pod_net::available() {
         return;
     }
     let Some(cluster) = TestCluster::connect().await else {
@@ -531,7 +481,7 @@ async fn upstreams_packagemanifest_specs_pass() {
         );
         return;
     };
-    if !available() {
+    if !pod_net::available() {
         return;
     }
     let Some(cluster) = TestCluster::connect().await else {

@@ -40,14 +40,7 @@ use support::pod_net::{self, PodNetwork};
 
 /// Whether this process may make pod networks; skips (or fails under `CI=true`) with the reason.
 fn pod_network_available() -> bool {
-    match pod_net::check_host() {
-        Ok(()) => support::tool_answers("openssl", &["version"], "openssl"),
-        Err(e) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {e}");
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
+    pod_net::available() && support::tool_answers("openssl", &["version"], "openssl")
 }
 
 #[test]

@@ -59,18 +59,6 @@ const SECRET: &str = "redis-operator-service-cert";
 const POD_SELECTOR: &str = "app.kubernetes.io/name=redis-operator";
 const WEBHOOK_PORT: u16 = 9443;
 
-/// Whether this process may make pod networks; skips (or fails under `CI=true`) with the reason.
-fn pod_network_available() -> bool {
-    match pod_net::check_host() {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {e}");
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
-
 /// The operator binary: `$REDIS_OPERATOR_BIN` when set, else the workspace's build.
 fn operator_bin() -> PathBuf {
     std::env::var_os("REDIS_OPERATOR_BIN")
@@ -425,7 +413,7 @@ impl Env<'_> {
 
 #[tokio::test]
 async fn the_api_server_calls_the_redis_operators_webhooks_installed_by_olm() {
-    if !pod_network_available() {
+    if !pod_net::available() {
         return;
     }
     let Some(cluster) = TestCluster::connect().await else {

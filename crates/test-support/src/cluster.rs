@@ -417,49 +417,15 @@ impl TestNamespace {
 
     /// Waits until a pod matching `selector` (`app=webhook`) runs, and returns its IP (kwok
     /// assigns one from the cluster's pod CIDR): the address a
-    /// [`crate::pod_net::PodNetwork`] makes real.
+    /// [`crate::pod_net::PodNetwork`] makes real. See [`running_pod_ip`].
     pub async fn running_pod_ip(&self, selector: &str) -> std::net::IpAddr {
-        let pods: Api<Pod> = self.api();
-        let what = format!("a Running pod with an IP matching {selector} in {}", self.name);
-        wait_for(&what, WAIT, || {
-            let pods = pods.clone();
-            async move {
-                let list = pods.list(&ListParams::default().labels(selector)).await.ok()?;
-                list.items.iter().find_map(|p| {
-                    let status = p.status.as_ref()?;
-                    if status.phase.as_deref() != Some("Running") {
-                        return None;
-                    }
-                    status.pod_ip.as_deref()?.parse().ok()
-                })
-            }
-        })
-        .await
+        running_pod_ip(self.client.clone(), &self.name, selector).await
     }
 
-    /// Waits until the endpointslice controller lists `ip` as a ready endpoint of `service`:
-    /// from then on the API server's service resolver (aggregator routing) sends the Service's
-    /// webhook and APIService calls there.
+    /// Waits until the endpointslice controller lists `ip` as a ready endpoint of `service`
+    /// (see [`wait_service_endpoint`]).
     pub async fn wait_service_endpoint(&self, service: &str, ip: std::net::IpAddr) {
-        let slices: Api<EndpointSlice> = self.api();
-        let selector = format!("kubernetes.io/service-name={service}");
-        let what = format!("Service {}/{service} to list {ip} as a ready endpoint", self.name);
-        let ip = ip.to_string();
-        wait_for(&what, WAIT, || {
-            let (slices, selector, ip) = (slices.clone(), selector.clone(), ip.clone());
-            async move {
-                let list = slices.list(&ListParams::default().labels(&selector)).await.ok()?;
-                list.items
-                    .iter()
-                    .filter_map(|s| s.endpoints.as_ref())
-                    .flatten()
-                    .any(|e| {
-                        e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
-                    })
-                    .then_some(())
-            }
-        })
-        .await;
+        wait_service_endpoint(self.client.clone(), &self.name, service, ip).await;
     }
 
     /// Deletes the namespace now and waits until it is gone (the namespace controller empties
@@ -523,6 +489,53 @@ impl Drop for TestNamespace {
             );
         }
     }
+}
+
+/// Waits until a pod matching `selector` (`app=webhook`) runs in `namespace`, and returns its IP
+/// (kwok assigns one from the cluster's pod CIDR): the address a [`crate::pod_net::PodNetwork`]
+/// makes real.
+pub async fn running_pod_ip(client: Client, namespace: &str, selector: &str) -> std::net::IpAddr {
+    let pods: Api<Pod> = Api::namespaced(client, namespace);
+    let what = format!("a Running pod with an IP matching {selector} in {namespace}");
+    wait_for(&what, WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods.list(&ListParams::default().labels(selector)).await.ok()?;
+            list.items.iter().find_map(|p| {
+                let status = p.status.as_ref()?;
+                if status.phase.as_deref() != Some("Running") {
+                    return None;
+                }
+                status.pod_ip.as_deref()?.parse().ok()
+            })
+        }
+    })
+    .await
+}
+
+/// Waits until the endpointslice controller lists `ip` as a ready endpoint of `service` in
+/// `namespace`: from then on the API server's service resolver (aggregator routing) sends the
+/// Service's webhook and APIService calls there.
+pub async fn wait_service_endpoint(client: Client, namespace: &str, service: &str, ip: std::net::IpAddr) {
+    let slices: Api<EndpointSlice> = Api::namespaced(client, namespace);
+    let selector = format!("kubernetes.io/service-name={service}");
+    let what = format!("Service {namespace}/{service} to list {ip} as a ready endpoint");
+    let ip = ip.to_string();
+    wait_for(&what, WAIT, || {
+        let (slices, selector, ip) = (slices.clone(), selector.clone(), ip.clone());
+        async move {
+            let list = slices.list(&ListParams::default().labels(&selector)).await.ok()?;
+            list.items
+                .iter()
+                .filter_map(|s| s.endpoints.as_ref())
+                .flatten()
+                .any(|e| {
+                    e.addresses.contains(&ip) && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+                })
+                .then_some(())
+        }
+    })
+    .await;
 }
 
 /// Polls `check` (every 250 ms) until it returns `Some`, and returns that value; panics naming
