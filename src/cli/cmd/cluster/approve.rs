@@ -169,6 +169,10 @@ async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Previe
         .as_ref()
         .map(|s| s.plan.as_slice())
         .unwrap_or_default();
+    let mut discovered: std::collections::HashMap<
+        kube::core::GroupVersionKind,
+        (kube::api::ApiResource, kube::discovery::ApiCapabilities),
+    > = std::collections::HashMap::new();
     for (step, view) in steps_in_plan.iter().zip(shown.steps.iter_mut()) {
         let Some(manifest) = step
             .resource
@@ -182,8 +186,16 @@ async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Previe
         let (group, version, kind) = steps::step_gvk(&step.resource, &manifest);
         let mut object = steps::with_type(&manifest, &group, &version, &kind);
         let gvk = kube::core::GroupVersionKind::gvk(&group, &version, &kind);
-        let (resource, caps) = match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
-            Ok(found) => found,
+        // One discovery request per kind (a plan holds several Roles, ServiceAccounts, ...).
+        let found = match discovered.get(&gvk) {
+            Some(found) => Ok(found.clone()),
+            None => kube::discovery::pinned_kind(&cluster.client, &gvk).await,
+        };
+        let (resource, caps) = match found {
+            Ok(found) => {
+                discovered.insert(gvk, found.clone());
+                found
+            }
             Err(e) => {
                 view.change = Some("unknown".into());
                 view.note = Some(format!(
