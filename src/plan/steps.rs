@@ -541,6 +541,28 @@ fn meta(name: &str, namespace: Option<&str>, labels: BTreeMap<String, String>) -
     }
 }
 
+/// [`meta`] with the owner reference upstream writes into a generated namespaced step's manifest:
+/// the CSV by name, its uid left empty for the executor to fill in (upstream
+/// `getUpdatedOwnerReferences`; olm-rs's executor, [`with_csv_owner_uids`] and [`with_owner`]).
+/// The plan then reads the same to either OLM: upstream executing a plan olm-rs wrote keeps the
+/// operator's ServiceAccount owned by the new CSV (without it, upstream's CSV finds the account
+/// "owned by another ClusterServiceVersion" and waits forever).
+fn owned_meta(name: &str, namespace: &str, labels: BTreeMap<String, String>, csv_name: &str) -> ObjectMeta {
+    ObjectMeta {
+        owner_references: Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "operators.coreos.com/v1alpha1".to_owned(),
+                kind: CSV_KIND.to_owned(),
+                name: csv_name.to_owned(),
+                uid: String::new(),
+                controller: Some(false),
+                block_owner_deletion: Some(false),
+            },
+        ]),
+        ..meta(name, Some(namespace), labels)
+    }
+}
+
 fn sa_subject(name: &str, namespace: &str) -> Subject {
     Subject {
         kind: "ServiceAccount".to_owned(),
@@ -584,7 +606,7 @@ pub fn generated_rbac(
     let mut add_account = |out: &mut GeneratedRbac, name: &str| {
         if name != "default" && accounts.insert(name.to_owned()) {
             out.service_accounts.push(ServiceAccount {
-                metadata: meta(name, Some(namespace), managed_labels(package, namespace)),
+                metadata: owned_meta(name, namespace, managed_labels(package, namespace), csv_name),
                 ..Default::default()
             });
         }
@@ -593,20 +615,22 @@ pub fn generated_rbac(
         add_account(&mut out, &permission.service_account_name);
         let name = role_name(csv_name, permission);
         out.roles.push(Role {
-            metadata: meta(
+            metadata: owned_meta(
                 &name,
-                Some(namespace),
+                namespace,
                 rbac_labels(package, namespace, csv_name, namespace, &permission.rules),
+                csv_name,
             ),
             rules: Some(permission.rules.clone()),
         });
         let role_ref = role_ref("Role", &name);
         let subjects = vec![sa_subject(&permission.service_account_name, namespace)];
         out.role_bindings.push(RoleBinding {
-            metadata: meta(
+            metadata: owned_meta(
                 &name,
-                Some(namespace),
+                namespace,
                 rbac_labels(package, namespace, csv_name, namespace, &(&role_ref, &subjects)),
+                csv_name,
             ),
             role_ref,
             subjects: Some(subjects),

@@ -928,7 +928,11 @@ pub fn plan(
             service: Some(service),
             url: None,
         };
-        let config_name = config_name(&namespace, &deployment, &desc.generate_name);
+        let kind = match &desc.type_ {
+            WebhookAdmissionType::MutatingAdmissionWebhook => ConfigKind::Mutating,
+            _ => ConfigKind::Validating,
+        };
+        let config_name = adopted_name(observed, kind, &namespace, &deployment, &desc.generate_name);
         match &desc.type_ {
             WebhookAdmissionType::ValidatingAdmissionWebhook => {
                 wanted.insert((ConfigKind::Validating, config_name.clone()));
@@ -1008,6 +1012,35 @@ pub fn plan(
 
 fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
     (!v.is_empty()).then_some(v)
+}
+
+/// The name of the configuration of `kind` for the description `generate_name`: the stable
+/// [`config_name`], unless this CSV already owns configurations for that description (its
+/// `olm.webhook-description-generate-name` label) and none has the stable name; then the first of
+/// them by name, updated in place. Upstream OLM v0 names its configurations
+/// `<generateName>-<random>`: a cluster taken over from it keeps them (no second configuration,
+/// no moment without the webhook).
+fn adopted_name(
+    observed: &ObservedWebhooks,
+    kind: ConfigKind,
+    namespace: &str,
+    deployment: &str,
+    generate_name: &str,
+) -> String {
+    let stable = config_name(namespace, deployment, generate_name);
+    observed
+        .configs
+        .iter()
+        .filter(|c| c.kind == kind && c.generate_name.as_deref() == Some(generate_name))
+        .map(|c| c.name.as_str())
+        .min()
+        .filter(|_| {
+            !observed
+                .configs
+                .iter()
+                .any(|c| c.kind == kind && c.name == stable)
+        })
+        .map_or(stable.clone(), str::to_owned)
 }
 
 /// The stable name of a description's configuration (see the module doc).

@@ -208,6 +208,15 @@ async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Previe
         let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
         if namespaced && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("namespace".into(), Value::String(ns.clone()));
+            // An owner reference whose uid the executor fills in (the plan's CSV) cannot be
+            // sent as it is; the owner is not what the preview compares.
+            if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+                refs.retain(|r| {
+                    r.get("uid")
+                        .and_then(Value::as_str)
+                        .is_some_and(|u| !u.is_empty())
+                });
+            }
         }
         let api: Api<kube::api::DynamicObject> = if namespaced {
             Api::namespaced_with(cluster.client.clone(), &ns, &resource)

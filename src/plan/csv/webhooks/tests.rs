@@ -991,3 +991,47 @@ fn a_webhook_service_is_changed_only_when_its_selector_or_the_install_ports_diff
     let d = decide(&c, &observed_with(&c, w, &now), &now);
     assert_eq!(d.phase, CsvPhase::InstallReady, "{}", d.message);
 }
+
+#[test]
+fn a_configuration_upstream_named_for_a_description_is_updated_in_place() {
+    let now = t(1_800_000_000);
+    let c = csv(true);
+    let certs = issued(&now);
+    let mut observed = ObservedWebhooks {
+        secrets: BTreeMap::from([("wh.manager".to_owned(), secret_of(&certs))]),
+        ..Default::default()
+    };
+    let fresh = plan(&c, &[String::new()], &observed, &now);
+    let stable = fresh.objects.validating[0].metadata.name.clone().unwrap();
+    let generate_name = fresh.objects.validating[0].metadata.labels.as_ref().unwrap()
+        [WEBHOOK_DESCRIPTION_GENERATE_NAME]
+        .clone();
+    // What upstream OLM v0 left: `<generateName>-<random>`, labelled for the description.
+    let upstream = format!("{generate_name}-x7k2p");
+    observed.configs.push(ObservedConfig {
+        kind: ConfigKind::Validating,
+        name: upstream.clone(),
+        generate_name: Some(generate_name.clone()),
+        hash: None,
+    });
+    let p = plan(&c, &[String::new()], &observed, &now);
+    assert_eq!(
+        p.objects.validating[0].metadata.name.as_deref(),
+        Some(upstream.as_str())
+    );
+    assert!(p.objects.stale.is_empty(), "{:?}", p.objects.stale);
+
+    // Both there (an olm-rs install of the same CSV and a leftover): the stable one is kept.
+    observed.configs.push(ObservedConfig {
+        kind: ConfigKind::Validating,
+        name: stable.clone(),
+        generate_name: Some(generate_name),
+        hash: None,
+    });
+    let p = plan(&c, &[String::new()], &observed, &now);
+    assert_eq!(
+        p.objects.validating[0].metadata.name.as_deref(),
+        Some(stable.as_str())
+    );
+    assert_eq!(p.objects.stale, [(ConfigKind::Validating, upstream)]);
+}
