@@ -2,7 +2,9 @@
 //! any `api.Registry`) into FBC blobs.
 //!
 //! The reading is what OLM's catalog-operator does: `ListPackages`, then `GetPackage` for each
-//! (channels, heads, default channel, deprecations), then one `ListBundles` stream; the answers
+//! (channels, heads, default channel, deprecations), then one `ListBundles` stream, then
+//! `GetBundle` for each channel head the stream sent without its CSV (as upstream's
+//! packageserver asks, for the PackageManifests' `currentCSVDesc`); the answers
 //! become blobs through [`convert::catalog_from_messages`], so the caller builds the same
 //! [`Model`](crate::catalog::Model) as from a directory.
 //!
@@ -333,6 +335,62 @@ impl Connection {
         self.drain("ListBundles", stream).await
     }
 
+    /// `GetBundle`: one bundle of a channel, with its CSV and objects.
+    ///
+    /// # Errors
+    /// A [`ClientError`] naming the call.
+    pub async fn get_bundle(
+        &self,
+        package: &str,
+        channel: &str,
+        csv_name: &str,
+    ) -> Result<api::Bundle, ClientError> {
+        let mut client = self.client.clone();
+        let request = api::GetBundleRequest {
+            pkg_name: package.to_owned(),
+            channel_name: channel.to_owned(),
+            csv_name: csv_name.to_owned(),
+        };
+        Ok(self
+            .timed("GetBundle", None, client.get_bundle(request))
+            .await?
+            .into_inner())
+    }
+
+    /// The CSV of every channel head `ListBundles` sent without one (a bundle served with an
+    /// image: `opm serve` streams neither its CSV nor its objects), asked with `GetBundle`, as
+    /// upstream's packageserver asks for each channel's `currentCSVDesc` (with the deprecated
+    /// `GetBundleForChannel`). One call per such channel.
+    async fn fill_head_csvs(
+        &self,
+        packages: &[api::Package],
+        bundles: &mut [api::Bundle],
+    ) -> Result<(), ClientError> {
+        for package in packages {
+            for channel in &package.channels {
+                let bare = |b: &api::Bundle| {
+                    b.package_name == package.name
+                        && b.csv_name == channel.csv_name
+                        && b.csv_json.is_empty()
+                        && b.object.is_empty()
+                };
+                if !bundles.iter().any(bare) {
+                    continue;
+                }
+                let head = self
+                    .get_bundle(&package.name, &channel.name, &channel.csv_name)
+                    .await?;
+                if head.csv_json.is_empty() || head.csv_name != channel.csv_name {
+                    continue;
+                }
+                for b in bundles.iter_mut().filter(|b| bare(b)) {
+                    b.csv_json.clone_from(&head.csv_json);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads the whole catalog (see the module docs).
     ///
     /// # Errors
@@ -343,7 +401,8 @@ impl Connection {
         for name in &names {
             packages.push(self.get_package(name).await?);
         }
-        let bundles = self.list_bundles().await?;
+        let mut bundles = self.list_bundles().await?;
+        self.fill_head_csvs(&packages, &mut bundles).await?;
         let source = format!("grpc://{}", self.address);
         let Rebuilt { config, problems } = convert::catalog_from_messages(&source, &packages, &bundles);
         Ok(Fetched {

@@ -339,6 +339,9 @@ fn stub_csv(package: &Package, bundle: &Bundle, metadata: &property::CsvMetadata
             "icon",
             json!([{"base64data": icon.base64data, "mediatype": icon.mediatype}]),
         );
+    } else if let Some(icon) = metadata.extra.get("icon") {
+        // Kept from the CSV a registry gave for a channel head ([`head_csv_metadata`]).
+        put("icon", icon.to_value());
     }
     put(
         "relatedImages",
@@ -648,6 +651,12 @@ fn bundle_blob(b: &api::Bundle, origin: Origin) -> (declcfg::Bundle, Vec<String>
             )),
         }
     }
+    if b.object.is_empty()
+        && !b.csv_json.is_empty()
+        && let Some(metadata) = head_csv_metadata(&b.csv_json)
+    {
+        properties.push(declcfg::Property::new(property::TYPE_CSV_METADATA, &metadata));
+    }
     for object in &b.object {
         let data = base64::engine::general_purpose::STANDARD.encode(object.as_bytes());
         properties.push(declcfg::Property::new(
@@ -666,6 +675,23 @@ fn bundle_blob(b: &api::Bundle, origin: Origin) -> (declcfg::Bundle, Vec<String>
         origin,
     };
     (blob, problems)
+}
+
+/// The `olm.csv.metadata` of a bundle served with an image whose CSV the registry gave alone
+/// (`GetBundle` for a channel head: [`super::client`]), with the CSV's `spec.icon`: what
+/// upstream's packageserver reads from that CSV for a PackageManifest's `currentCSVDesc`. The
+/// bundle's manifests stay in its image (no `olm.bundle.object` is made, so installing it still
+/// pulls the image). `None` when the text is not a CSV.
+fn head_csv_metadata(csv_json: &str) -> Option<Value> {
+    let csv: Value = serde_json::from_str(csv_json).ok()?;
+    if csv.get("kind").and_then(Value::as_str) != Some(CSV_KIND) {
+        return None;
+    }
+    let mut metadata = serde_json::to_value(property::CsvMetadata::from_csv(&csv).ok()?).ok()?;
+    if let (Some(icon), Some(object)) = (csv.pointer("/spec/icon"), metadata.as_object_mut()) {
+        object.insert("icon".into(), icon.clone());
+    }
+    Some(metadata)
 }
 
 /// `spec.relatedImages` of a CSV given as JSON text (none when empty or unreadable).

@@ -355,10 +355,24 @@ pub struct CsvDescription {
     pub related_images: Vec<String>,
 }
 
+/// A field as Go's `encoding/json` finds it for upstream's typed CSV: the key as written, else
+/// the last key equal to it ignoring ASCII case (a CSV spelling `spec.nativeApis` fills
+/// `nativeAPIs` upstream).
+fn go_field<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    let object = value.as_object()?;
+    object.get(key).or_else(|| {
+        object
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+            .last()
+    })
+}
+
 fn text(value: &Value, path: &[&str]) -> String {
     let mut at = value;
     for key in path {
-        match at.get(key) {
+        match go_field(at, key) {
             Some(next) => at = next,
             None => return String::new(),
         }
@@ -369,7 +383,7 @@ fn text(value: &Value, path: &[&str]) -> String {
 fn array<'v>(value: &'v Value, path: &[&str]) -> &'v [Value] {
     let mut at = value;
     for key in path {
-        match at.get(key) {
+        match go_field(at, key) {
             Some(next) => at = next,
             None => return &[],
         }

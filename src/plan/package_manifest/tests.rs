@@ -641,3 +641,20 @@ fn the_openapi_documents_name_the_kind_and_resolve_every_reference() {
         "{url}"
     );
 }
+
+#[test]
+fn csv_fields_are_read_as_gos_decoder_reads_them_whatever_their_case() {
+    // kurrentdb-operator (certified v4.16) spells `spec.nativeApis`; upstream's typed CSV gets
+    // its `nativeAPIs` from it, so its PackageManifest lists them.
+    let csv = serde_json::json!({"spec": {
+        "displayName": "Kurrent",
+        "nativeApis": [{"group": "snapshot.storage.k8s.io", "version": "v1", "kind": "VolumeSnapshot"}],
+    }});
+    let desc = csv_description(&csv);
+    assert_eq!(desc.native_apis.len(), 1);
+    assert_eq!(desc.native_apis[0]["kind"], "VolumeSnapshot");
+    assert_eq!(desc.display_name, "Kurrent");
+    // The key as written wins over another spelling.
+    let csv = serde_json::json!({"spec": {"displayname": "lower", "displayName": "exact"}});
+    assert_eq!(csv_description(&csv).display_name, "exact");
+}
