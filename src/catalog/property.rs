@@ -368,6 +368,20 @@ pub struct CrdDescriptions {
     pub required: Vec<CrdDescription>,
 }
 
+/// A field of a JSON object as Go's `encoding/json` finds it for a typed struct: the key as
+/// written, else the last key equal to it ignoring ASCII case. Upstream (opm, OLM) reads CSVs
+/// into typed structs, so a CSV spelling `spec.nativeApis` has `nativeAPIs` there.
+#[must_use]
+pub fn go_json_field<'v>(object: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    object.get(key).or_else(|| {
+        object
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+            .last()
+    })
+}
+
 /// `olm.csv.metadata`: the part of a CSV that UIs and `catalog describe` show.
 ///
 /// Fields OLM defines that we do not model (`apiServiceDefinitions`, `nativeAPIs`, and any future
@@ -433,7 +447,7 @@ impl CsvMetadata {
         let spec = csv.get("spec").and_then(Value::as_object).unwrap_or(&empty);
         let mut out = CsvMetadata::default();
         let mut field = |source: &Map<String, Value>, key: &str, target: &str, prefix: &str| {
-            if let Some(value) = source.get(key) {
+            if let Some(value) = go_json_field(source, key) {
                 out.set(target, value.clone())
                     .map_err(|err| format!("{prefix}{key}: {err}"))
             } else {

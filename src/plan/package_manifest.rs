@@ -355,18 +355,10 @@ pub struct CsvDescription {
     pub related_images: Vec<String>,
 }
 
-/// A field as Go's `encoding/json` finds it for upstream's typed CSV: the key as written, else
-/// the last key equal to it ignoring ASCII case (a CSV spelling `spec.nativeApis` fills
-/// `nativeAPIs` upstream).
+/// A field as Go's `encoding/json` finds it for upstream's typed CSV
+/// ([`crate::catalog::property::go_json_field`]).
 fn go_field<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
-    let object = value.as_object()?;
-    object.get(key).or_else(|| {
-        object
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v)
-            .last()
-    })
+    crate::catalog::property::go_json_field(value.as_object()?, key)
 }
 
 fn text(value: &Value, path: &[&str]) -> String {
