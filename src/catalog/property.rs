@@ -376,9 +376,9 @@ pub fn go_json_field<'v>(object: &'v Map<String, Value>, key: &str) -> Option<&'
     object.get(key).or_else(|| {
         object
             .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
             .map(|(_, v)| v)
-            .last()
     })
 }
 
