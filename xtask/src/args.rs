@@ -1,0 +1,164 @@
+//! args: the command line of `cargo xtask` (what each bench takes, and its defaults).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::catalog::Catalog;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "The benches of olm-rs on the local cluster (docs/benchmarks.md)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::enum_variant_names, reason = "the command names are bench-*")]
+pub enum Command {
+    /// olm-controller on one fixture operator: sequential and parallel installs, peak RSS, API
+    /// requests per install (from /metrics) and status writes that change nothing.
+    BenchController(ControllerArgs),
+    /// Copied CSVs: one AllNamespaces operator installed while N namespaces exist.
+    BenchCopies(CopiesArgs),
+    /// Recovery figures under faults (apiserver restart, leader failover), from tests/faults.rs.
+    BenchFaults(FaultsArgs),
+    /// A catalog image served by olm-controller: cold pull, warm restart, peak RSS.
+    BenchImage(ImageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// The olm-controller binary (default target/release/olm-controller if built, else
+    /// target/debug/olm-controller).
+    #[arg(long)]
+    pub controller: Option<PathBuf>,
+    /// Sequential installs in (a).
+    #[arg(long, default_value_t = 20)]
+    pub sequential: usize,
+    /// Subscriptions created at once in (b).
+    #[arg(long, default_value_t = 100)]
+    pub parallel: usize,
+    /// Seconds to wait for each step.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// Targets replacing the built-in ones (`<figure> <op> <number>` lines).
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CopiesArgs {
+    /// Namespaces that exist before the install.
+    #[arg(long, default_value_t = 500)]
+    pub namespaces: usize,
+    /// Namespaces created after the copies are present.
+    #[arg(long, default_value_t = 20)]
+    pub late: usize,
+    /// The olm-controller binary (default as bench-controller).
+    #[arg(long)]
+    pub controller: Option<PathBuf>,
+    /// Targets replacing the built-in ones.
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct FaultsArgs {
+    /// Runs of each fault test.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub runs: u16,
+    /// Targets replacing the built-in ones.
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    /// The catalog: a directory or archive (pushed to a local registry first) or an image
+    /// reference (served as it is). Default: large-fbc.tar.zst of ../shared/corpus.
+    #[arg(long, value_parser = parse_catalog)]
+    pub catalog: Option<Catalog>,
+    /// A registry (`HOST:PORT`) spoken to over plain HTTP, for an image --catalog.
+    #[arg(long)]
+    pub insecure_registry: Option<String>,
+    /// The olm-controller binary (default as bench-controller).
+    #[arg(long)]
+    pub controller: Option<PathBuf>,
+    /// The kubectl-olm binary that pushes the catalog (default beside the controller).
+    #[arg(long)]
+    pub cli: Option<PathBuf>,
+    /// Seconds to wait for READY.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// Targets replacing the built-in ones.
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+}
+
+fn parse_catalog(text: &str) -> Result<Catalog, String> {
+    Catalog::parse(text).map_err(|e| e.to_string())
+}
+
+/// The binary `name` of `$CARGO_TARGET_DIR` (else target/): release if built, else debug.
+pub fn default_binary(repo: &Path, name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
+    let release = target.join("release").join(name);
+    if release.is_file() {
+        release
+    } else {
+        target.join("debug").join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[test]
+    fn each_bench_has_the_scripts_defaults() {
+        let Command::BenchController(a) = Cli::try_parse_from(["xtask", "bench-controller"])
+            .expect("parses")
+            .command
+        else {
+            panic!("bench-controller");
+        };
+        assert_eq!((a.sequential, a.parallel, a.timeout), (20, 100, 120.0));
+        let Command::BenchCopies(a) = Cli::try_parse_from(["xtask", "bench-copies"])
+            .expect("parses")
+            .command
+        else {
+            panic!("bench-copies");
+        };
+        assert_eq!((a.namespaces, a.late), (500, 20));
+        let Command::BenchFaults(a) = Cli::try_parse_from(["xtask", "bench-faults", "--runs", "5"])
+            .expect("parses")
+            .command
+        else {
+            panic!("bench-faults");
+        };
+        assert_eq!(a.runs, 5);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        assert!(Cli::try_parse_from(["xtask", "bench-faults", "--runs", "0"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "bench-copies", "--namespaces", "-1"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "bench-image", "--catalog", "no-such-thing"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "bench-controller", "--unknown"]).is_err());
+        let ok = Cli::try_parse_from(["xtask", "bench-image", "--catalog", "127.0.0.1:5000/c/large:v1"])
+            .expect("an image reference");
+        let Command::BenchImage(a) = ok.command else {
+            panic!("bench-image");
+        };
+        assert_eq!(
+            a.catalog,
+            Some(Catalog::Image("127.0.0.1:5000/c/large:v1".into()))
+        );
+    }
+}
