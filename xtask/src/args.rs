@@ -28,6 +28,75 @@ pub enum Command {
     BenchFaults(FaultsArgs),
     /// A catalog image served by olm-controller: cold pull, warm restart, peak RSS.
     BenchImage(ImageArgs),
+    /// Whole-catalog acceptance: every package of a catalog installed at once, each outcome
+    /// compared with the expected one (then, with --walks, each default channel walked).
+    Accept(AcceptArgs),
+}
+
+/// How the controller reads the bench's catalog.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub enum Source {
+    /// The catalogd HTTP API: every manifest stays inlined.
+    Http,
+    /// The registry gRPC API: ListBundles leaves out the manifests of a bundle with an image (as
+    /// opm does), so those installs pull bundle images from their registries.
+    Grpc,
+}
+
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// Where kubectl-olm and olm-controller are (default $CARGO_TARGET_DIR/debug, else
+    /// target/debug).
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// Only this package (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub package: Vec<String>,
+    /// Only the first N packages (by name).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+    /// Seconds until every install is settled.
+    #[arg(long, default_value_t = 300.0, value_parser = positive)]
+    pub timeout: f64,
+    /// Seconds for the walks phase.
+    #[arg(long, default_value_t = 600.0, value_parser = positive)]
+    pub walk_timeout: f64,
+    /// The catalog: a file-based catalog directory, an archive of one (.tar, .tar.gz, .tar.zst)
+    /// or a catalog image (default: certified-operators-v4.16.tar.zst of the shared corpus).
+    #[arg(long, value_name = "DIR|ARCHIVE|IMAGE", value_parser = parse_catalog)]
+    pub catalog: Option<Catalog>,
+    /// Expected outcomes, TSV `package<TAB>outcome<TAB>why` (default:
+    /// tests/fixtures/accept-catalog/certified-v4.16.tsv for the default catalog; none for
+    /// another: outcomes are reported, not compared).
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+    /// Results, TSV.
+    #[arg(long, default_value = "target/accept-catalog.tsv")]
+    pub out: PathBuf,
+    /// How the controller reads the catalog.
+    #[arg(long, value_enum, default_value_t = Source::Http)]
+    pub source: Source,
+    /// The controller's catalog namespace.
+    #[arg(long, default_value = "olm")]
+    pub namespace: String,
+    /// Then walk each default channel from its oldest entry.
+    #[arg(long)]
+    pub walks: bool,
+    /// Leave the last phase's namespaces and objects in place.
+    #[arg(long)]
+    pub keep: bool,
+    /// No cluster: check the bench's premises on the catalog (one head with an inlined CSV per
+    /// default channel, an OperatorGroup for every head and walk start, the expect file listing
+    /// exactly the catalog's packages, a predicted walk for each package).
+    #[arg(long)]
+    pub check: bool,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +220,23 @@ mod tests {
         assert!(Cli::try_parse_from(["xtask", "bench-copies", "--namespaces", "-1"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "bench-image", "--catalog", "no-such-thing"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "bench-controller", "--unknown"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "accept", "--limit", "0"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "accept", "--timeout", "0"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "accept", "--source", "ftp"]).is_err());
+        let Command::Accept(a) =
+            Cli::try_parse_from(["xtask", "accept", "--package", "a", "--package", "b", "--walks"])
+                .expect("parses")
+                .command
+        else {
+            panic!("accept");
+        };
+        assert_eq!(a.package, vec!["a".to_owned(), "b".to_owned()]);
+        assert!(a.walks && !a.keep);
+        assert_eq!(
+            (a.timeout, a.walk_timeout, a.source),
+            (300.0, 600.0, Source::Http)
+        );
+        assert_eq!(a.out, PathBuf::from("target/accept-catalog.tsv"));
         let ok = Cli::try_parse_from(["xtask", "bench-image", "--catalog", "127.0.0.1:5000/c/large:v1"])
             .expect("an image reference");
         let Command::BenchImage(a) = ok.command else {

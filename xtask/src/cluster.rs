@@ -271,13 +271,17 @@ pub fn free_port() -> anyhow::Result<u16> {
 }
 
 async fn http_raw(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
+    http_raw_within(addr, path, Duration::from_secs(10)).await
+}
+
+async fn http_raw_within(addr: std::net::SocketAddr, path: &str, limit: Duration) -> anyhow::Result<String> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
     stream
         .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
         .await?;
     let mut body = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut body))
+    tokio::time::timeout(limit, stream.read_to_end(&mut body))
         .await
         .context("timed out")??;
     Ok(String::from_utf8_lossy(&body).into_owned())
@@ -290,7 +294,16 @@ async fn http_status(addr: std::net::SocketAddr, path: &str) -> Option<u16> {
 
 /// GET `path` on `addr` (HTTP/1.0, no TLS): the body of a 200 answer.
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
-    let text = http_raw(addr, path)
+    http_get_within(addr, path, Duration::from_secs(10)).await
+}
+
+/// [`http_get`], answered within `limit`.
+pub async fn http_get_within(
+    addr: std::net::SocketAddr,
+    path: &str,
+    limit: Duration,
+) -> anyhow::Result<String> {
+    let text = http_raw_within(addr, path, limit)
         .await
         .with_context(|| format!("GET http://{addr}{path}"))?;
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));

@@ -6,6 +6,7 @@
 //! The pure parts (argument parsing, metrics text, tallies, targets, tables) are modules with
 //! unit tests; the cluster-driving parts live in one module per command.
 
+mod accept;
 mod args;
 mod bench_controller;
 mod catalog;
@@ -61,5 +62,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::BenchController(a) => runtime()?.block_on(bench_controller::run(&repo, a)),
         Command::BenchCopies(a) => runtime()?.block_on(copies::run(&repo, a)),
         Command::BenchImage(a) => runtime()?.block_on(image::run(&repo, a)),
+        Command::Accept(a) => runtime()?.block_on(accept::run(&repo, a)),
     }
 }
