@@ -31,6 +31,8 @@ pub enum Command {
     /// Whole-catalog acceptance: every package of a catalog installed at once, each outcome
     /// compared with the expected one (then, with --walks, each default channel walked).
     Accept(AcceptArgs),
+    /// Upstream OLM v0 (binaries given by --bin-dir, nothing built) on the same acceptance bench.
+    AcceptUpstream(UpstreamArgs),
 }
 
 /// How the controller reads the bench's catalog.
@@ -88,6 +90,57 @@ pub struct AcceptArgs {
     /// No cluster: check the bench's premises on the catalog (one head with an inlined CSV per
     /// default channel, an OperatorGroup for every head and walk start, the expect file listing
     /// exactly the catalog's packages, a predicted walk for each package).
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    /// Where upstream's olm and catalog, opm and registry-client are (default target/peers/bin).
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// Upstream's source tree, whose deploy/chart/crds are applied (default
+    /// target/peers/olm-src).
+    #[arg(long)]
+    pub olm_src: Option<PathBuf>,
+    /// Only this package (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub package: Vec<String>,
+    /// Only the first N packages (by name).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+    /// Seconds until every install is settled.
+    #[arg(long, default_value_t = 400.0, value_parser = positive)]
+    pub timeout: f64,
+    /// Seconds for the walks phase.
+    #[arg(long, default_value_t = 600.0, value_parser = positive)]
+    pub walk_timeout: f64,
+    /// Then walk each default channel from its oldest entry (accept's walk phase, with upstream's
+    /// controllers).
+    #[arg(long)]
+    pub walks: bool,
+    /// kubectl-olm for the walks' `catalog graph` and `catalog upgrade-path` (default
+    /// target/release/kubectl-olm if present, else target/debug/kubectl-olm).
+    #[arg(long)]
+    pub cli: Option<PathBuf>,
+    /// The catalog, as accept takes it (default: certified-operators-v4.16.tar.zst of the shared
+    /// corpus).
+    #[arg(long, value_name = "DIR|ARCHIVE|IMAGE", value_parser = parse_catalog)]
+    pub catalog: Option<Catalog>,
+    /// Outcomes to compare with (default: olm-rs's for the default catalog; none for another).
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+    /// Results, TSV (the walks: <out>-walks.tsv).
+    #[arg(long, default_value = "target/accept-upstream.tsv")]
+    pub out: PathBuf,
+    /// Upstream's catalog namespace.
+    #[arg(long, default_value = "olm")]
+    pub namespace: String,
+    /// Leave the last phase's namespaces and the CatalogSource in place.
+    #[arg(long)]
+    pub keep: bool,
+    /// No cluster: render the catalog with opm, strip the images, serve it with opm and check
+    /// registry-client's listing.
     #[arg(long)]
     pub check: bool,
 }
@@ -237,6 +290,28 @@ mod tests {
             (300.0, 600.0, Source::Http)
         );
         assert_eq!(a.out, PathBuf::from("target/accept-catalog.tsv"));
+        let Command::AcceptUpstream(u) = Cli::try_parse_from([
+            "xtask",
+            "accept-upstream",
+            "--walks",
+            "--walk-timeout",
+            "30",
+            "--cli",
+            "/x/kubectl-olm",
+            "--out",
+            "/o/up.tsv",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("accept-upstream");
+        };
+        assert!(u.walks && u.walk_timeout == 30.0 && u.timeout == 400.0);
+        assert_eq!(u.cli, Some(PathBuf::from("/x/kubectl-olm")));
+        for bad in [["--walk-timeout", "0"], ["--timeout", "-1"], ["--limit", "0"]] {
+            let argv = ["xtask", "accept-upstream", bad[0], bad[1]];
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
         let ok = Cli::try_parse_from(["xtask", "bench-image", "--catalog", "127.0.0.1:5000/c/large:v1"])
             .expect("an image reference");
         let Command::BenchImage(a) = ok.command else {

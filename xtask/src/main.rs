@@ -63,5 +63,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::BenchCopies(a) => runtime()?.block_on(copies::run(&repo, a)),
         Command::BenchImage(a) => runtime()?.block_on(image::run(&repo, a)),
         Command::Accept(a) => runtime()?.block_on(accept::run(&repo, a)),
+        Command::AcceptUpstream(a) => runtime()?.block_on(accept::upstream::run(&repo, a)),
     }
 }

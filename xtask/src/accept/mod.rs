@@ -39,6 +39,7 @@
 //!     change predicts (`InstallModeChange`). Results in <out>-walks.tsv.
 
 pub mod plan;
+pub mod upstream;
 pub mod webhooks;
 
 #[cfg(test)]
@@ -91,10 +92,20 @@ impl Kube {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, kube::Error> {
+        self.send_as(method, path, body, "application/json").await
+    }
+
+    async fn send_as(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&Value>,
+        content_type: &str,
+    ) -> Result<Value, kube::Error> {
         let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let mut request = http::Request::builder().method(method).uri(path);
         if body.is_some() {
-            request = request.header("Content-Type", "application/json");
+            request = request.header("Content-Type", content_type);
         }
         let request = request
             .body(bytes)
@@ -132,6 +143,19 @@ impl Kube {
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
             Err(e) => Err(e).with_context(|| format!("POST {path}")),
         }
+    }
+
+    /// Server-side apply of `body` at `path` (which carries the fieldManager).
+    pub async fn apply(&self, path: &str, body: &Value) -> anyhow::Result<()> {
+        self.send_as(
+            http::Method::PATCH,
+            path,
+            Some(body),
+            "application/apply-patch+yaml",
+        )
+        .await
+        .with_context(|| format!("PATCH {path}"))?;
+        Ok(())
     }
 
     /// DELETE `path`; an object already gone is fine.
@@ -249,8 +273,9 @@ async fn create_catalog_source(
     kube: &Kube,
     namespace: &str,
     source: (&str, String),
-    controller: &mut Controller,
+    alive: &mut dyn FnMut() -> Result<(), String>,
     timeout: Duration,
+    log: &Path,
 ) -> anyhow::Result<()> {
     let path = format!("{OPS}/v1alpha1/namespaces/{namespace}/catalogsources");
     kube.delete(&format!("{path}/{SOURCE_NAME}")).await?;
@@ -280,17 +305,14 @@ async fn create_catalog_source(
         if s(&cs, "/status/connectionState/lastObservedState") == "READY" {
             return Ok(());
         }
-        if !controller.running() {
-            bail!(SetupError(format!(
-                "olm-controller exited; see {}",
-                controller.log.display()
-            )));
+        if let Err(dead) = alive() {
+            bail!(SetupError(dead));
         }
         if Instant::now() > deadline {
             bail!(SetupError(format!(
                 "CatalogSource {namespace}/{SOURCE_NAME} never became READY ({}); see {}",
                 cs.get("status").cloned().unwrap_or(Value::Null),
-                controller.log.display()
+                log.display()
             )));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1656,12 +1678,21 @@ async fn run_phases(
     let mut used_ns: Vec<String> = Vec::new();
     let mut operators = BTreeSet::new();
     let phases = async {
+        let log = controller.log.clone();
+        let mut alive = || {
+            if controller.running() {
+                Ok(())
+            } else {
+                Err(format!("olm-controller exited; see {}", controller.log.display()))
+            }
+        };
         create_catalog_source(
             &kube,
             &args.namespace,
             source,
-            &mut controller,
+            &mut alive,
             Duration::from_secs(120),
+            &log,
         )
         .await?;
         let timeout = Duration::from_secs_f64(args.timeout);
