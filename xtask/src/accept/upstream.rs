@@ -669,7 +669,14 @@ async fn run_in(
             .collect();
         check(
             no_head.is_empty(),
-            format!("every default channel has one head with an inlined CSV ({no_head:?} lack one)"),
+            format!(
+                "every default channel has one head with an inlined CSV ({})",
+                if no_head.is_empty() {
+                    "all".to_owned()
+                } else {
+                    format!("not: {no_head:?}")
+                }
+            ),
         );
         check(
             kept.is_empty() && stripped.len() == bundles,
