@@ -808,7 +808,7 @@ pub async fn run(repo: &Path, args: ControllerArgs) -> anyhow::Result<bool> {
     controller.stop(Duration::from_secs(10));
     let m = measured?;
     cleaned?;
-    report(&binary, &args, &m, &failures, repo, &out_dir)
+    report(&binary, &args, &m, &failures, &out_dir)
 }
 
 /// Everything measured, for the report.
@@ -949,7 +949,6 @@ fn report(
     args: &ControllerArgs,
     m: &Measured,
     failures: &[String],
-    _repo: &Path,
     out_dir: &Path,
 ) -> anyhow::Result<bool> {
     let mut figures = figures(m);
@@ -964,16 +963,13 @@ fn report(
     let target = |name: &str| {
         get(name)
             .and_then(|f| f.target)
-            .map(|t| {
-                format!(
-                    "{} {}",
-                    serde_json::to_value(t.op)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    t.limit
-                )
-            })
+            .map(|t| t.show())
+            .unwrap_or_default()
+    };
+    let limit = |name: &str| {
+        get(name)
+            .and_then(|f| f.target)
+            .map(|t| t.limit.to_string())
             .unwrap_or_default()
     };
     let n = m.installs.len();
@@ -1006,7 +1002,7 @@ fn report(
         p.count,
         p.done,
         p.all_done,
-        target("b-all-succeeded"),
+        limit("b-all-succeeded"),
         mark(met("b-all-succeeded"))
     );
     println!(

@@ -141,17 +141,7 @@ pub async fn run(repo: &Path, args: ImageArgs) -> anyhow::Result<bool> {
     let work = repo.join("target/bench-image");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
-    let result = measure(
-        repo,
-        &args,
-        &catalog,
-        &controller_bin,
-        &cli,
-        &cluster,
-        &client,
-        &work,
-    )
-    .await;
+    let result = measure(&args, &catalog, &controller_bin, &cli, &cluster, &client, &work).await;
     let _ = delete_source(&sources(&client), Duration::from_secs(30)).await;
     // Keep the figures and the controller's log; the registry storage, cache and unpacked
     // catalog go.
@@ -163,7 +153,6 @@ pub async fn run(repo: &Path, args: ImageArgs) -> anyhow::Result<bool> {
 
 #[allow(clippy::too_many_arguments, reason = "one call, the bench's whole set-up")]
 async fn measure(
-    _repo: &Path,
     args: &ImageArgs,
     catalog: &Catalog,
     controller_bin: &Path,

@@ -25,7 +25,8 @@ pub enum Op {
 }
 
 impl Op {
-    fn symbol(self) -> &'static str {
+    /// `<`, `<=`, `=`, `>=` or `>`.
+    pub fn symbol(self) -> &'static str {
         match self {
             Op::Below => "<",
             Op::AtMost => "<=",
@@ -62,6 +63,13 @@ impl Op {
 pub struct Target {
     pub op: Op,
     pub limit: f64,
+}
+
+impl Target {
+    /// `op limit`, as the tables print it (`< 300`).
+    pub fn show(&self) -> String {
+        format!("{} {}", self.op.symbol(), self.limit)
+    }
 }
 
 /// One measured figure.
@@ -178,10 +186,7 @@ pub fn table(title: &str, figures: &[Figure]) -> String {
             Some(v) => format!("{v:.2}"),
             None => "-".to_owned(),
         };
-        let target = match f.target {
-            Some(t) => format!("{} {}", t.op.symbol(), t.limit),
-            None => "-".to_owned(),
-        };
+        let target = f.target.map_or_else(|| "-".to_owned(), |t| t.show());
         let met = match f.met() {
             Some(true) => "yes",
             Some(false) => "NO",
@@ -201,10 +206,7 @@ pub fn tsv(figures: &[Figure]) -> String {
     let mut out = "figure\tvalue\tunit\ttarget\tmet\n".to_owned();
     for f in figures {
         let value = f.value.map(|v| v.to_string()).unwrap_or_default();
-        let target = f
-            .target
-            .map(|t| format!("{} {}", t.op.symbol(), t.limit))
-            .unwrap_or_default();
+        let target = f.target.map(|t| t.show()).unwrap_or_default();
         let met = match f.met() {
             Some(true) => "yes",
             Some(false) => "no",
