@@ -1072,7 +1072,7 @@ fn report(
         }
         return Ok(false);
     }
-    Ok(summary::all_met(&figures))
+    Ok(summary::verdict(&figures, args.expect.is_some()))
 }
 
 #[cfg(test)]
