@@ -64,12 +64,12 @@ pub fn fixture_catalog() -> String {
     .collect()
 }
 
-/// `yes`, `NO` or `n/a` (not measured), as the script printed (every target here is `<=`).
-pub fn verdict(value: Option<f64>, target: f64) -> &'static str {
-    match value {
-        None => "n/a",
-        Some(v) if v <= target => "yes",
-        Some(_) => "NO",
+/// `yes`, `NO` or `n/a` (not measured), as the script printed.
+pub fn verdict(figure: &Figure) -> &'static str {
+    match (figure.value, figure.met()) {
+        (None, _) => "n/a",
+        (Some(_), Some(true)) => "yes",
+        (Some(_), _) => "NO",
     }
 }
 
@@ -79,7 +79,7 @@ pub fn table(figures: &[Figure]) -> String {
     for f in figures {
         let value = f.value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
         let (target, met) = match f.target {
-            Some(t) => (t.limit.to_string(), verdict(f.value, t.limit)),
+            Some(t) => (t.limit.to_string(), verdict(f)),
             None => ("-".to_owned(), "-"),
         };
         out.push_str(&format!("{:<18} {value:>9} {target:>9}  {met}\n", f.name));
@@ -390,7 +390,15 @@ mod tests {
              copies-present         12.00        60  yes\n\
              late-copies(20)            -         -  -\n"
         );
-        assert_eq!(verdict(None, 2.0), "n/a");
+        assert_eq!(
+            verdict(&Figure::new("x", None, "s").target(Op::AtMost, 2.0)),
+            "n/a"
+        );
+        assert_eq!(
+            verdict(&Figure::new("x", Some(5.0), "s").target(Op::Below, 5.0)),
+            "NO",
+            "the op counts"
+        );
     }
 
     #[test]
