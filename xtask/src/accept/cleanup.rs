@@ -8,8 +8,7 @@ use std::{
 };
 
 use super::{
-    CRD_PATH, OPS,
-    client::{Kube, s},
+    client::{CRD_PATH, Kube, OPS, s},
     observe::crd_state,
 };
 

@@ -4,6 +4,11 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
+/// The path prefix of the OLM API group.
+pub(crate) const OPS: &str = "/apis/operators.coreos.com";
+/// The path of the CustomResourceDefinitions.
+pub(crate) const CRD_PATH: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
 /// A set-up failure (exit status 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -10,8 +10,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use super::{
-    CRD_PATH, OPS, POLL,
-    client::{Kube, s},
+    client::{CRD_PATH, Kube, OPS, s},
     plan::{self, Class, WebhookCheck, clean},
     webhooks,
 };
@@ -94,6 +93,9 @@ pub(crate) async fn observe(
     }
     Ok(class)
 }
+
+/// How often every install is observed.
+pub(crate) const POLL: Duration = Duration::from_secs(2);
 
 /// One settled install: outcome, why, seconds.
 pub(crate) type Settled = (String, String, f64);

@@ -39,7 +39,15 @@ use std::{
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use super::{Kube, SetupError, plan, s};
+use super::{
+    cleanup::cleanup,
+    client::{Kube, SetupError, s},
+    observe::{Settled, check_installed_webhooks},
+    plan,
+    run::{report_installs, run_installs},
+    setup::{ARCHIVE, SOURCE_NAME, create_catalog_source},
+    walks::{PlanRecorder, report_walks, run_walks},
+};
 use crate::{
     args::UpstreamArgs,
     catalog::{self, Catalog},
@@ -205,7 +213,7 @@ pub fn shipped_cluster_objects(blobs: &[Value], packages: &[String]) -> BTreeSet
 
 /// (package, upstream outcome, upstream why, expected outcome, expected why) where they differ.
 pub fn differences(
-    results: &BTreeMap<String, super::Settled>,
+    results: &BTreeMap<String, Settled>,
     expected: &BTreeMap<String, (String, String)>,
 ) -> Vec<(String, String, String, String, String)> {
     let outcomes: BTreeMap<String, String> = results
@@ -524,10 +532,7 @@ impl Leftovers {
     }
 }
 
-fn report_differences(
-    results: &BTreeMap<String, super::Settled>,
-    expected: &BTreeMap<String, (String, String)>,
-) {
+fn report_differences(results: &BTreeMap<String, Settled>, expected: &BTreeMap<String, (String, String)>) {
     let rows = differences(results, expected);
     if !rows.is_empty() {
         println!("\nupstream vs --expect:");
@@ -637,8 +642,8 @@ async fn run_in(
     };
     let (spec, label) = match &args.catalog {
         None => (
-            Catalog::Archive(catalog::corpus_archive(repo, super::ARCHIVE)?),
-            super::ARCHIVE.to_owned(),
+            Catalog::Archive(catalog::corpus_archive(repo, ARCHIVE)?),
+            ARCHIVE.to_owned(),
         ),
         Some(c) => (c.clone(), c.label()),
     };
@@ -812,7 +817,7 @@ async fn run_in(
         let catalog_log = log_dir.join("catalog.log");
         {
             let mut alive = || procs.iter_mut().try_for_each(Process::alive);
-            super::create_catalog_source(
+            create_catalog_source(
                 &kube,
                 &args.namespace,
                 ("grpc", addr.clone()),
@@ -823,20 +828,20 @@ async fn run_in(
             .await?;
         }
         let timeout = Duration::from_secs_f64(args.timeout);
-        let (results, used) = super::run_installs(&kube, &facts, &packages, &args.namespace, timeout).await?;
+        let (results, used) = run_installs(&kube, &facts, &packages, &args.namespace, timeout).await?;
         used_ns.clone_from(&used);
         install_ns = used;
         procs
             .iter_mut()
             .try_for_each(Process::alive)
             .map_err(SetupError)?;
-        let mut ok = super::report_installs(&results, &expected, &args.out, &BTreeMap::new(), compare)?;
+        let mut ok = report_installs(&results, &expected, &args.out, &BTreeMap::new(), compare)?;
         if compare {
             report_differences(&results, &expected);
         }
         if let Some(cli) = cli {
             println!("\nclean-up before the walks ...");
-            let leftover = super::cleanup(&kube, &used_ns, &crds, &BTreeSet::new()).await?;
+            let leftover = cleanup(&kube, &used_ns, &crds, &BTreeSet::new()).await?;
             let ns: BTreeSet<String> = used_ns.iter().cloned().collect();
             leftovers.delete(&kube, &ns, &packages, &["acc"], true).await?;
             walkers = packages
@@ -859,8 +864,8 @@ async fn run_in(
                 .iter_mut()
                 .try_for_each(Process::alive)
                 .map_err(SetupError)?;
-            let recorder = super::PlanRecorder::start(kube.0.clone(), "accw-");
-            let (walks, used) = super::run_walks(
+            let recorder = PlanRecorder::start(kube.0.clone(), "accw-");
+            let (walks, used) = run_walks(
                 &kube,
                 cli,
                 &catalog_loc,
@@ -885,8 +890,8 @@ async fn run_in(
                 .iter()
                 .map(|p| (p.clone(), plan::namespace_for("accw", p)))
                 .collect();
-            let hooks = super::check_installed_webhooks(&kube, &outcomes, &accw).await;
-            ok = super::report_walks(&walks, &plan::out_path_for_walks(&args.out), &hooks)? && ok;
+            let hooks = check_installed_webhooks(&kube, &outcomes, &accw).await;
+            ok = report_walks(&walks, &plan::out_path_for_walks(&args.out), &hooks)? && ok;
         }
         anyhow::Ok(ok)
     }
@@ -896,15 +901,14 @@ async fn run_in(
             "\nkept: namespaces {} and CatalogSource {}/{}",
             used_ns.join(", "),
             args.namespace,
-            super::SOURCE_NAME
+            SOURCE_NAME
         );
     } else {
         println!("\ncleaning up ...");
         let cleaned = async {
             kube.delete(&format!(
                 "{OPS}/v1alpha1/namespaces/{}/catalogsources/{}",
-                args.namespace,
-                super::SOURCE_NAME
+                args.namespace, SOURCE_NAME
             ))
             .await?;
             // A walk phase that stopped half-way returned no namespaces: then every one it may have made.
@@ -913,7 +917,7 @@ async fn run_in(
                 last.extend(walk_namespaces(&walkers));
             }
             let last: Vec<String> = last.into_iter().collect();
-            super::cleanup(&kube, &last, &crds, &BTreeSet::new()).await?;
+            cleanup(&kube, &last, &crds, &BTreeSet::new()).await?;
             let all: BTreeSet<String> = install_ns.iter().chain(&last).cloned().collect();
             let prefixes: &[&str] = if walkers.is_empty() {
                 &["acc"]
@@ -1070,7 +1074,7 @@ mod tests {
 
     #[test]
     fn differences_name_both_reasons() {
-        let results: BTreeMap<String, super::super::Settled> = [
+        let results: BTreeMap<String, Settled> = [
             ("a".to_owned(), ("Succeeded".to_owned(), "ok".to_owned(), 1.0)),
             ("b".to_owned(), ("CSVFailed".to_owned(), "boom".to_owned(), 2.0)),
         ]

@@ -20,11 +20,10 @@ use kube::{
 use serde_json::Value;
 
 use super::{
-    OPS,
-    client::{Kube, s},
+    client::{Kube, OPS, s},
     observe::{explain_requirements, wait_settled},
     plan::{self, Facts, WebhookCheck, clean},
-    subscribe,
+    setup::subscribe,
 };
 
 /// (oldest entry, expected path) for `package`'s `channel`, from the CLI on the package's own
