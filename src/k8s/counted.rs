@@ -4,6 +4,8 @@
 //!
 //! The rule: a request is counted once, when it is sent (a watch is one request however long it
 //! streams; a retried request is counted again), by what its path names, never by its payload.
+//! Only the controller's own client is counted: the clients of scoped installs, which act as a
+//! group's ServiceAccount ([`crate::k8s::scoped`]), are not.
 
 use std::task::{Context, Poll};
 
