@@ -1168,6 +1168,59 @@ mod tests {
     }
 
     #[test]
+    fn the_figures_are_tallied_from_the_installs_and_the_counter() {
+        let install = |t: f64, c: f64, r: f64| Install {
+            total: t,
+            controller: c,
+            rollout: r,
+        };
+        let mut requests = metrics_text::Requests::new();
+        let k = |m: &str, res: &str, s: &str| (m.to_owned(), res.to_owned(), s.to_owned());
+        requests.insert(k("PATCH", "subscriptions/status", "namespace"), 6.0);
+        requests.insert(k("POST", "events", "namespace"), 10.0);
+        requests.insert(k("GET", "configmaps", "global"), 4.0);
+        let m = Measured {
+            installs: vec![install(0.3, 0.1, 0.2), install(0.5, 0.2, 0.3)],
+            requests,
+            status_changes: 5,
+            time_only: 2,
+            changes_by_kind: BTreeMap::new(),
+            parallel: Parallel {
+                count: 2,
+                done: 1,
+                ok: false,
+                created_in: 0.1,
+                all_done: 9.0,
+                all_created: 1.0,
+                all_available: 2.0,
+                rollout: vec![],
+                timeline: vec![],
+                cpu: vec![],
+            },
+            hwm_kib: 40 * 1024,
+        };
+        let f = figures(&m);
+        let value = |name: &str| f.iter().find(|x| x.name == name).and_then(|x| x.value);
+        let near = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert!(
+            near(value("a-controller-p50"), 150.0),
+            "{:?}",
+            value("a-controller-p50")
+        );
+        assert!(near(value("a-total-p50"), 400.0));
+        assert_eq!(
+            value("c-api-requests-per-install"),
+            Some(10.0),
+            "20 requests over 2 installs"
+        );
+        // 6 status PATCHes, 5 changes seen: 1 wrote nothing new, and 2 moved only timestamps.
+        assert_eq!(value("d-no-op-status-writes"), Some(3.0));
+        assert_eq!(value("b-all-succeeded"), None, "not every CSV of (b) succeeded");
+        assert_eq!(value("c-peak-rss"), Some(40.0));
+        assert!(!summary::all_met(&f));
+    }
+
+    #[test]
     fn status_patches_are_counted_per_resource_in_the_bench_namespaces() {
         let mut r = metrics_text::Requests::new();
         let k = |m: &str, res: &str, s: &str| (m.to_owned(), res.to_owned(), s.to_owned());
