@@ -31,6 +31,19 @@ const TESTS: [&str; 2] = [
     "a_standby_takes_over_from_a_killed_leader_and_finishes_the_installs",
 ];
 
+/// Where the fault suite is: (test binary, prefix of its test names). `tests/faults.rs` is the
+/// binary `faults`; once the suites are modules of one binary `tests/it/` (issue 24 item 1) it is
+/// `it` with the tests under `faults::`. `None` when neither exists.
+pub fn suite(repo: &std::path::Path) -> Option<(&'static str, &'static str)> {
+    if repo.join("tests/faults.rs").is_file() {
+        Some(("faults", ""))
+    } else if repo.join("tests/it/faults.rs").is_file() || repo.join("tests/it/faults/mod.rs").is_file() {
+        Some(("it", "faults::"))
+    } else {
+        None
+    }
+}
+
 /// One `FAULT-FIGURE` line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reading {
@@ -154,11 +167,14 @@ pub fn run(repo: &Path, runs: usize, expect: Option<&Path>) -> anyhow::Result<bo
             cluster.dir.display()
         );
     }
+    let Some((binary, prefix)) = suite(repo) else {
+        bail!("no fault suite: neither tests/faults.rs nor tests/it/faults.rs exists");
+    };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let test = |args: &[&str]| {
         let mut cmd = Command::new(&cargo);
         cmd.current_dir(repo)
-            .args(["test", "--test", "faults"])
+            .args(["test", "--test", binary])
             .args(args)
             .env(
                 "CARGO_BUILD_JOBS",
@@ -173,7 +189,7 @@ pub fn run(repo: &Path, runs: usize, expect: Option<&Path>) -> anyhow::Result<bo
     };
     let built = test(&["--no-run"]).status().context("failed to run cargo test")?;
     if !built.success() {
-        bail!("cargo test --test faults --no-run failed");
+        bail!("cargo test --test {binary} --no-run failed");
     }
     let out_dir = repo.join("target/bench-faults");
     std::fs::create_dir_all(&out_dir)?;
@@ -181,7 +197,8 @@ pub fn run(repo: &Path, runs: usize, expect: Option<&Path>) -> anyhow::Result<bo
     for i in 1..=runs {
         for t in TESTS {
             eprintln!("run {i}/{runs}: {t}");
-            let out = test(&["-q", t, "--", "--exact", "--nocapture", "--test-threads=1"])
+            let name = format!("{prefix}{t}");
+            let out = test(&["-q", &name, "--", "--exact", "--nocapture", "--test-threads=1"])
                 .output()
                 .context("failed to run cargo test")?;
             let text = format!(
@@ -230,6 +247,18 @@ mod tests {
         FAULT-FIGURE leader-failover 11.5 target 15\n\
         FAULT-FIGURE broken x target 1\n\
         test a ... ok\n";
+
+    #[test]
+    fn the_suite_is_found_where_it_lives() {
+        let dir = std::env::temp_dir().join(format!("xtask-suite-{}", std::process::id()));
+        assert_eq!(suite(&dir), None);
+        std::fs::create_dir_all(dir.join("tests/it")).expect("dirs");
+        std::fs::write(dir.join("tests/it/faults.rs"), "").expect("write");
+        assert_eq!(suite(&dir), Some(("it", "faults::")));
+        std::fs::write(dir.join("tests/faults.rs"), "").expect("write");
+        assert_eq!(suite(&dir), Some(("faults", "")));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
 
     #[test]
     fn figure_lines_are_read_once_each() {
