@@ -5,7 +5,7 @@
 //! each with the process's wall time and peak RSS (`/usr/bin/time`). `opm render IMAGE` on the
 //! same image is measured beside it when opm is built (`tests/peers/opm/build`).
 //! Targets: cold under 3 s, warm under 1 s (the controller's figure of the same path; its RSS
-//! while serving needs the cluster and is measured by `scripts/bench-controller`).
+//! while serving needs the cluster and is measured by `cargo xtask bench-image`).
 //!
 //! Run: `cargo bench --bench oci`.
 

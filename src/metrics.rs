@@ -76,6 +76,23 @@ pub struct SubscriptionLabels {
     pub approval: String,
 }
 
+/// Labels of `olmrs_api_requests_total`: every request the controller's client sends.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiRequestLabels {
+    /// HTTP method (`GET`, `PATCH`, ...).
+    pub method: String,
+    /// The resource, with its subresource when there is one (`deployments`,
+    /// `subscriptions/status`).
+    pub resource: String,
+    /// `cluster` (no namespace in the path), `global` (the controller's catalog namespace) or
+    /// `namespace` (any other).
+    pub scope: String,
+}
+
+/// The API request counter, shared by the client's counting layer ([`crate::k8s::counted`]) and
+/// the registry.
+pub type ApiRequests = Family<ApiRequestLabels, Counter>;
+
 /// Labels of `catalogsource_ready`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CatalogLabels {
@@ -113,6 +130,8 @@ pub struct Metrics {
     pub resolution_duration: Histogram,
     /// Seconds since each watch's last event (see `operator_runtime::watch`).
     pub store_last_event_age: operator_runtime::watch::AgeGauge,
+    /// API requests sent, per method, resource and scope (counted by the client's layer).
+    pub api_requests: ApiRequests,
 }
 
 fn duration_buckets() -> impl Iterator<Item = f64> {
@@ -129,8 +148,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Creates and registers every metric.
+    /// Creates and registers every metric (API requests counted by nothing: see
+    /// [`Metrics::with_api_requests`]).
     pub fn new() -> Self {
+        Self::with_api_requests(ApiRequests::default())
+    }
+
+    /// Creates and registers every metric, the API request counter being `api_requests` (the
+    /// one the client's counting layer increments).
+    pub fn with_api_requests(api_requests: ApiRequests) -> Self {
         let mut registry = Registry::default();
         let reconcile_duration =
             Family::<ReconcileLabels, Histogram>::new_with_constructor(|| Histogram::new(duration_buckets()));
@@ -181,6 +207,11 @@ impl Metrics {
             "The duration of a dependency resolution attempt",
             resolution_duration.clone(),
         );
+        registry.register(
+            "olmrs_api_requests",
+            "API requests sent by the controller's client, per method, resource and scope",
+            api_requests.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             csv_series: Mutex::default(),
@@ -194,6 +225,7 @@ impl Metrics {
             catalogsource_ready,
             resolution_duration,
             store_last_event_age,
+            api_requests,
         }
     }
 
@@ -299,6 +331,22 @@ impl ReconcileTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_request_counter_is_exported_with_its_labels() {
+        let requests = ApiRequests::default();
+        let metrics = Metrics::with_api_requests(requests.clone());
+        requests
+            .get_or_create(&ApiRequestLabels {
+                method: "PATCH".into(),
+                resource: "subscriptions/status".into(),
+                scope: "namespace".into(),
+            })
+            .inc();
+        let text = metrics.render();
+        let line = "olmrs_api_requests_total{method=\"PATCH\",resource=\"subscriptions/status\",scope=\"namespace\"} 1";
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
 
     #[test]
     fn the_upstream_metric_names_appear_in_the_text_output() {

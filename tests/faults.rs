@@ -13,7 +13,7 @@
 //!
 //! Every case asserts: every install ends at its head `Succeeded`, no duplicate InstallPlan or
 //! CSV, and no orphan (an object labelled `olm.owner` whose CSV is gone). Recovery figures are
-//! printed as `FAULT-FIGURE <name> <seconds> target <seconds>` lines (`scripts/bench-faults`
+//! printed as `FAULT-FIGURE <name> <seconds> target <seconds>` lines (`cargo xtask bench-faults`
 //! collects them).
 //!
 //! Needs the launcher's cluster (`tests/cluster/up`; the apiserver restart needs its

@@ -134,8 +134,6 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .context("failed to find a kubeconfig or in-cluster config; pass --kubeconfig")?,
         };
         let connection = operator_runtime::watch::tune_client(config);
-        let client =
-            kube::Client::try_from(connection.clone()).context("failed to create the Kubernetes client")?;
         let registry_ca = match &args.registry_ca {
             Some(path) => Some(
                 std::fs::read(path)
@@ -171,8 +169,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             serve_http: args.serve_http,
             serve_packages: args.serve_packages,
             packages_service: args.packages_service,
-            connection: Some(connection),
+            connection: Some(connection.clone()),
+            api_requests: olm_rs::controller::ApiRequests::default(),
         };
+        // Every request the client sends is counted on /metrics (olmrs_api_requests_total).
+        let client = config
+            .client(connection)
+            .context("failed to create the Kubernetes client")?;
         olm_rs::controller::run(client, config).await?;
         Ok(())
     })

@@ -133,6 +133,24 @@ pub struct Config {
     /// The connection settings the client was built from: scoped installs act as a group's
     /// ServiceAccount through them ([`crate::k8s::scoped`]); `None` refuses scoped plans.
     pub connection: Option<kube::Config>,
+    /// The counter the client's [`crate::k8s::counted`] layer increments, exported on
+    /// `/metrics` (counts nothing unless the client came from [`Config::client`]).
+    pub api_requests: ApiRequests,
+}
+
+pub use crate::metrics::{ApiRequestLabels, ApiRequests};
+
+impl Config {
+    /// The client of `connection` whose every request is counted on `/metrics`
+    /// (`olmrs_api_requests_total`, [`crate::k8s::counted`]).
+    pub fn client(&self, connection: kube::Config) -> std::result::Result<Client, kube::Error> {
+        Ok(kube::client::ClientBuilder::try_from(connection)?
+            .with_layer(&crate::k8s::counted::CountRequests::new(
+                self.api_requests.clone(),
+                self.global_namespace.clone(),
+            ))
+            .build())
+    }
 }
 
 impl Default for Config {
@@ -155,6 +173,7 @@ impl Default for Config {
             serve_packages: None,
             packages_service: package_server::ServiceRef::default(),
             connection: None,
+            api_requests: crate::metrics::ApiRequests::default(),
         }
     }
 }

@@ -6,7 +6,7 @@ use super::*;
 
 /// Runs the controllers until SIGTERM/SIGINT (or until the leader Lease is lost).
 pub async fn run(client: Client, config: Config) -> std::result::Result<(), RunError> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_api_requests(config.api_requests.clone()));
     let ready = Arc::new(Readiness::default());
     let listener = crate::k8s::http::bind(config.metrics_bind)
         .await
