@@ -278,6 +278,9 @@ pub fn package(p: &PackageView) -> String {
         );
     }
     out.push_str("</dl>");
+    for problem in &p.problems {
+        let _ = write!(out, r#"<p class="problem">{}</p>"#, escape(problem));
+    }
     if let Some(d) = &p.deprecation {
         let _ = write!(out, r#"<p class="problem">Deprecated: {}</p>"#, escape(d));
     }

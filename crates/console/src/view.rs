@@ -85,6 +85,8 @@ pub struct PackageView {
     pub channels: Vec<ChannelView>,
     /// Where it is installed on the cluster.
     pub installed: Vec<InstalledRef>,
+    /// What could not be read for this page (the Subscriptions, ...), one sentence each.
+    pub problems: Vec<String>,
 }
 
 /// Where a package is installed: what a package page marks in its graphs.

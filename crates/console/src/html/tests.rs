@@ -147,6 +147,7 @@ fn the_package_page_shows_facts_installed_places_and_one_graph_per_channel() {
             channel: String::new(),
             csv: Some("r.v1".into()),
         }],
+        problems: vec!["installed versions are not shown: forbidden".into()],
     };
     let html = package(&p);
     assert!(html.contains("<h1>Redis</h1>"), "{html}");
@@ -154,6 +155,7 @@ fn the_package_page_shows_facts_installed_places_and_one_graph_per_channel() {
     assert!(html.contains(r#"<h3 id="ch0">stable (default)</h3>"#), "{html}");
     assert!(html.contains(r#"<h3 id="ch1">candidate</h3>"#), "{html}");
     assert!(html.contains("Deprecated: use stable"));
+    assert!(html.contains("installed versions are not shown: forbidden"));
     assert_eq!(html.matches("<svg ").count(), 2);
     assert!(html.contains("Upgrade graph of redis-operator channel stable"));
 }
