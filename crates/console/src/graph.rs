@@ -23,8 +23,8 @@ use crate::{
 const ROW: u32 = 30;
 /// Height of an entry's box.
 const BOX_H: u32 = 22;
-/// Width of one character of the labels (12px monospace).
-const CHAR_W: u32 = 7;
+/// Width of one character of the labels (12px monospace, rounded up).
+const CHAR_W: u32 = 8;
 /// The widest arc, however many rows it spans.
 const MAX_BULGE: u32 = 150;
 /// Margin around the drawing.

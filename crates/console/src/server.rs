@@ -217,7 +217,9 @@ async fn guard<S: Source>(State(shared): St<S>, request: axum::extract::Request,
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: with no referrer at all, browsers send `Origin: null` on
+    // form posts, and the approve route could no longer tell its own form from another site's.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -93,13 +93,17 @@ pub fn run(cli: &Cli, args: &ConsoleArgs, streams: &mut Streams<'_>) -> Result<(
         source.watch();
         let app = olm_console::router(source, olm_console::Options::for_address(bound, token));
         let url = format!("http://{bound}/");
+        writeln!(streams.out, "olm-rs console: {url}")?;
         match &cluster {
             Some(c) => writeln!(
                 streams.out,
-                "olm-rs console on {url} as the user of {} ({}); Ctrl-C to stop",
+                "reading and approving as the user of {} ({}); Ctrl-C to stop",
                 c.source, c.server
             )?,
-            None => writeln!(streams.out, "olm-rs console on {url}; Ctrl-C to stop")?,
+            None => writeln!(
+                streams.out,
+                "no cluster: the --catalog catalogs only; Ctrl-C to stop"
+            )?,
         }
         streams.out.flush()?;
         if args.open
