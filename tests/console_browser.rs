@@ -8,8 +8,11 @@
 //! - Accessibility basics on every page: one `<h1>`, a label for every form control, `alt` on every
 //!   image, a named graph, and the keyboard reaching the search field and the links.
 //!
-//! Screenshots of each page go to `target/console-screens/`. Without Chromium the tests skip
-//! (fail under `CI=true`); the cluster test also needs the local cluster (`tests/cluster/up`).
+//! - Neither binary serves the console beyond loopback by accident: `kubectl olm console` refuses
+//!   another address without `--allow-remote`, `olm-controller run --console` refuses to start.
+//!
+//! Screenshots of each page go to `target/console-screens/`. Without Chromium the browser tests
+//! skip (fail under `CI=true`); the cluster test also needs the local cluster (`tests/cluster/up`).
 
 mod support;
 
@@ -127,6 +130,39 @@ async fn tab_stops(browser: &mut Browser, presses: usize) -> Vec<String> {
         stops.push(stop.as_str().unwrap_or("").to_string());
     }
     stops
+}
+
+#[test]
+fn olm_controller_refuses_to_serve_the_console_and_names_the_way_to_reach_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+        .args([
+            "run",
+            "--console",
+            "0.0.0.0:8443",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
+        .output()
+        .expect("running olm-controller");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: --console 0.0.0.0:8443: olm-controller does not serve the web console"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kubectl olm console"), "{stderr}");
+}
+
+#[test]
+fn kubectl_olm_console_refuses_a_non_loopback_address_unless_allowed() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .args(["console", "--address", "10.1.2.3:8422"])
+        .output()
+        .expect("running kubectl-olm");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a loopback address"), "{stderr}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
 }
 
 #[tokio::test]

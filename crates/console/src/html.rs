@@ -370,9 +370,14 @@ fn operator_row(out: &mut String, op: &InstalledView) {
             &op.channel
         }),
         state = escape(if op.state.is_empty() { "Unknown" } else { &op.state }),
-        csv = escape(&op.installed_csv),
-        phase = escape(&op.csv_phase),
+        csv = escape(or_dash(&op.installed_csv)),
+        phase = escape(or_dash(&op.csv_phase)),
     );
+}
+
+/// `text`, or a dash when it is empty.
+fn or_dash(text: &str) -> &str {
+    if text.is_empty() { "—" } else { text }
 }
 
 /// The conditions and Events of one operator.

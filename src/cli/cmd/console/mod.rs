@@ -61,6 +61,11 @@ pub fn refuse_address(address: SocketAddr, allow_remote: bool) -> Option<String>
 /// A refused address, a kubeconfig that cannot be read (without `--catalog`), a catalog that
 /// cannot be read, a port that cannot be bound.
 pub fn run(cli: &Cli, args: &ConsoleArgs, streams: &mut Streams<'_>) -> Result<(), CliError> {
+    if cli.output != crate::cli::OutputFormat::Table {
+        return Err(CliError::Usage(
+            "console prints only its URL; -o/--output does not apply to it".to_string(),
+        ));
+    }
     if let Some(why) = refuse_address(args.address, args.allow_remote) {
         return Err(CliError::Usage(why));
     }

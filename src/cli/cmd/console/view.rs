@@ -432,7 +432,17 @@ pub fn plan(plan: &InstallPlan, preview: &Preview) -> PlanView {
                     Scope::Cluster => "cluster-wide".into(),
                     Scope::Namespace(ns) => format!("namespace {ns}"),
                 },
-                api_groups: g.api_groups.clone(),
+                api_groups: g
+                    .api_groups
+                    .iter()
+                    .map(|group| {
+                        if group.is_empty() {
+                            "core".to_string()
+                        } else {
+                            group.clone()
+                        }
+                    })
+                    .collect(),
                 resources: g.resources.clone(),
                 verbs: g.verbs.clone(),
                 flags: g.flags.iter().map(|f| f.label().to_string()).collect(),
