@@ -15,7 +15,7 @@
 use std::{collections::HashMap, fmt::Write};
 
 use crate::{
-    html::escape,
+    escape::escape,
     view::{EdgeKind, GraphView},
 };
 

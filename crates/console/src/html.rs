@@ -9,38 +9,10 @@
 
 use std::fmt::Write;
 
+pub use crate::escape::{escape, query_value};
 use crate::view::{
     ChannelView, InstalledPage, InstalledView, Overview, PackageSummary, PackageView, PlanView,
 };
-
-/// `text` with `& < > " '` replaced by entities: safe in element content and quoted attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `text` percent-encoded for a query string value.
-pub fn query_value(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
 
 /// The link to a package's page.
 pub fn package_href(catalog: &str, name: &str) -> String {

@@ -14,11 +14,13 @@
 //! # Layout
 //!
 //! - [`view`]: what the pages show, as plain data.
+//! - [`escape`]: HTML and query-string escaping, shared by the two renderers.
 //! - [`graph`]: an upgrade graph's layout and its SVG (pure).
 //! - [`html`]: the pages (pure; every data text escaped).
 //! - [`server`]: the routes, the Host and CSRF checks, the SSE stream, the embedded assets
 //!   (`assets/console.css`, `assets/console.js`: a small hand-written script, no Node tool chain).
 
+pub mod escape;
 pub mod graph;
 pub mod html;
 pub mod server;

@@ -42,15 +42,6 @@ fn overview_of(packages: Vec<PackageSummary>) -> Overview {
 }
 
 #[test]
-fn escape_replaces_every_character_that_could_open_markup() {
-    assert_eq!(
-        escape(r#"<a href="x">'&'</a>"#),
-        "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-    );
-    assert_eq!(query_value("olm/x y&z"), "olm%2Fx%20y%26z");
-}
-
-#[test]
 fn the_filter_matches_every_word_in_name_provider_summary_or_keywords() {
     let redis = pkg("a", "redis-operator", "Example Inc", "A Redis cluster");
     let f = |q: &str| Filter {
