@@ -107,6 +107,17 @@ struct RunArgs {
         default_value = "olm/olm-rs-packageserver"
     )]
     packages_service: olm_rs::controller::package_server::ServiceRef,
+    /// The web console (issue 26) is not served by the controller: refused, with the way to
+    /// reach it (`kubectl olm console`, docs/console.md).
+    #[arg(long, value_name = "ADDR")]
+    console: Option<std::net::SocketAddr>,
+}
+
+/// Why `--console` is refused: the controller's rights must never be reachable through pages.
+fn console_refused(address: std::net::SocketAddr) -> String {
+    format!(
+        "--console {address}: olm-controller does not serve the web console; serving it here would need a TokenReview and a SubjectAccessReview on every request so that nobody reads the cluster with the controller's rights, and that is not built yet. Run `kubectl olm console` on your machine instead: the same pages on 127.0.0.1, every read and approval made with your own kubeconfig (docs/console.md)"
+    )
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -114,6 +125,9 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
+    if let Some(address) = args.console {
+        anyhow::bail!(console_refused(address));
+    }
     olm_rs::telemetry::init(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

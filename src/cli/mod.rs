@@ -137,6 +137,17 @@ Examples:
   kubectl olm uninstall redis-operator -n redis --delete-crds")]
     Uninstall(UninstallArgs),
 
+    /// Serve the web console on 127.0.0.1: catalogs, upgrade graphs, installed operators,
+    /// InstallPlans to approve; every read and write is yours (your kubeconfig).
+    #[command(after_help = "\
+Examples:
+  # Serve on http://127.0.0.1:8422/ and open it in the browser
+  kubectl olm console --open
+
+  # Another port, and a catalog directory besides the cluster's CatalogSources
+  kubectl olm console --address 127.0.0.1:9000 --catalog ./catalog")]
+    Console(cmd::console::ConsoleArgs),
+
     /// Print a shell completion script.
     #[command(after_help = "\
 Examples:

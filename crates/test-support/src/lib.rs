@@ -6,6 +6,7 @@
 //! cluster, another package's binary) finds it or says exactly what is missing; under `CI=true` a
 //! missing piece fails the test instead of skipping it.
 
+pub mod browser;
 pub mod cluster;
 pub mod https;
 pub mod image;

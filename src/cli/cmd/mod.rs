@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod cluster;
 pub mod completion;
+pub mod console;
 pub mod version;
 
 use crate::cli::{Cli, CliError, Command, output::Streams};
@@ -22,6 +23,7 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
         | Command::Approve(_)
         | Command::Plan(_)
         | Command::Uninstall(_) => cluster::run(cli, streams),
+        Command::Console(args) => console::run(cli, args, streams),
         Command::Completion { shell } => completion::run(*shell, streams),
         Command::Version => version::run(cli.output, streams),
         Command::Catalog(args) => catalog::run(args, cli.output, streams),
