@@ -156,7 +156,16 @@ pub fn package(catalog: &str, p: &Package, subs: &[&Subscription]) -> PackageVie
 /// One channel's graph, marked from the installed entry `installed` (a CSV name).
 pub fn channel(p: &Package, c: &Channel, installed: Option<&str>) -> ChannelView {
     let g = c.graph();
-    let ordered: Vec<&graph::Entry> = g.ordered().unwrap_or_else(|_| g.entries().iter().collect());
+    // The resolver's order (head first along `replaces`), then every entry that order leaves
+    // out (skipped or stranded entries are still entries of the channel, and edges point at them).
+    let mut ordered: Vec<&graph::Entry> = g.ordered().unwrap_or_default();
+    let listed: BTreeSet<&str> = ordered.iter().map(|e| e.name.as_str()).collect();
+    let rest: Vec<&graph::Entry> = g
+        .entries()
+        .iter()
+        .filter(|e| !listed.contains(e.name.as_str()))
+        .collect();
+    ordered.extend(rest);
     let head = g.head().ok().map(|e| e.name.clone());
     let edges = g.edges();
     let installed = installed.and_then(|name| g.entry(name));

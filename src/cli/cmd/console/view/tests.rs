@@ -191,3 +191,31 @@ fn a_plan_waiting_for_approval_is_approvable_and_an_approved_one_says_so() {
     let view = plan(&done, &approve::preview(&done));
     assert!(view.not_approvable.unwrap().contains("already Complete"));
 }
+
+#[test]
+fn every_entry_of_a_channel_is_drawn_skipped_ones_included() {
+    // alpha lists v0.2.0 and v1.0.0-rc.1, which v0.2.1 and v1.0.0 skip: the resolver's order
+    // leaves them out, the channel does not.
+    let model = builtin();
+    let p = redis(&model);
+    for name in ["alpha", "candidate", "stable"] {
+        let c = p.channel(name).unwrap();
+        let view = channel(p, c, None);
+        let drawn: BTreeSet<&str> = view
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| !n.missing)
+            .map(|n| n.name.as_str())
+            .collect();
+        let entries: BTreeSet<&str> = c.graph().entries().iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(drawn, entries, "channel {name}");
+        for e in &view.graph.edges {
+            assert!(
+                view.graph.nodes.iter().any(|n| n.name == e.to),
+                "{name}: {} has no node",
+                e.to
+            );
+        }
+    }
+}
