@@ -4216,3 +4216,167 @@ async fn copies_never_keep_the_cleanup_finalizer_and_an_orphaned_copy_goes() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pinning, "first automatic, then manual", `why` and `rollback` (issue 25).
+
+/// Runs `kubectl-olm --kubeconfig <the test cluster's> ARGS`: exit code, stdout, stderr.
+fn kubectl_olm(env: &Env, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .arg("--kubeconfig")
+        .arg(env.cluster.kubeconfig_path())
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("running kubectl-olm");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A Subscription pinned at 1.0.0 (`olm-rs.io/version-ceiling`) installs 1.0.0 automatically and
+/// stays there while 1.1.0 is published: `state: UpgradeAvailable`, `UpgradeHeld=True`
+/// (`VersionPinned`) naming 1.1.0, an `UpgradeAvailable` Event, and no InstallPlan for 1.1.0.
+/// Raising the ceiling plans 1.1.0, and `olm-rs.io/upgrade-approval: Manual` makes that plan
+/// wait for approval although the Subscription is Automatic. An unreadable ceiling is reported
+/// (condition and Event naming the annotation), never ignored.
+#[tokio::test]
+async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
+    let Some(env) = env("e2e-pin").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "widget", "namespace": env.ns(), "annotations": {
+            "olm-rs.io/version-ceiling": "1.0.0", "olm-rs.io/upgrade-approval": "Manual"}},
+        "spec": {"name": "widget-operator", "source": "e2e", "sourceNamespace": env.ns(),
+                 "channel": "stable", "installPlanApproval": "Automatic"},
+    }))
+    .await;
+    let v1 = csv_name("widget", "1.0.0");
+    let v11 = csv_name("widget", "1.1.0");
+    // The first install is Automatic.
+    env.wait_csv_phase(&v1, "Succeeded").await;
+    env.wait_at_latest("widget", &v1).await;
+
+    // 1.1.0 is published: reported, not planned.
+    env.apply_catalog(
+        "e2e-catalog",
+        &widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]),
+    )
+    .await;
+    let sub = env
+        .wait_obj::<Subscription, _>("UpgradeAvailable", "widget", |s| {
+            (str_at(s, "/status/state") == "UpgradeAvailable").then(|| s.clone())
+        })
+        .await;
+    assert_eq!(str_at(&sub, "/status/installedCSV"), v1);
+    assert_eq!(str_at(&sub, "/status/currentCSV"), v1);
+    let held = env.wait_condition("widget", "UpgradeHeld").await;
+    assert_eq!(held["reason"], "VersionPinned");
+    let message = held["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "{v11} (1.1.0) is available but the annotation olm-rs.io/version-ceiling keeps this \
+             Subscription at or below 1.0.0"
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        sub.pointer("/metadata/annotations/olm-rs.io~1installed-csvs"),
+        Some(&json!(v1)),
+        "the history records the first install: {sub:#}"
+    );
+    let events = env.events_for("Subscription", "widget").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "UpgradeAvailable" && m == message),
+        "{events:?}"
+    );
+    // Stays put: several reconciles later, still no plan for 1.1.0 and 1.0.0 installed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let plans = env.list::<InstallPlan>().await;
+    assert!(
+        plans
+            .iter()
+            .all(|p| !p["spec"]["clusterServiceVersionNames"].to_string().contains(&v11)),
+        "no plan for {v11}: {plans:#?}"
+    );
+    assert_eq!(
+        str_at(
+            &env.get::<Subscription>("widget").await.unwrap_or_default(),
+            "/status/state"
+        ),
+        "UpgradeAvailable"
+    );
+
+    // An unreadable ceiling: reported on the Subscription and as an Event, naming the fix.
+    env.cluster.kubectl_ok([
+        "annotate",
+        "--overwrite",
+        "subscriptions.operators.coreos.com",
+        "widget",
+        "-n",
+        env.ns(),
+        "olm-rs.io/version-ceiling=one",
+    ]);
+    let failed = env.wait_condition("widget", "ResolutionFailed").await;
+    assert_eq!(failed["reason"], "InvalidAnnotation");
+    let failure = failed["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        failure.starts_with("annotation olm-rs.io/version-ceiling \"one\" is not a semantic version"),
+        "{failure}"
+    );
+    let events = env.events_for("Subscription", "widget").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "ResolutionFailed" && *m == failure),
+        "{events:?}"
+    );
+
+    // The ceiling raised: 1.1.0 is planned, and waits for approval (upgrade-approval Manual).
+    env.cluster.kubectl_ok([
+        "annotate",
+        "--overwrite",
+        "subscriptions.operators.coreos.com",
+        "widget",
+        "-n",
+        env.ns(),
+        "olm-rs.io/version-ceiling=1.1.0",
+    ]);
+    let plan_name = env.install_plan_for("widget", &v11).await;
+    let plan = env
+        .wait_obj::<InstallPlan, _>("RequiresApproval", &plan_name, |p| {
+            (str_at(p, "/status/phase") == "RequiresApproval").then(|| p.clone())
+        })
+        .await;
+    assert_eq!(plan["spec"]["approved"], false);
+    assert_eq!(str_at(&plan, "/spec/approval"), "Manual");
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &["approve", "--subscription", "widget", "-n", env.ns(), "--yes"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    env.wait_at_latest("widget", &v11).await;
+    let sub = env
+        .wait_obj::<Subscription, _>("the history", "widget", |s| {
+            let history = s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs")?;
+            (history == &json!(format!("{v1},{v11}"))).then(|| s.clone())
+        })
+        .await;
+    // The controller's apply keeps the component label.
+    assert!(
+        sub.pointer(&format!(
+            "/metadata/labels/operators.coreos.com~1widget-operator.{}",
+            env.ns()
+        ))
+        .is_some(),
+        "{sub:#}"
+    );
+}
