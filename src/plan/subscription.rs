@@ -102,6 +102,8 @@
 //! and the controller skips the write.
 
 pub mod pin;
+pub mod rollback;
+pub mod why;
 
 use std::time::Duration;
 

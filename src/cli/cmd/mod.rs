@@ -21,6 +21,8 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
         | Command::List(_)
         | Command::Approve(_)
         | Command::Plan(_)
+        | Command::Why(_)
+        | Command::Rollback(_)
         | Command::Uninstall(_) => cluster::run(cli, streams),
         Command::Completion { shell } => completion::run(*shell, streams),
         Command::Version => version::run(cli.output, streams),

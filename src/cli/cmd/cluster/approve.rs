@@ -161,7 +161,7 @@ const PREVIEW_MANAGER: &str = "kubectl-olm-preview";
 /// Fills each step's `change` by comparing the live object with a server-side dry-run apply of
 /// the step's manifest ([`crate::plan::preview::step_change`]). A step the API server cannot
 /// dry-run (its kind is not served yet) reads `unknown`, with the reason.
-async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Preview) {
+pub async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Preview) {
     use crate::plan::{preview::step_change, steps};
     let ns = plan.metadata.namespace.clone().unwrap_or_default();
     let steps_in_plan = plan
