@@ -67,6 +67,30 @@ pub enum PinError {
     },
 }
 
+impl PinError {
+    /// What is wrong, in one sentence.
+    pub fn cause(&self) -> String {
+        match self {
+            PinError::Ceiling { value, problem } => {
+                format!("annotation {VERSION_CEILING} {value:?} is not a semantic version ({problem})")
+            }
+            PinError::UpgradeApproval { value } => {
+                format!("annotation {UPGRADE_APPROVAL} {value:?} is neither Automatic nor Manual")
+            }
+        }
+    }
+
+    /// What to do about it.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            PinError::Ceiling { .. } => "set it to a version such as 1.0.0, or remove it",
+            PinError::UpgradeApproval { .. } => {
+                "set it to Manual (upgrades wait for approval), Automatic, or remove it"
+            }
+        }
+    }
+}
+
 /// The annotations of `sub`, read.
 ///
 /// # Errors

@@ -236,7 +236,10 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
     let mut dependencies = Vec::new();
     let next = match (&pins, &resolution) {
         (Err(e), _) => {
-            failure = Some(split_cause(&e.to_string(), ""));
+            failure = Some(Failure {
+                cause: e.cause(),
+                fix: e.fix().to_owned(),
+            });
             "nothing: an annotation does not read".to_owned()
         }
         (Ok(_), Err(e)) => {

@@ -2,8 +2,9 @@
 //! a failure its cause and fix, computed by [`crate::plan::subscription::why`] from what this
 //! verb reads **as the user** (their kubeconfig, never the controller's rights): the
 //! Subscription, the CSVs of its namespace, its CatalogSource and the catalog's content (a
-//! `configmap` CatalogSource's ConfigMap, a catalog image pulled from its registry, or a
-//! `grpc` address; `--catalog` reads another copy instead). A CSV names the Subscription that
+//! `configmap` CatalogSource's ConfigMap, a catalog image pulled from its registry, a `grpc`
+//! address, or for a `builtin` one the catalog built into olm-controller, which this binary
+//! embeds as well; `--catalog` reads another copy instead). A CSV names the Subscription that
 //! installed it; an InstallPlan its owning Subscription.
 //!
 //! The channel graph is drawn below the answer ([`crate::graph::render`]: `--graph text`, the
@@ -186,6 +187,17 @@ async fn read_catalog(
             message: e.to_string(),
         })?;
         return Ok(loaded.model);
+    }
+    if cs.spec.source_type.as_str() == "builtin" {
+        // The catalog built into olm-controller, which kubectl-olm embeds too (the same files;
+        // a controller started with --builtin-catalog DIR serves that directory instead:
+        // pass --catalog DIR).
+        return crate::controller::cache::embedded_builtin()
+            .map(|loaded| loaded.model)
+            .map_err(|e| CliError::LoadCatalog {
+                dir: "the built-in catalog".into(),
+                message: e.to_string(),
+            });
     }
     let location = match (cs.spec.image.as_deref(), cs.spec.address.as_deref()) {
         (Some(image), _) if !image.is_empty() => image.to_owned(),
@@ -463,7 +475,120 @@ pub async fn run(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::catalog::{DeclarativeConfig, declcfg::Origin};
+
+    /// Package `a`, channel `stable`: a.v1 ← a.v2 (replaces) ← a.v3 (replaces, skipRange
+    /// `>=1.0.0 <3.0.0`), plus the deprecated a.v0 before them.
+    fn fixture() -> Model {
+        let bundle = |name: &str, version: &str, extra: Vec<Value>| {
+            let mut properties =
+                vec![json!({"type": "olm.package", "value": {"packageName": "a", "version": version}})];
+            properties.extend(extra);
+            json!({"schema": "olm.bundle", "package": "a", "name": name, "image": format!("quay.io/a/bundle:{version}"),
+                   "properties": properties})
+        };
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [
+                {"name": "a.v0"},
+                {"name": "a.v1", "replaces": "a.v0"},
+                {"name": "a.v2", "replaces": "a.v1"},
+                {"name": "a.v3", "replaces": "a.v2", "skipRange": ">=1.0.0 <3.0.0"}]}),
+            bundle(
+                "a.v0",
+                "0.9.0",
+                vec![json!({"type": "olm.deprecated", "value": {}})],
+            ),
+            bundle("a.v1", "1.0.0", vec![]),
+            bundle("a.v2", "2.0.0", vec![]),
+            bundle("a.v3", "3.0.0", vec![]),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        Model::from_config(cfg)
+    }
+
+    fn subscription(annotations: Value, spec: Value, status: Value) -> Subscription {
+        let mut full = json!({"source": "cat", "sourceNamespace": "olm", "name": "a", "channel": "stable"});
+        if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
+            full.extend(extra.clone());
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "a", "namespace": "ops", "annotations": annotations},
+            "spec": full, "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn answer(sub: Subscription, csvs: &[(&str, &str)]) -> String {
+        let model = fixture();
+        let observed = Observed {
+            subscription: sub,
+            csvs: csvs
+                .iter()
+                .map(|(name, version)| {
+                    serde_json::from_value(json!({
+                        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                        "metadata": {"name": name, "namespace": "ops", "annotations": {
+                            "operatorframework.io/properties":
+                                json!({"properties": [{"type": "olm.package", "value": {"packageName": "a", "version": version}}]}).to_string()}},
+                        "spec": {"version": version, "displayName": "A",
+                                 "install": {"strategy": "deployment", "spec": {"deployments": []}}},
+                        "status": {"phase": "Succeeded"},
+                    }))
+                    .unwrap()
+                })
+                .collect(),
+            subscriptions: Vec::new(),
+            model,
+            priority: 10,
+        };
+        let installed = observed.installed();
+        let catalogs = observed.catalogs();
+        let why = why::explain(&WhyInput {
+            subscription: &observed.subscription,
+            catalogs: &catalogs,
+            installed: &installed,
+            csv: None,
+        });
+        let graph = draw_graph(&observed.model, &why.package, &why.channel, GraphFormat::Text);
+        let mut out = Vec::new();
+        write_why(
+            &mut out,
+            &WhyOutput {
+                asked: None,
+                why,
+                graph,
+            },
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn why_explains_a_pinned_subscription_its_edge_and_the_rejected_entries() {
+        let sub = subscription(
+            json!({"olm-rs.io/version-ceiling": "2.0.0", "olm-rs.io/installed-csvs": "a.v1,a.v2"}),
+            json!({"installPlanApproval": "Automatic"}),
+            json!({"state": "UpgradeAvailable", "installedCSV": "a.v2", "currentCSV": "a.v2",
+                   "lastUpdated": "2026-01-01T00:00:00Z"}),
+        );
+        insta::assert_snapshot!(answer(sub, &[("a.v2", "2.0.0")]));
+    }
+
+    #[test]
+    fn why_explains_a_fresh_install_and_a_failure_with_its_fix() {
+        let fresh = subscription(json!({}), json!({"installPlanApproval": "Manual"}), json!(null));
+        insta::assert_snapshot!("fresh", answer(fresh, &[]));
+        let failing = subscription(json!({}), json!({"channel": "fast"}), json!(null));
+        insta::assert_snapshot!("failing", answer(failing, &[]));
+    }
 
     #[test]
     fn targets_name_their_kind_or_none() {
