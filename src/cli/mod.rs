@@ -327,6 +327,9 @@ pub struct RollbackArgs {
     /// Roll back without asking (scripts without a terminal are never asked).
     #[arg(short = 'y', long)]
     pub yes: bool,
+    /// How long to wait for the new Subscription's InstallPlan, to approve it (0 to not wait).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = cluster::parse_duration)]
+    pub timeout: std::time::Duration,
     /// Read the catalog from here instead of the Subscription's CatalogSource.
     #[arg(long = "catalog", value_name = "DIR|IMAGE")]
     pub catalog: Option<PathBuf>,

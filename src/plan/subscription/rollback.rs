@@ -14,11 +14,13 @@
 //! 2. **It can be installed again**: its bundle is in the Subscription's catalog, in its
 //!    channel, and does not carry `olm.deprecated`.
 //! 3. **No CRD loses data** (per CRD the installed CSV owns and the older bundle ships, see
-//!    [`crd_rollback`]): a version served now but not by the older CRD is dropped, which is
-//!    refused while any object of the CRD exists (it may be stored in that version, and the
-//!    older operator could not read it); once none exists, the dropped versions are taken out of
-//!    the CRD's `status.storedVersions`, as the Kubernetes documentation prescribes before a
-//!    stored version is removed. A version both serve whose older schema rejects an existing
+//!    [`crd_rollback`]): a version served now but not by the older CRD is dropped. A dropped
+//!    version listed in `status.storedVersions` is refused while any object of the CRD exists
+//!    (it may be stored in that version, and the older operator could not read it); once none
+//!    exists, it is taken out of `status.storedVersions`, as the Kubernetes documentation
+//!    prescribes before a stored version is removed. A dropped version that was only served is
+//!    refused while an object is written through it (its `metadata.managedFields` name that
+//!    API version: `kubectl apply` or GitOps would fail on it next time). A version both serve whose older schema rejects an existing
 //!    object is refused, naming the object ([`crate::plan::crd_safety`], the checks the
 //!    InstallPlan runs).
 //!
@@ -113,14 +115,28 @@ pub struct Dropped {
     pub examples: String,
     /// The earlier CSV.
     pub to: String,
+    /// Whether a dropped version is in `status.storedVersions` (objects may be stored in it),
+    /// rather than only served (objects are written through it).
+    pub stored: bool,
 }
 
 impl std::fmt::Display for Dropped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (which, fix) = if self.stored {
+            (
+                "exist that may be stored in it",
+                "the older operator could not read them: delete or migrate them first",
+            )
+        } else {
+            (
+                "are written through it (metadata.managedFields)",
+                "whoever writes them (kubectl apply, GitOps) could not any more: write them as another \
+                 version, or delete them first",
+            )
+        };
         write!(
             f,
-            "{} does not serve {}/{} of CRD {}, and {} {} object(s) exist that may be stored in it \
-             ({}); the older operator could not read them: delete or migrate them first",
+            "{} does not serve {}/{} of CRD {}, and {} {} object(s) {which} ({}); {fix}",
             self.to, self.group, self.versions, self.crd, self.count, self.kind, self.examples
         )
     }
@@ -221,8 +237,9 @@ pub fn dropped_versions(live: &CustomResourceDefinition, older: &CustomResourceD
         .collect()
 }
 
-/// The versions whose objects [`crd_rollback`] needs: one dropped version (any listing shows
-/// every object) and each version whose schema the older CRD changes.
+/// The versions whose objects [`crd_rollback`] needs: the storage version when a version is
+/// dropped (any listing shows every object), and each version whose schema the older CRD
+/// changes.
 pub fn versions_to_read(live: &CustomResourceDefinition, older: &CustomResourceDefinition) -> Vec<String> {
     let mut versions: Vec<String> = live
         .spec
@@ -256,9 +273,33 @@ pub fn crd_rollback(
     to: &str,
 ) -> Result<Option<Vec<String>>, Refusal> {
     let dropped = dropped_versions(live, older);
+    let stored = live
+        .status
+        .as_ref()
+        .and_then(|s| s.stored_versions.clone())
+        .unwrap_or_default();
+    let stored_dropped: Vec<String> = dropped.iter().filter(|v| stored.contains(v)).cloned().collect();
+    let served_dropped: Vec<String> = dropped.iter().filter(|v| !stored.contains(v)).cloned().collect();
     let mut trim = None;
-    if !dropped.is_empty() {
-        let existing: Vec<&Value> = objects.values().flatten().collect();
+    // Written through a version only served: the API version its managers used.
+    let written_through = |o: &Value| {
+        o["metadata"]["managedFields"].as_array().is_some_and(|fields| {
+            fields.iter().any(|f| {
+                served_dropped
+                    .iter()
+                    .any(|v| f["apiVersion"] == format!("{}/{v}", live.spec.group))
+            })
+        })
+    };
+    for (versions, is_stored) in [(&stored_dropped, true), (&served_dropped, false)] {
+        if versions.is_empty() {
+            continue;
+        }
+        let existing: Vec<&Value> = objects
+            .values()
+            .flatten()
+            .filter(|o| is_stored || written_through(o))
+            .collect();
         let mut names: Vec<String> = existing
             .iter()
             .map(|o| {
@@ -279,19 +320,20 @@ pub fn crd_rollback(
             return Err(Refusal::VersionDropped(Box::new(Dropped {
                 crd: live.metadata.name.clone().unwrap_or_default(),
                 group: live.spec.group.clone(),
-                versions: dropped.join(","),
+                versions: versions.join(","),
                 kind: live.spec.names.kind.clone(),
                 count: names.len(),
                 examples: examples.join(", "),
                 to: to.to_owned(),
+                stored: is_stored,
             })));
         }
-        let stored = live
-            .status
-            .as_ref()
-            .and_then(|s| s.stored_versions.clone())
-            .unwrap_or_default();
-        let mut kept: Vec<String> = stored.into_iter().filter(|v| !dropped.contains(v)).collect();
+    }
+    if !stored_dropped.is_empty() {
+        let mut kept: Vec<String> = stored
+            .into_iter()
+            .filter(|v| !stored_dropped.contains(v))
+            .collect();
         if kept.is_empty()
             && let Some(storage) = older.spec.versions.iter().find(|v| v.storage)
         {
@@ -383,6 +425,36 @@ mod tests {
         assert_eq!(
             crd_rollback(&live, &older, &none, "redis-operator.v1.0.0"),
             Ok(Some(vec!["v1alpha1".to_owned()]))
+        );
+    }
+
+    #[test]
+    fn a_version_only_served_is_refused_while_objects_are_written_through_it() {
+        // 1.1.0 of the Redis operator adds v1alpha1 (served, deprecated); v1 stays the storage.
+        let live = crd(&[("v1alpha1", false, open()), ("v1", true, open())], &["v1"]);
+        let older = crd(&[("v1", true, open())], &["v1"]);
+        let mut through = object("old-style", json!({}));
+        through["metadata"]["managedFields"] =
+            json!([{"manager": "kubectl", "operation": "Apply", "apiVersion": "cache.example.com/v1alpha1"}]);
+        let mut plain = object("new-style", json!({}));
+        plain["metadata"]["managedFields"] =
+            json!([{"manager": "kubectl", "operation": "Apply", "apiVersion": "cache.example.com/v1"}]);
+        let objects = BTreeMap::from([("v1".to_owned(), vec![through, plain.clone()])]);
+        let err = crd_rollback(&live, &older, &objects, "redis-operator.v1.0.0")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "redis-operator.v1.0.0 does not serve cache.example.com/v1alpha1 of CRD \
+             redisclusters.cache.example.com, and 1 RedisCluster object(s) are written through it \
+             (metadata.managedFields) (redis/old-style); whoever writes them (kubectl apply, GitOps) \
+             could not any more: write them as another version, or delete them first"
+        );
+        // Only v1 writers left: nothing to trim, nothing refused.
+        let objects = BTreeMap::from([("v1".to_owned(), vec![plain])]);
+        assert_eq!(
+            crd_rollback(&live, &older, &objects, "redis-operator.v1.0.0"),
+            Ok(None)
         );
     }
 

@@ -247,7 +247,8 @@ pub async fn run(
     // Approve its plan (the preview was approved), once the controller has made it.
     let plans: Api<InstallPlan> = Api::namespaced(cluster.client.clone(), &ns);
     let mut approved = None;
-    for _ in 0..120 {
+    let deadline = std::time::Instant::now() + args.timeout;
+    while std::time::Instant::now() < deadline {
         let current = subs
             .get(&sub_name)
             .await
@@ -291,7 +292,8 @@ pub async fn run(
             None => writeln!(
                 streams.out,
                 "{} created again at startingCSV {to}; its InstallPlan is not there yet: approve it \
-                 with `kubectl olm approve --subscription {sub_name} -n {ns}` when it is",
+                 with `kubectl olm approve --subscription {sub_name} -n {ns}` when it is (a Manual \
+                 Subscription's plan waits for it)",
                 qualified::<Subscription>(&sub_name)
             )?,
         }
