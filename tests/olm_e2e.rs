@@ -4314,6 +4314,21 @@ async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
         ),
         "UpgradeAvailable"
     );
+    // `why` for the upgradable (pinned) Subscription, read as the user through their kubeconfig.
+    let (code, out, err) = kubectl_olm(&env, &["why", "widget", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in [
+        format!("  catalog:   {}/e2e (priority 0), channel stable", env.ns()),
+        "  approval:  Automatic (upgrades: Manual, annotation olm-rs.io/upgrade-approval)".to_owned(),
+        "  state:     UpgradeAvailable".to_owned(),
+        format!("  installed: {v1} (1.0.0) — first install: the channel head at the time"),
+        format!(
+            "  next:      nothing: {v11} 1.1.0 is available, but the annotation \
+             olm-rs.io/version-ceiling keeps this Subscription at or below 1.0.0 (state UpgradeAvailable)"
+        ),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no line {line:?} in:\n{out}");
+    }
 
     // An unreadable ceiling: reported on the Subscription and as an Event, naming the fix.
     env.cluster.kubectl_ok([
@@ -4338,6 +4353,15 @@ async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
             .iter()
             .any(|(r, m)| r == "ResolutionFailed" && *m == failure),
         "{events:?}"
+    );
+    // `why` for the failing Subscription: the cause in one sentence, and the fix.
+    let (code, out, err) = kubectl_olm(&env, &["why", "sub/widget", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "\n  failure:   annotation olm-rs.io/version-ceiling \"one\" is not a semantic version ("
+        ) && out.contains("\n  fix:       set it to a version such as 1.0.0, or remove it\n"),
+        "{out}"
     );
 
     // The ceiling raised: 1.1.0 is planned, and waits for approval (upgrade-approval Manual).
@@ -4370,6 +4394,28 @@ async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
             (history == &json!(format!("{v1},{v11}"))).then(|| s.clone())
         })
         .await;
+    // `why` for the installed Subscription, asked by its CSV, with the graph as Mermaid.
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &["why", &format!("csv/{v11}"), "-n", env.ns(), "--graph", "mermaid"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "clusterserviceversion.operators.coreos.com/{v11} is installed by:\n"
+        )),
+        "{out}"
+    );
+    for line in [
+        format!("  installed: {v11} (1.1.0) — upgrade: replaces {v1}"),
+        format!(
+            "  next:      nothing: no entry of the channel replaces or skips {v11}, or has a skipRange \
+             covering its version"
+        ),
+        "    flowchart TD".to_owned(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no line {line:?} in:\n{out}");
+    }
     // The controller's apply keeps the component label.
     assert!(
         sub.pointer(&format!(
