@@ -1137,3 +1137,66 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
     );
     delete_redis_crd(&cluster).await;
 }
+
+/// Every verb reads as the user: run as `alice` (the test kubeconfig's admin impersonating a user
+/// without any role), each verb fails with `you may not ...` naming the read and the permission
+/// to ask for, never with a bare HTTP 403.
+#[tokio::test]
+async fn every_verb_run_by_a_user_without_rights_names_what_they_may_not_read() {
+    let Some((cluster, ns)) = setup("cli-forbidden").await else {
+        return;
+    };
+    let n = ns.name();
+    let admin = std::fs::read_to_string(cluster.kubeconfig_path()).expect("reading the kubeconfig");
+    assert!(admin.contains("\n  user:\n"), "{admin}");
+    let alice = admin.replacen("\n  user:\n", "\n  user:\n    as: alice\n", 1);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("alice.kubeconfig");
+    std::fs::write(&path, alice).expect("writing alice's kubeconfig");
+    let as_alice = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+            .arg("--kubeconfig")
+            .arg(&path)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("running kubectl-olm");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            out: String::from_utf8_lossy(&out.stdout).into_owned(),
+            err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let ask = format!(
+        "ask for \"list\" on subscriptions.operators.coreos.com in namespace {n} (a Role and \
+         RoleBinding) for user alice, or use --context with a user that has it\n"
+    );
+    for args in [
+        vec!["why", "redis"],
+        vec!["rollback", "redis", "--dry-run"],
+        vec!["list"],
+        vec!["approve", "--subscription", "redis"],
+        vec!["plan", "show", "--subscription", "redis"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["-n", n]);
+        let run = as_alice(&full);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert_eq!(
+            run.err,
+            format!("error: you may not list subscriptions in namespace {n}: {ask}"),
+            "{args:?}"
+        );
+    }
+    // A plan named directly: the read refused is the plan's.
+    let run = as_alice(&["plan", "show", "install-x", "-n", n]);
+    assert_eq!(
+        run.err,
+        format!(
+            "error: you may not get installplan install-x in namespace {n}: ask for \"get\" on \
+             installplans.operators.coreos.com in namespace {n} (a Role and RoleBinding) for user \
+             alice, or use --context with a user that has it\n"
+        ),
+        "{run:?}"
+    );
+}
