@@ -196,13 +196,14 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
     // How the installed CSV was chosen: the edge over the CSV installed before it.
     let installed = installed_name.as_ref().map(|name| {
         let history = super::pin::history(sub);
-        let previous = history
-            .iter()
-            .rposition(|h| h == name)
-            .and_then(|i| i.checked_sub(1))
-            .and_then(|i| history.get(i));
+        let at = history.iter().rposition(|h| h == name);
+        let previous = at.and_then(|i| i.checked_sub(1)).and_then(|i| history.get(i));
+        let rolled_back = at.is_some_and(|i| history[..i].contains(name));
         let entry = channel.and_then(|c| c.graph().entry(name));
         let how = match (previous, entry) {
+            (Some(prev), _) if rolled_back => {
+                format!("rolled back from {prev} (it was installed before {prev})")
+            }
             (Some(prev), Some(entry)) => {
                 let prev_version = version_of(prev);
                 match edge_over(entry, prev, prev_version.as_ref()) {
@@ -365,6 +366,27 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
                 bundle: entry.name.clone(),
                 version: version.map(|v| v.to_string()),
                 verdict,
+            });
+        }
+        // Entries the resolver's order leaves out: skipped by a newer entry, never installed.
+        for entry in graph.entries() {
+            if order.iter().any(|e| e.name == entry.name) {
+                continue;
+            }
+            let version = entry
+                .version
+                .clone()
+                .or_else(|| package.bundle(&entry.name).map(|b| b.version.clone()));
+            let by: Vec<&str> = graph
+                .entries()
+                .iter()
+                .filter(|e| e.skips.contains(&entry.name))
+                .map(|e| e.name.as_str())
+                .collect();
+            candidates.push(Candidate {
+                bundle: entry.name.clone(),
+                version: version.map(|v| v.to_string()),
+                verdict: format!("rejected: skipped by {}, never installed from this channel", by.join(", ")),
             });
         }
     }

@@ -158,6 +158,7 @@ pub async fn run(
             plan.status = Some(plan_status);
             let mut shown = approve::preview(&plan);
             approve::compare_steps(cluster, &plan, &mut shown).await;
+            shown.phase = "not created yet: the plan the Subscription will get".to_owned();
             (Some(shown), None)
         }
         Err(message) => (
@@ -175,6 +176,19 @@ pub async fn run(
         preview,
         note,
     };
+    let left_over = observed
+        .csvs
+        .iter()
+        .find(|c| c.name_any() == to)
+        .map(|c| {
+            let phase = c
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_ref())
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default();
+            (c.name_any(), phase)
+        });
     let text = matches!(format, OutputFormat::Table | OutputFormat::Wide);
     if text {
         writeln!(streams.out, "rollback of subscription {full}: {from} -> {to}")?;
@@ -185,10 +199,14 @@ pub async fn run(
                 kept.join(", ")
             )?;
         }
+        let also = left_over
+            .as_ref()
+            .map(|(name, phase)| format!(" and csv {name} (left {phase} by the upgrade)"))
+            .unwrap_or_default();
         writeln!(
             streams.out,
-            "  then: delete subscription {sub_name} and csv {from} (custom resources and CRDs stay), and \
-             subscribe again with startingCSV {to}, pinned by olm-rs.io/version-ceiling={}",
+            "  then: delete subscription {sub_name} and csv {from}{also} (custom resources and CRDs \
+             stay), and subscribe again with startingCSV {to}, pinned by olm-rs.io/version-ceiling={}",
             bundle.version
         )?;
         if let Some(p) = &view.preview {
@@ -237,6 +255,11 @@ pub async fn run(
     )
     .await?;
     delete_and_wait(cluster, &csvs, &from, &format!("csv {from} in namespace {ns}")).await?;
+    // The earlier CSV, when the upgrade left it (Replacing, waiting to be deleted): it would
+    // stay Replacing; the new plan installs it again from its bundle.
+    if let Some((left, _)) = &left_over {
+        delete_and_wait(cluster, &csvs, left, &format!("csv {left} in namespace {ns}")).await?;
+    }
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
