@@ -386,7 +386,10 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
             candidates.push(Candidate {
                 bundle: entry.name.clone(),
                 version: version.map(|v| v.to_string()),
-                verdict: format!("rejected: skipped by {}, never installed from this channel", by.join(", ")),
+                verdict: format!(
+                    "rejected: skipped by {}, never installed from this channel",
+                    by.join(", ")
+                ),
             });
         }
     }

@@ -176,19 +176,15 @@ pub async fn run(
         preview,
         note,
     };
-    let left_over = observed
-        .csvs
-        .iter()
-        .find(|c| c.name_any() == to)
-        .map(|c| {
-            let phase = c
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.as_ref())
-                .map(|p| p.as_str().to_owned())
-                .unwrap_or_default();
-            (c.name_any(), phase)
-        });
+    let left_over = observed.csvs.iter().find(|c| c.name_any() == to).map(|c| {
+        let phase = c
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_ref())
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default();
+        (c.name_any(), phase)
+    });
     let text = matches!(format, OutputFormat::Table | OutputFormat::Wide);
     if text {
         writeln!(streams.out, "rollback of subscription {full}: {from} -> {to}")?;
