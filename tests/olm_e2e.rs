@@ -4426,3 +4426,88 @@ async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
         "{sub:#}"
     );
 }
+
+/// `kubectl olm rollback` with the controller: the Redis operator from the built-in catalog's
+/// `alpha` channel installs 1.0.0 (startingCSV), upgrades to 1.1.0 (ceiling 1.1.0), and 1.1.0
+/// fails (it supports only AllNamespaces, the group targets its own namespace). The rollback
+/// shows the plan of 1.0.0, deletes the Subscription, the failed CSV and the 1.0.0 CSV the
+/// upgrade left `Replacing`, and subscribes again at 1.0.0, pinned there: 1.0.0 is `Succeeded`
+/// again, the history records the way back, and `why` says so.
+#[tokio::test]
+async fn rollback_returns_a_failed_upgrade_of_the_redis_operator_to_1_0_0() {
+    let Some(env) = env("e2e-rollback").await else {
+        return;
+    };
+    env.create::<CatalogSource>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "olm-rs-catalog", "namespace": env.ns()},
+        "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
+    }))
+    .await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("olm-rs-catalog").await;
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "redis-operator", "namespace": env.ns(),
+                     "annotations": {"olm-rs.io/version-ceiling": "1.1.0"}},
+        "spec": {"name": "redis-operator", "source": "olm-rs-catalog", "sourceNamespace": env.ns(),
+                 "channel": "alpha", "startingCSV": "redis-operator.v1.0.0"},
+    }))
+    .await;
+    let (v1, v11) = ("redis-operator.v1.0.0", "redis-operator.v1.1.0");
+    env.wait_csv_phase(v11, "Failed").await;
+    env.wait_obj::<Subscription, _>("the history of both", "redis-operator", |s| {
+        (s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs") == Some(&json!(format!("{v1},{v11}"))))
+            .then_some(())
+    })
+    .await;
+
+    let (code, out, err) = kubectl_olm(&env, &["rollback", "redis-operator", "-n", env.ns(), "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "rollback of subscription {}/redis-operator: {v11} -> {v1}\n",
+            env.ns()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("and csv {v1} (left Replacing by the upgrade)")),
+        "{out}"
+    );
+    env.wait_csv_gone(v11).await;
+    env.wait_csv_phase(v1, "Succeeded").await;
+    let sub = env
+        .wait_obj::<Subscription, _>("back at 1.0.0, recorded", "redis-operator", |s| {
+            let history = s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs")?;
+            (history == &json!(format!("{v1},{v11},{v1}"))
+                && s.pointer("/status/installedCSV") == Some(&json!(v1)))
+            .then(|| s.clone())
+        })
+        .await;
+    assert_eq!(
+        sub.pointer("/metadata/annotations/olm-rs.io~1version-ceiling"),
+        Some(&json!("1.0.0"))
+    );
+    assert_eq!(sub.pointer("/spec/startingCSV"), Some(&json!(v1)));
+    let (code, out, err) = kubectl_olm(&env, &["why", "redis-operator", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "\n  installed: {v1} (1.0.0) — rolled back from {v11} (it was installed before {v11})\n"
+        )),
+        "{out}"
+    );
+    // The CSV before 1.0.0 in the history is now 1.1.0: a rollback never goes forward.
+    let (code, out, err) = kubectl_olm(&env, &["rollback", "redis-operator", "-n", env.ns(), "--dry-run"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: rollback of subscription {}/redis-operator refused: the CSV before {v1} in the \
+             history is {v11} (1.1.0), which is not older than {v1} (1.0.0); rollback only goes back: \
+             to upgrade, raise or remove the annotation olm-rs.io/version-ceiling\n",
+            env.ns()
+        )
+    );
+}

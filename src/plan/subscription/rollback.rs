@@ -12,7 +12,8 @@
 //! 1. **There is an earlier CSV**: the entry before the installed CSV in the Subscription's
 //!    history ([`super::pin::INSTALLED_CSVS`], kept by the controller).
 //! 2. **It can be installed again**: its bundle is in the Subscription's catalog, in its
-//!    channel, and does not carry `olm.deprecated`.
+//!    channel, and does not carry `olm.deprecated`; and it is older than the installed CSV (after
+//!    a rollback the entry before is the newer CSV left behind: a rollback never goes forward).
 //! 3. **No CRD loses data** (per CRD the installed CSV owns and the older bundle ships, see
 //!    [`crd_rollback`]): a version served now but not by the older CRD is dropped. A dropped
 //!    version listed in `status.storedVersions` is refused while any object of the CRD exists
@@ -78,6 +79,22 @@ pub enum Refusal {
         package: String,
         /// The catalog.
         catalog: String,
+    },
+    /// The CSV before the installed one is not older (the installed CSV was itself a rollback).
+    #[error(
+        "the CSV before {installed} in the history is {bundle} ({version}), which is not older than \
+         {installed} ({installed_version}); rollback only goes back: to upgrade, raise or remove the \
+         annotation olm-rs.io/version-ceiling"
+    )]
+    NotOlder {
+        /// The installed CSV.
+        installed: String,
+        /// Its version.
+        installed_version: Version,
+        /// The CSV before it.
+        bundle: String,
+        /// Its version.
+        version: Version,
     },
     /// The earlier bundle carries `olm.deprecated`.
     #[error("bundle {bundle} carries olm.deprecated and can never be installed again")]
@@ -213,6 +230,28 @@ pub fn earlier_bundle<'m>(
         });
     }
     Ok(found)
+}
+
+/// Checks that `bundle` is older than the installed CSV (`installed`, at `installed_version`).
+///
+/// # Errors
+/// [`Refusal::NotOlder`].
+pub fn older_than_installed(
+    bundle: &Bundle,
+    installed: &str,
+    installed_version: Option<&Version>,
+) -> Result<(), Refusal> {
+    match installed_version {
+        Some(v) if crate::version_range::compare(&bundle.version, v) != std::cmp::Ordering::Less => {
+            Err(Refusal::NotOlder {
+                installed: installed.to_owned(),
+                installed_version: v.clone(),
+                bundle: bundle.name.clone(),
+                version: bundle.version.clone(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The CRDs a bundle ships (its inlined objects of kind `CustomResourceDefinition`).
@@ -513,6 +552,42 @@ mod tests {
         assert!(matches!(
             target(&sub(None, None)),
             Err(Refusal::NothingInstalled { .. })
+        ));
+    }
+
+    #[test]
+    fn a_rollback_never_goes_forward() {
+        let doc = |name: &str, version: &str| {
+            json!({"schema": "olm.bundle", "package": "r", "name": name, "image": "",
+                   "properties": [{"type": "olm.package", "value": {"packageName": "r", "version": version}}]})
+        };
+        let mut cfg = crate::catalog::DeclarativeConfig::default();
+        for (i, d) in [
+            json!({"schema": "olm.package", "name": "r", "defaultChannel": "s"}),
+            json!({"schema": "olm.channel", "package": "r", "name": "s",
+                   "entries": [{"name": "r.v1"}, {"name": "r.v2", "replaces": "r.v1"}]}),
+            doc("r.v1", "1.0.0"),
+            doc("r.v2", "2.0.0"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            cfg.add_value(crate::catalog::declcfg::Origin::new("c.json", i), d)
+                .unwrap();
+        }
+        let model = crate::catalog::Model::from_config(cfg);
+        let package = model.package("r");
+        let v1 = earlier_bundle(package, "r", "s", "olm/c", "r.v1").unwrap();
+        let v2 = earlier_bundle(package, "r", "s", "olm/c", "r.v2").unwrap();
+        assert_eq!(
+            older_than_installed(v1, "r.v2", Some(&Version::new(2, 0, 0))),
+            Ok(())
+        );
+        let err = older_than_installed(v2, "r.v1", Some(&Version::new(1, 0, 0))).unwrap_err();
+        assert!(err.to_string().contains("rollback only goes back"), "{err}");
+        assert!(matches!(
+            earlier_bundle(package, "r", "s", "olm/c", "r.v3"),
+            Err(Refusal::NotInCatalog { .. })
         ));
     }
 

@@ -99,6 +99,14 @@ pub async fn run(
     let catalog_key = CatalogKey::new(&sub.spec.source_namespace, &sub.spec.source);
     let bundle = rollback::earlier_bundle(package, &sub.spec.name, &channel, &catalog_key.to_string(), &to)
         .map_err(|e| refused(&e, &full))?;
+    let installed_version = observed
+        .csvs
+        .iter()
+        .find(|c| c.name_any() == from)
+        .and_then(|c| crate::resolve::InstalledCsv::from_csv(c).version)
+        .or_else(|| package.and_then(|p| p.bundle(&from)).map(|b| b.version.clone()));
+    rollback::older_than_installed(bundle, &from, installed_version.as_ref())
+        .map_err(|e| refused(&e, &full))?;
 
     // CRD safety, per CRD the older bundle ships that the cluster has.
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
