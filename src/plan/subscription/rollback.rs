@@ -90,11 +90,11 @@ pub enum Refusal {
         /// The installed CSV.
         installed: String,
         /// Its version.
-        installed_version: Version,
+        installed_version: String,
         /// The CSV before it.
         bundle: String,
         /// Its version.
-        version: Version,
+        version: String,
     },
     /// The earlier bundle carries `olm.deprecated`.
     #[error("bundle {bundle} carries olm.deprecated and can never be installed again")]
@@ -245,9 +245,9 @@ pub fn older_than_installed(
         Some(v) if crate::version_range::compare(&bundle.version, v) != std::cmp::Ordering::Less => {
             Err(Refusal::NotOlder {
                 installed: installed.to_owned(),
-                installed_version: v.clone(),
+                installed_version: v.to_string(),
                 bundle: bundle.name.clone(),
-                version: bundle.version.clone(),
+                version: bundle.version.to_string(),
             })
         }
         _ => Ok(()),
