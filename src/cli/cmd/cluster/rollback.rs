@@ -11,7 +11,8 @@
 //!
 //! Then, as upstream users do a downgrade by hand: the CRDs' `status.storedVersions` lose the
 //! versions the older CRDs drop (none of their objects is left), the Subscription and the
-//! installed CSV are deleted (the custom resources and CRDs stay), and the Subscription is
+//! installed CSV are deleted (and the earlier CSV, when the upgrade left it `Replacing`: it would
+//! stay so; the custom resources and CRDs stay), and the Subscription is
 //! created again with `startingCSV` at the earlier CSV and `olm-rs.io/version-ceiling` at its
 //! version, so it stays there; its InstallPlan is approved (the user approved the preview).
 
