@@ -4382,6 +4382,31 @@ async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
         .await;
     assert_eq!(plan["spec"]["approved"], false);
     assert_eq!(str_at(&plan, "/spec/approval"), "Manual");
+    // `why` asked about the waiting InstallPlan, as JSON.
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &[
+            "why",
+            &format!("installplan/{plan_name}"),
+            "-n",
+            env.ns(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let answer: Value = serde_json::from_str(&out).expect("why -o json");
+    assert_eq!(
+        answer["asked"],
+        format!(
+            "installplan.operators.coreos.com/{plan_name} (RequiresApproval, installs {v11}) was made for:"
+        )
+    );
+    assert_eq!(
+        answer["next"],
+        format!("install {v11} 1.1.0 (replaces {v1}) (its InstallPlan is pending)")
+    );
+    assert_eq!(answer["installed"]["bundle"], json!(v1));
     let (code, out, err) = kubectl_olm(
         &env,
         &["approve", "--subscription", "widget", "-n", env.ns(), "--yes"],
