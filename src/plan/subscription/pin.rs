@@ -12,6 +12,9 @@
 //! | [`UPGRADE_APPROVAL`] `olm-rs.io/upgrade-approval` | `Manual` or `Automatic` | the approval of the InstallPlans that *upgrade* (replace an installed CSV); the first install keeps `spec.installPlanApproval`. `installPlanApproval: Automatic` with `upgrade-approval: Manual` installs at once, then holds every upgrade for `kubectl olm approve`. |
 //! | [`INSTALLED_CSVS`] `olm-rs.io/installed-csvs` | written by the controller | the CSVs this Subscription installed, oldest first, comma separated (at most [`HISTORY_MAX`]); `kubectl olm rollback` reads it. |
 //!
+//! Any other `olm-rs.io/` annotation is refused ([`PinError::Unknown`]): a misspelt ceiling
+//! must not pin nothing, silently.
+//!
 //! `UpgradeAvailable` is upstream's declared state for "a newer bundle exists" (consoles show
 //! it as *Upgrade available*); upstream stopped setting it, and olm-rs sets it only for a
 //! pinned Subscription, whose `currentCSV` stays the installed CSV.
@@ -55,6 +58,17 @@ pub enum PinError {
         /// The parser's complaint.
         problem: String,
     },
+    /// An `olm-rs.io/` annotation olm-rs does not know (a misspelt name would otherwise pin
+    /// nothing, silently).
+    #[error(
+        "annotation {key} is not one olm-rs knows ({VERSION_CEILING}, {UPGRADE_APPROVAL}, \
+         {INSTALLED_CSVS}); nothing is installed or upgraded until it is fixed: correct its name, or \
+         remove it"
+    )]
+    Unknown {
+        /// The annotation.
+        key: String,
+    },
     /// [`UPGRADE_APPROVAL`] is neither `Automatic` nor `Manual`.
     #[error(
         "annotation {UPGRADE_APPROVAL} {value:?} is neither Automatic nor Manual; nothing is \
@@ -77,6 +91,10 @@ impl PinError {
             PinError::UpgradeApproval { value } => {
                 format!("annotation {UPGRADE_APPROVAL} {value:?} is neither Automatic nor Manual")
             }
+            PinError::Unknown { key } => format!(
+                "annotation {key} is not one olm-rs knows ({VERSION_CEILING}, {UPGRADE_APPROVAL}, \
+                 {INSTALLED_CSVS})"
+            ),
         }
     }
 
@@ -87,6 +105,7 @@ impl PinError {
             PinError::UpgradeApproval { .. } => {
                 "set it to Manual (upgrades wait for approval), Automatic, or remove it"
             }
+            PinError::Unknown { .. } => "correct its name, or remove it",
         }
     }
 }
@@ -97,6 +116,12 @@ impl PinError {
 /// The first annotation that does not read, naming it, its value and the fix.
 pub fn pins(sub: &Subscription) -> Result<Pins, PinError> {
     let annotations = sub.metadata.annotations.as_ref();
+    if let Some(key) = annotations.into_iter().flatten().map(|(k, _)| k).find(|k| {
+        k.starts_with("olm-rs.io/")
+            && ![VERSION_CEILING, UPGRADE_APPROVAL, INSTALLED_CSVS].contains(&k.as_str())
+    }) {
+        return Err(PinError::Unknown { key: key.clone() });
+    }
     let get = |key: &str| annotations.and_then(|a| a.get(key)).map(|v| v.trim().to_owned());
     let ceiling = match get(VERSION_CEILING) {
         None => None,
@@ -262,6 +287,19 @@ mod tests {
             err.to_string()
                 .contains("olm-rs.io/upgrade-approval \"manual\" is neither")
         );
+    }
+
+    #[test]
+    fn a_misspelt_olm_rs_annotation_is_refused_not_ignored() {
+        let err = pins(&sub(&[("olm-rs.io/version-cieling", "1.0.0")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "annotation olm-rs.io/version-cieling is not one olm-rs knows (olm-rs.io/version-ceiling, \
+             olm-rs.io/upgrade-approval, olm-rs.io/installed-csvs); nothing is installed or upgraded \
+             until it is fixed: correct its name, or remove it"
+        );
+        // Other prefixes are not olm-rs's business.
+        assert_eq!(pins(&sub(&[("example.com/x", "y")])), Ok(Pins::default()));
     }
 
     #[test]
