@@ -960,3 +960,243 @@ async fn approve_on_a_terminal_asks_first() {
     assert_eq!(code, Some(0), "{out}");
     assert!(plans.get("install-asked").await.unwrap().spec.approved, "{out}");
 }
+
+/// The Redis operator's CRD name (cluster-wide: the rollback test below owns it while it runs).
+const REDIS_CRD: &str = "redisclusters.cache.example.com";
+
+/// Deletes the Redis operator's CRD (and with it every RedisCluster) and waits until it is gone.
+async fn delete_redis_crd(cluster: &TestCluster) {
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    let _ = crds.delete(REDIS_CRD, &DeleteParams::default()).await;
+    wait_for(&format!("CRD {REDIS_CRD} to be deleted"), WAIT, || {
+        let crds = crds.clone();
+        async move { matches!(crds.get_opt(REDIS_CRD).await, Ok(None)).then_some(()) }
+    })
+    .await;
+}
+
+/// `kubectl olm rollback` from redis-operator 1.1.0 to 1.0.0 (the CSVs the Subscription's
+/// `olm-rs.io/installed-csvs` history records), against the shipped bundles in the built-in
+/// catalog: refused while a RedisCluster is written through `cache.example.com/v1alpha1` (the
+/// version 1.1.0 adds and 1.0.0 does not serve), safe once it is gone, and then done: the
+/// Subscription is made again at startingCSV 1.0.0 pinned there and the 1.1.0 CSV is deleted.
+/// The controller is not running, so the state 1.1.0 left is made by hand: the CRD of the 1.1.0
+/// bundle (its conversion webhook left out: no operator pod serves it on this cluster), the CSV
+/// and the Subscription's status.
+#[tokio::test]
+async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_once_they_are_gone() {
+    let Some((cluster, ns)) = setup("cli-rollback").await else {
+        return;
+    };
+    let n = ns.name();
+    delete_redis_crd(&cluster).await;
+    let path = format!(
+        "{}/bundles/redis-operator/1.1.0/manifests/cache.example.com_redisclusters.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    cluster.kubectl_ok([
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "olm-rs-tests",
+        "-f",
+        &path,
+    ]);
+    cluster.wait_crds_established(&[REDIS_CRD]);
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    crds.patch(
+        REDIS_CRD,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}})),
+    )
+    .await
+    .expect("dropping the conversion webhook");
+    let sources: Api<CatalogSource> = ns.api();
+    create(
+        &sources,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": "olm-rs-catalog", "namespace": n},
+               "spec": {"sourceType": "builtin", "displayName": "olm-rs", "priority": 5}}),
+    )
+    .await;
+    let subs: Api<Subscription> = ns.api();
+    create(
+        &subs,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+               "metadata": {"name": "redis", "namespace": n, "annotations": {
+                   "olm-rs.io/installed-csvs": "redis-operator.v1.0.0,redis-operator.v1.1.0"}},
+               "spec": {"source": "olm-rs-catalog", "sourceNamespace": n, "name": "redis-operator",
+                        "channel": "alpha", "installPlanApproval": "Automatic"}}),
+    )
+    .await;
+    set_status(
+        &subs,
+        "redis",
+        json!({"installedCSV": "redis-operator.v1.1.0", "currentCSV": "redis-operator.v1.1.0",
+               "state": "AtLatestKnown", "lastUpdated": now()}),
+    )
+    .await;
+    csv(&ns, "redis-operator.v1.1.0", "1.1.0", "Succeeded", None).await;
+    let clusters = Api::<DynamicObject>::namespaced_with(
+        cluster.client(),
+        n,
+        &ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("cache.example.com", "v1alpha1", "RedisCluster"),
+            "redisclusters",
+        ),
+    );
+    create(
+        &clusters,
+        json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "RedisCluster",
+               "metadata": {"name": "cache", "namespace": n}, "spec": {"replicas": 1}}),
+    )
+    .await;
+
+    // Refused while the RedisCluster exists, naming it, the version and the fix.
+    let run = olm(&cluster, &["rollback", "redis", "-n", n, "--yes"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(
+        run.err,
+        format!(
+            "error: rollback of subscription {n}/redis refused: redis-operator.v1.0.0 does not serve \
+             cache.example.com/v1alpha1 of CRD redisclusters.cache.example.com, and 1 RedisCluster \
+             object(s) are written through it (metadata.managedFields) ({n}/cache); whoever writes them \
+             (kubectl apply, GitOps) could not any more: write them as another version, or delete them \
+             first\n"
+        )
+    );
+    assert!(subs.get_opt("redis").await.unwrap().is_some(), "nothing changed");
+
+    // Gone: the dry run says what will happen and shows the plan of 1.0.0.
+    clusters
+        .delete("cache", &DeleteParams::default())
+        .await
+        .expect("deleting the RedisCluster");
+    wait_for("the RedisCluster to be deleted", WAIT, || {
+        let clusters = clusters.clone();
+        async move { matches!(clusters.get_opt("cache").await, Ok(None)).then_some(()) }
+    })
+    .await;
+    let run = olm(&cluster, &["rollback", "redis", "-n", n, "--dry-run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.out.starts_with(&format!(
+            "rollback of subscription {n}/redis: redis-operator.v1.1.0 -> redis-operator.v1.0.0\n  \
+             then: delete subscription redis and csv redis-operator.v1.1.0 (custom resources and CRDs \
+             stay), and subscribe again with startingCSV redis-operator.v1.0.0, pinned by \
+             olm-rs.io/version-ceiling=1.0.0\n"
+        )),
+        "{run:?}"
+    );
+    assert!(
+        run.out.contains("installplan rollback-preview in namespace")
+            && run.out.contains("ClusterServiceVersions: redis-operator.v1.0.0"),
+        "{run:?}"
+    );
+    assert!(
+        run.out.ends_with("rollback is safe; nothing changed (dry run)\n"),
+        "{run:?}"
+    );
+    assert!(
+        subs.get("redis").await.unwrap().status.is_some(),
+        "a dry run changes nothing"
+    );
+
+    // Done: the CSV gone, the Subscription again at 1.0.0, pinned there.
+    let run = olm(
+        &cluster,
+        &["rollback", "redis", "-n", n, "--yes", "--timeout", "0s"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.out.ends_with(&format!(
+            "subscription.operators.coreos.com/redis created again at startingCSV redis-operator.v1.0.0; \
+             its InstallPlan is not there yet: approve it with `kubectl olm approve --subscription redis \
+             -n {n}` when it is (a Manual Subscription's plan waits for it)\n"
+        )),
+        "{run:?}"
+    );
+    assert_eq!(
+        crds.get(REDIS_CRD).await.unwrap().status.unwrap().stored_versions,
+        Some(vec!["v1".to_owned()]),
+        "v1alpha1 was never stored: nothing to trim"
+    );
+    let csvs: Api<ClusterServiceVersion> = ns.api();
+    assert!(csvs.get_opt("redis-operator.v1.1.0").await.unwrap().is_none());
+    let sub = subs.get("redis").await.unwrap();
+    assert_eq!(sub.spec.starting_csv.as_deref(), Some("redis-operator.v1.0.0"));
+    assert!(sub.status.is_none(), "a new Subscription");
+    let annotations = sub.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get("olm-rs.io/version-ceiling").map(String::as_str),
+        Some("1.0.0")
+    );
+    assert_eq!(
+        annotations.get("olm-rs.io/installed-csvs").map(String::as_str),
+        Some("redis-operator.v1.0.0,redis-operator.v1.1.0")
+    );
+    delete_redis_crd(&cluster).await;
+}
+
+/// Every verb reads as the user: run as `alice` (the test kubeconfig's admin impersonating a user
+/// without any role), each verb fails with `you may not ...` naming the read and the permission
+/// to ask for, never with a bare HTTP 403.
+#[tokio::test]
+async fn every_verb_run_by_a_user_without_rights_names_what_they_may_not_read() {
+    let Some((cluster, ns)) = setup("cli-forbidden").await else {
+        return;
+    };
+    let n = ns.name();
+    let admin = std::fs::read_to_string(cluster.kubeconfig_path()).expect("reading the kubeconfig");
+    assert!(admin.contains("\n  user:\n"), "{admin}");
+    let alice = admin.replacen("\n  user:\n", "\n  user:\n    as: alice\n", 1);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("alice.kubeconfig");
+    std::fs::write(&path, alice).expect("writing alice's kubeconfig");
+    let as_alice = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+            .arg("--kubeconfig")
+            .arg(&path)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("running kubectl-olm");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            out: String::from_utf8_lossy(&out.stdout).into_owned(),
+            err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let ask = format!(
+        "ask for \"list\" on subscriptions.operators.coreos.com in namespace {n} (a Role and \
+         RoleBinding) for user alice, or use --context with a user that has it\n"
+    );
+    for args in [
+        vec!["why", "redis"],
+        vec!["rollback", "redis", "--dry-run"],
+        vec!["list"],
+        vec!["approve", "--subscription", "redis"],
+        vec!["plan", "show", "--subscription", "redis"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["-n", n]);
+        let run = as_alice(&full);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert_eq!(
+            run.err,
+            format!("error: you may not list subscriptions in namespace {n}: {ask}"),
+            "{args:?}"
+        );
+    }
+    // A plan named directly: the read refused is the plan's.
+    let run = as_alice(&["plan", "show", "install-x", "-n", n]);
+    assert_eq!(
+        run.err,
+        format!(
+            "error: you may not get installplan install-x in namespace {n}: ask for \"get\" on \
+             installplans.operators.coreos.com in namespace {n} (a Role and RoleBinding) for user \
+             alice, or use --context with a user that has it\n"
+        ),
+        "{run:?}"
+    );
+}

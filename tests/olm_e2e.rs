@@ -4216,3 +4216,323 @@ async fn copies_never_keep_the_cleanup_finalizer_and_an_orphaned_copy_goes() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pinning, "first automatic, then manual", `why` and `rollback` (issue 25).
+
+/// Runs `kubectl-olm --kubeconfig <the test cluster's> ARGS`: exit code, stdout, stderr.
+fn kubectl_olm(env: &Env, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-olm"))
+        .arg("--kubeconfig")
+        .arg(env.cluster.kubeconfig_path())
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("running kubectl-olm");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A Subscription pinned at 1.0.0 (`olm-rs.io/version-ceiling`) installs 1.0.0 automatically and
+/// stays there while 1.1.0 is published: `state: UpgradeAvailable`, `UpgradeHeld=True`
+/// (`VersionPinned`) naming 1.1.0, an `UpgradeAvailable` Event, and no InstallPlan for 1.1.0.
+/// Raising the ceiling plans 1.1.0, and `olm-rs.io/upgrade-approval: Manual` makes that plan
+/// wait for approval although the Subscription is Automatic. An unreadable ceiling is reported
+/// (condition and Event naming the annotation), never ignored.
+#[tokio::test]
+async fn a_pinned_subscription_stays_put_while_a_newer_bundle_is_published() {
+    let Some(env) = env("e2e-pin").await else {
+        return;
+    };
+    env.serve_catalog(&widget_catalog(&[("stable", &[b("1.0.0")])]))
+        .await;
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "widget", "namespace": env.ns(), "annotations": {
+            "olm-rs.io/version-ceiling": "1.0.0", "olm-rs.io/upgrade-approval": "Manual"}},
+        "spec": {"name": "widget-operator", "source": "e2e", "sourceNamespace": env.ns(),
+                 "channel": "stable", "installPlanApproval": "Automatic"},
+    }))
+    .await;
+    let v1 = csv_name("widget", "1.0.0");
+    let v11 = csv_name("widget", "1.1.0");
+    // The first install is Automatic.
+    env.wait_csv_phase(&v1, "Succeeded").await;
+    env.wait_at_latest("widget", &v1).await;
+
+    // 1.1.0 is published: reported, not planned.
+    env.apply_catalog(
+        "e2e-catalog",
+        &widget_catalog(&[("stable", &[b("1.0.0"), b("1.1.0").replaces("1.0.0")])]),
+    )
+    .await;
+    let sub = env
+        .wait_obj::<Subscription, _>("UpgradeAvailable", "widget", |s| {
+            (str_at(s, "/status/state") == "UpgradeAvailable").then(|| s.clone())
+        })
+        .await;
+    assert_eq!(str_at(&sub, "/status/installedCSV"), v1);
+    assert_eq!(str_at(&sub, "/status/currentCSV"), v1);
+    let held = env.wait_condition("widget", "UpgradeHeld").await;
+    assert_eq!(held["reason"], "VersionPinned");
+    let message = held["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "{v11} (1.1.0) is available but the annotation olm-rs.io/version-ceiling keeps this \
+             Subscription at or below 1.0.0"
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        sub.pointer("/metadata/annotations/olm-rs.io~1installed-csvs"),
+        Some(&json!(v1)),
+        "the history records the first install: {sub:#}"
+    );
+    let events = env.events_for("Subscription", "widget").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "UpgradeAvailable" && m == message),
+        "{events:?}"
+    );
+    // Stays put: several reconciles later, still no plan for 1.1.0 and 1.0.0 installed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let plans = env.list::<InstallPlan>().await;
+    assert!(
+        plans
+            .iter()
+            .all(|p| !p["spec"]["clusterServiceVersionNames"].to_string().contains(&v11)),
+        "no plan for {v11}: {plans:#?}"
+    );
+    assert_eq!(
+        str_at(
+            &env.get::<Subscription>("widget").await.unwrap_or_default(),
+            "/status/state"
+        ),
+        "UpgradeAvailable"
+    );
+    // `why` for the upgradable (pinned) Subscription, read as the user through their kubeconfig.
+    let (code, out, err) = kubectl_olm(&env, &["why", "widget", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in [
+        format!("  catalog:   {}/e2e (priority 0), channel stable", env.ns()),
+        "  approval:  Automatic (upgrades: Manual, annotation olm-rs.io/upgrade-approval)".to_owned(),
+        "  state:     UpgradeAvailable".to_owned(),
+        format!("  installed: {v1} (1.0.0) — first install: the channel head at the time"),
+        format!(
+            "  next:      nothing: {v11} 1.1.0 is available, but the annotation \
+             olm-rs.io/version-ceiling keeps this Subscription at or below 1.0.0 (state UpgradeAvailable)"
+        ),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no line {line:?} in:\n{out}");
+    }
+
+    // An unreadable ceiling: reported on the Subscription and as an Event, naming the fix.
+    env.cluster.kubectl_ok([
+        "annotate",
+        "--overwrite",
+        "subscriptions.operators.coreos.com",
+        "widget",
+        "-n",
+        env.ns(),
+        "olm-rs.io/version-ceiling=one",
+    ]);
+    let failed = env.wait_condition("widget", "ResolutionFailed").await;
+    assert_eq!(failed["reason"], "InvalidAnnotation");
+    let failure = failed["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        failure.starts_with("annotation olm-rs.io/version-ceiling \"one\" is not a semantic version"),
+        "{failure}"
+    );
+    let events = env.events_for("Subscription", "widget").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "ResolutionFailed" && *m == failure),
+        "{events:?}"
+    );
+    // `why` for the failing Subscription: the cause in one sentence, and the fix.
+    let (code, out, err) = kubectl_olm(&env, &["why", "sub/widget", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "\n  failure:   annotation olm-rs.io/version-ceiling \"one\" is not a semantic version ("
+        ) && out.contains("\n  fix:       set it to a version such as 1.0.0, or remove it\n"),
+        "{out}"
+    );
+
+    // The ceiling raised: 1.1.0 is planned, and waits for approval (upgrade-approval Manual).
+    env.cluster.kubectl_ok([
+        "annotate",
+        "--overwrite",
+        "subscriptions.operators.coreos.com",
+        "widget",
+        "-n",
+        env.ns(),
+        "olm-rs.io/version-ceiling=1.1.0",
+    ]);
+    let plan_name = env.install_plan_for("widget", &v11).await;
+    let plan = env
+        .wait_obj::<InstallPlan, _>("RequiresApproval", &plan_name, |p| {
+            (str_at(p, "/status/phase") == "RequiresApproval").then(|| p.clone())
+        })
+        .await;
+    assert_eq!(plan["spec"]["approved"], false);
+    assert_eq!(str_at(&plan, "/spec/approval"), "Manual");
+    // `why` asked about the waiting InstallPlan, as JSON.
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &[
+            "why",
+            &format!("installplan/{plan_name}"),
+            "-n",
+            env.ns(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let answer: Value = serde_json::from_str(&out).expect("why -o json");
+    assert_eq!(
+        answer["asked"],
+        format!(
+            "installplan.operators.coreos.com/{plan_name} (RequiresApproval, installs {v11}) was made for:"
+        )
+    );
+    assert_eq!(
+        answer["next"],
+        format!("install {v11} 1.1.0 (replaces {v1}) (its InstallPlan is pending)")
+    );
+    assert_eq!(answer["installed"]["bundle"], json!(v1));
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &["approve", "--subscription", "widget", "-n", env.ns(), "--yes"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    env.wait_at_latest("widget", &v11).await;
+    let sub = env
+        .wait_obj::<Subscription, _>("the history", "widget", |s| {
+            let history = s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs")?;
+            (history == &json!(format!("{v1},{v11}"))).then(|| s.clone())
+        })
+        .await;
+    // `why` for the installed Subscription, asked by its CSV, with the graph as Mermaid.
+    let (code, out, err) = kubectl_olm(
+        &env,
+        &["why", &format!("csv/{v11}"), "-n", env.ns(), "--graph", "mermaid"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "clusterserviceversion.operators.coreos.com/{v11} is installed by:\n"
+        )),
+        "{out}"
+    );
+    for line in [
+        format!("  installed: {v11} (1.1.0) — upgrade: replaces {v1}"),
+        format!(
+            "  next:      nothing: no entry of the channel replaces or skips {v11}, or has a skipRange \
+             covering its version"
+        ),
+        "    flowchart TD".to_owned(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no line {line:?} in:\n{out}");
+    }
+    // The controller's apply keeps the component label.
+    assert!(
+        sub.pointer(&format!(
+            "/metadata/labels/operators.coreos.com~1widget-operator.{}",
+            env.ns()
+        ))
+        .is_some(),
+        "{sub:#}"
+    );
+}
+
+/// `kubectl olm rollback` with the controller: the Redis operator from the built-in catalog's
+/// `alpha` channel installs 1.0.0 (startingCSV), upgrades to 1.1.0 (ceiling 1.1.0), and 1.1.0
+/// fails (it supports only AllNamespaces, the group targets its own namespace). The rollback
+/// shows the plan of 1.0.0, deletes the Subscription, the failed CSV and the 1.0.0 CSV the
+/// upgrade left `Replacing`, and subscribes again at 1.0.0, pinned there: 1.0.0 is `Succeeded`
+/// again, the history records the way back, and `why` says so.
+#[tokio::test]
+async fn rollback_returns_a_failed_upgrade_of_the_redis_operator_to_1_0_0() {
+    let Some(env) = env("e2e-rollback").await else {
+        return;
+    };
+    env.create::<CatalogSource>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "olm-rs-catalog", "namespace": env.ns()},
+        "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
+    }))
+    .await;
+    env.own_namespace_group().await;
+    env.wait_catalog_ready("olm-rs-catalog").await;
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "redis-operator", "namespace": env.ns(),
+                     "annotations": {"olm-rs.io/version-ceiling": "1.1.0"}},
+        "spec": {"name": "redis-operator", "source": "olm-rs-catalog", "sourceNamespace": env.ns(),
+                 "channel": "alpha", "startingCSV": "redis-operator.v1.0.0"},
+    }))
+    .await;
+    let (v1, v11) = ("redis-operator.v1.0.0", "redis-operator.v1.1.0");
+    env.wait_csv_phase(v11, "Failed").await;
+    env.wait_obj::<Subscription, _>("the history of both", "redis-operator", |s| {
+        (s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs") == Some(&json!(format!("{v1},{v11}"))))
+            .then_some(())
+    })
+    .await;
+
+    let (code, out, err) = kubectl_olm(&env, &["rollback", "redis-operator", "-n", env.ns(), "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "rollback of subscription {}/redis-operator: {v11} -> {v1}\n",
+            env.ns()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("and csv {v1} (left Replacing by the upgrade)")),
+        "{out}"
+    );
+    env.wait_csv_gone(v11).await;
+    env.wait_csv_phase(v1, "Succeeded").await;
+    let sub = env
+        .wait_obj::<Subscription, _>("back at 1.0.0, recorded", "redis-operator", |s| {
+            let history = s.pointer("/metadata/annotations/olm-rs.io~1installed-csvs")?;
+            (history == &json!(format!("{v1},{v11},{v1}"))
+                && s.pointer("/status/installedCSV") == Some(&json!(v1)))
+            .then(|| s.clone())
+        })
+        .await;
+    assert_eq!(
+        sub.pointer("/metadata/annotations/olm-rs.io~1version-ceiling"),
+        Some(&json!("1.0.0"))
+    );
+    assert_eq!(sub.pointer("/spec/startingCSV"), Some(&json!(v1)));
+    let (code, out, err) = kubectl_olm(&env, &["why", "redis-operator", "-n", env.ns()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "\n  installed: {v1} (1.0.0) — rolled back from {v11} (it was installed before {v11})\n"
+        )),
+        "{out}"
+    );
+    // The CSV before 1.0.0 in the history is now 1.1.0: a rollback never goes forward.
+    let (code, out, err) = kubectl_olm(&env, &["rollback", "redis-operator", "-n", env.ns(), "--dry-run"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: rollback of subscription {}/redis-operator refused: the CSV before {v1} in the \
+             history is {v11} (1.1.0), which is not older than {v1} (1.0.0); rollback only goes back: \
+             to upgrade, raise or remove the annotation olm-rs.io/version-ceiling\n",
+            env.ns()
+        )
+    );
+}

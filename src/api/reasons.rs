@@ -29,6 +29,12 @@ pub mod subscription {
     pub const CONFIG_FIELD_NOT_APPLIED: &str = "ConfigFieldNotApplied";
     /// Reason of `UpgradeHeld=True`.
     pub const INSTALLED_CSV_NOT_SUCCEEDED: &str = "InstalledCSVNotSucceeded";
+    /// Reason of `UpgradeHeld=True` for a Subscription kept at or below its
+    /// `olm-rs.io/version-ceiling` while a newer bundle exists (olm-rs only).
+    pub const VERSION_PINNED: &str = "VersionPinned";
+    /// Reason of `ResolutionFailed=True` when an `olm-rs.io/` annotation of the Subscription
+    /// does not read (olm-rs only).
+    pub const INVALID_ANNOTATION: &str = "InvalidAnnotation";
     /// Bundle content is being unpacked.
     pub const BUNDLE_UNPACKING: &str = "BundleUnpacking";
     /// Bundle unpacking failed.

@@ -158,6 +158,10 @@ impl Cluster {
     /// a transport failure says which server and kubeconfig were tried.
     pub fn api_error(&self, action: &str, err: kube::Error) -> CliError {
         match err {
+            kube::Error::Api(status) if status.code == 403 => CliError::Forbidden {
+                action: action.to_string(),
+                ask: crate::cli::error::forbidden_ask(&status.message),
+            },
             kube::Error::Api(status) => CliError::Api {
                 action: action.to_string(),
                 message: status.message.clone(),

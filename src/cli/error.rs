@@ -152,6 +152,16 @@ pub enum CliError {
         code: u16,
     },
 
+    /// The user may not do what the command needs (HTTP 403): what, and what to ask for.
+    #[error("you may not {action}: ask for {ask}, or use --context with a user that has it")]
+    Forbidden {
+        /// What the command was doing (`get installplan x in namespace ns`).
+        action: String,
+        /// The permission to ask for, from the apiserver's refusal (`list on
+        /// subscriptions.operators.coreos.com in namespace ns (user "alice")`).
+        ask: String,
+    },
+
     /// The OLM CRDs are not installed on the cluster.
     #[error(
         "the cluster has no {resource} API (operators.coreos.com); install OLM's CRDs first: kubectl apply --server-side -f manifests/crds/ (or the controller's manifests: kubectl apply -k manifests)"
@@ -261,6 +271,40 @@ fn api_hint(code: u16) -> &'static str {
     }
 }
 
+/// The permission to ask for, read from the apiserver's 403 message (`User "alice" cannot list
+/// resource "subscriptions" in API group "operators.coreos.com" in the namespace "ns"`):
+/// `"list" on subscriptions.operators.coreos.com in namespace ns (for user "alice")`, or the
+/// whole message when it does not read that way.
+pub fn forbidden_ask(message: &str) -> String {
+    let quoted = |after: &str| -> Option<String> {
+        let start = message.find(after)? + after.len();
+        let rest = message.get(start..)?.strip_prefix('"')?;
+        Some(rest[..rest.find('"')?].to_owned())
+    };
+    let (Some(verb), Some(resource)) = (
+        message
+            .find(" cannot ")
+            .and_then(|i| message.get(i + " cannot ".len()..))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_owned),
+        quoted("resource "),
+    ) else {
+        return format!("the permission the cluster names ({message})");
+    };
+    let resource = match quoted("in API group ").filter(|g| !g.is_empty()) {
+        Some(group) => format!("{resource}.{group}"),
+        None => resource,
+    };
+    let scope = match quoted("in the namespace ") {
+        Some(ns) => format!("in namespace {ns} (a Role and RoleBinding)"),
+        None => "cluster-wide (a ClusterRole and ClusterRoleBinding)".to_owned(),
+    };
+    let user = quoted("User ")
+        .map(|u| format!(" for user {u}"))
+        .unwrap_or_default();
+    format!("{verb:?} on {resource} {scope}{user}")
+}
+
 /// Joins names for an error message, `none` when there are none.
 pub fn known_list<I, S>(names: I) -> String
 where
@@ -307,6 +351,38 @@ mod tests {
         let e = CliError::from(io::Error::from(io::ErrorKind::BrokenPipe));
         assert!(e.is_broken_pipe());
         assert!(!CliError::Usage("x".into()).is_broken_pipe());
+    }
+
+    #[test]
+    fn a_403_names_what_may_not_be_read_and_what_to_ask_for() {
+        let e = CliError::Forbidden {
+            action: "list subscriptions in namespace shop".into(),
+            ask: forbidden_ask(
+                "subscriptions.operators.coreos.com is forbidden: User \"alice\" cannot list resource \
+                 \"subscriptions\" in API group \"operators.coreos.com\" in the namespace \"shop\"",
+            ),
+        };
+        assert_eq!(
+            e.to_string(),
+            "you may not list subscriptions in namespace shop: ask for \"list\" on \
+             subscriptions.operators.coreos.com in namespace shop (a Role and RoleBinding) for user \
+             alice, or use --context with a user that has it"
+        );
+        assert_eq!(
+            forbidden_ask(
+                "customresourcedefinitions.apiextensions.k8s.io \"x\" is forbidden: User \"bob\" cannot \
+                 get resource \"customresourcedefinitions\" in API group \"apiextensions.k8s.io\" at the \
+                 cluster scope"
+            ),
+            "\"get\" on customresourcedefinitions.apiextensions.k8s.io cluster-wide (a ClusterRole and \
+             ClusterRoleBinding) for user bob"
+        );
+        assert_eq!(
+            forbidden_ask(
+                "configmaps \"c\" is forbidden: User \"u\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"olm\""
+            ),
+            "\"get\" on configmaps in namespace olm (a Role and RoleBinding) for user u"
+        );
     }
 
     #[test]

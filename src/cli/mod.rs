@@ -128,6 +128,28 @@ Examples:
   kubectl olm plan diff install-x7k2p -n redis -o json")]
     Plan(PlanArgs),
 
+    /// Why a Subscription is on its version: the bundle, the edge, the catalog, the rejected
+    /// candidates, the dependencies, what comes next, and for a failure its cause and fix.
+    #[command(after_help = "\
+Examples:
+  # Why the Subscription redis-operator is on its version (by name or package)
+  kubectl olm why redis-operator -n redis
+
+  # The same for a CSV or an InstallPlan, with the channel graph as Mermaid
+  kubectl olm why csv/redis-operator.v1.0.0 -n redis --graph mermaid
+  kubectl olm why installplan/install-x7k2p -n redis -o json")]
+    Why(WhyArgs),
+
+    /// Go back to the CSV installed before the current one, when that is safe.
+    #[command(after_help = "\
+Examples:
+  # Show the rollback plan and ask before doing it
+  kubectl olm rollback redis-operator -n redis
+
+  # Only check whether it is safe
+  kubectl olm rollback redis-operator -n redis --dry-run")]
+    Rollback(RollbackArgs),
+
     /// Uninstall an operator: delete its Subscription(s) and installed CSV; CRDs are kept unless --delete-crds.
     #[command(after_help = "\
 Examples:
@@ -277,6 +299,54 @@ pub struct PlanShowArgs {
     /// Which plan.
     #[command(flatten)]
     pub target: PlanTarget,
+}
+
+/// Arguments of `why`.
+#[derive(Debug, Clone, Args)]
+pub struct WhyArgs {
+    /// What to explain: a Subscription (name or package), `subscription/NAME`, `csv/NAME` or
+    /// `installplan/NAME`.
+    #[arg(value_name = "SUB|CSV|IP")]
+    pub target: String,
+    /// Namespace (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// How to draw the channel graph.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+    pub graph: GraphFormat,
+    /// Read the catalog from here (DIR, IMAGE, grpc://, https://) instead of the Subscription's
+    /// CatalogSource.
+    #[arg(long = "catalog", value_name = "DIR|IMAGE")]
+    pub catalog: Option<PathBuf>,
+    /// How to reach registries when the catalog is an image.
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
+}
+
+/// Arguments of `rollback`.
+#[derive(Debug, Clone, Args)]
+pub struct RollbackArgs {
+    /// The Subscription (name or package).
+    #[arg(value_name = "SUB")]
+    pub subscription: String,
+    /// Namespace (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Only check and show the plan; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Roll back without asking (scripts without a terminal are never asked).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// How long to wait for the new Subscription's InstallPlan, to approve it (0 to not wait).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = cluster::parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Read the catalog from here instead of the Subscription's CatalogSource.
+    #[arg(long = "catalog", value_name = "DIR|IMAGE")]
+    pub catalog: Option<PathBuf>,
+    /// How to reach registries when the catalog is an image.
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
 }
 
 /// Arguments of `uninstall`.

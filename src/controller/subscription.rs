@@ -33,10 +33,12 @@
 //!    an image that is no bundle, `BundleUnpackFailed=True` and a Warning Event, and a new
 //!    attempt 5 minutes later. The pulled manifests become the plan's steps exactly as inlined
 //!    ones, and the plan's `status.bundleLookups` records the lookup.
-//! 4. **Report**: [`status::next_status`] (conditions keep their `lastTransitionTime` while their
+//! 4. **Report**: a pinned Subscription ([`status::pin`]) gets a Normal `UpgradeAvailable`
+//!    Event once per newer bundle; [`status::next_status`] (conditions keep their `lastTransitionTime` while their
 //!    status does not flip); the write is skipped when nothing but timestamps changed
 //!    ([`status::status_changed`]). A new `ResolutionFailed` message is also a Warning Event, once
-//!    per new message.
+//!    per new message. Last, the installed CSV is recorded in the Subscription's
+//!    `olm-rs.io/installed-csvs` annotation ([`status::pin::history_apply`]) when it is new.
 //!
 //! # Dependencies: a Subscription step in the parent's InstallPlan
 //!
@@ -105,6 +107,8 @@ enum Outcome {
     UpToDate(Option<String>),
     /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
     WaitingForSucceeded(Option<String>, status::UpgradeHold),
+    /// At the version ceiling with a newer bundle above it (the adopted CSV, if any).
+    Pinned(Option<String>, status::pin::PinnedUpgrade),
     NewPlan(String, Box<InstallPlan>),
     /// The bundle's image is being pulled (the lookup's message).
     Unpacking(String),
@@ -270,6 +274,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Decision::Failed(reason, message) => Outcome::Failed(reason, message),
         Decision::UpToDate(adopted) => Outcome::UpToDate(adopted),
         Decision::WaitingForSucceeded(adopted, hold) => Outcome::WaitingForSucceeded(adopted, hold),
+        Decision::Pinned(adopted, pinned) => Outcome::Pinned(adopted, pinned),
         Decision::Install(install) => match lookup::needs_lookup(install.bundle) {
             None => match create_plan(&sub, &ctx, &ns, &install, None).await? {
                 Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
@@ -293,7 +298,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             Action::requeue(status::held_requeue(held_since))
         }
         Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
-        Outcome::UpToDate(_) => Action::requeue(Duration::from_secs(300)),
+        Outcome::UpToDate(_) | Outcome::Pinned(..) => Action::requeue(Duration::from_secs(300)),
         Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
         // Upstream resyncs an unpacking namespace every 5 s.
         Outcome::Unpacking(_) => Action::requeue(Duration::from_secs(5)),
@@ -313,6 +318,10 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         Outcome::WaitingForSucceeded(adopted, hold) => ResolutionStep::Held {
             adopted: adopted.as_deref(),
             hold,
+        },
+        Outcome::Pinned(adopted, pinned) => ResolutionStep::Pinned {
+            adopted: adopted.as_deref(),
+            pinned,
         },
         Outcome::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
         Outcome::Unpacking(message) => ResolutionStep::Unpacking { message },
@@ -339,6 +348,19 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
                 message.clone(),
             );
         }
+    }
+    if let Outcome::Pinned(_, pinned) = &decision
+        && old
+            .as_ref()
+            .and_then(|o| o.condition(&T::UpgradeHeld))
+            .is_none_or(|c| c.message.as_deref() != Some(pinned.message().as_str()))
+    {
+        ctx.normal(
+            &sub.object_ref(&()),
+            "UpgradeAvailable",
+            "Resolve",
+            pinned.message(),
+        );
     }
     if let Outcome::UnpackFailed(reason, message, _) = &decision
         && old
@@ -382,6 +404,17 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     // Subscription as it was before our last write (the watch lags behind).
     ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)
         .await?;
+    // The history of installed CSVs (`olm-rs.io/installed-csvs`, read by `kubectl olm
+    // rollback`), with the component label this manager also owns.
+    if let Some(installed) = next.installed_csv.as_deref().filter(|c| !c.is_empty()) {
+        let label = crate::api::labels::component_label_key(&sub.spec.name, &ns);
+        if let Some(apply) = status::pin::history_apply(&sub, &ns, installed, label.as_deref()) {
+            let api: Api<Subscription> = Api::namespaced(ctx.client(), &ns);
+            apply::apply(&api, &name, &apply, &ctx.manager)
+                .await
+                .map_err(Error::apply(format!("Subscription {ns}/{name}")))?;
+        }
+    }
     Ok(action)
 }
 

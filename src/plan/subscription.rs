@@ -19,6 +19,13 @@
 //! 5. **The chosen bundle must still be in its catalog** (the catalog may have changed since it
 //!    was resolved against); otherwise a failure, and resolution runs again.
 //!
+//! Before resolution, the Subscription's `olm-rs.io/` annotations are read ([`pin`]): one that
+//! does not read fails the decision (`ResolutionFailed`, reason `InvalidAnnotation`, naming the
+//! annotation and the fix). A version ceiling goes into the resolution request; when it leaves
+//! the Subscription at its installed CSV while a newer bundle would be the next hop without it,
+//! the decision is [`Decision::Pinned`]: no plan, `state: UpgradeAvailable`, `UpgradeHeld=True`
+//! reason `VersionPinned` (see [`pin`]).
+//!
 //! The result is an [`Install`] of the selected bundle. [`install_plan`] then builds the
 //! InstallPlan for it (under the name the controller picked, see
 //! [`crate::plan::steps::install_plan_name`]): the bundle's steps, a Subscription step per
@@ -71,13 +78,19 @@
 //!    condition message, else its pending bundle-lookup messages (a plan waiting for approval has
 //!    none: upstream's e2e suite compares the condition, message included, exactly).
 //!
-//! # `UpgradeAvailable` (never set, as upstream)
+//! # `UpgradeAvailable` (only for a pinned Subscription)
 //!
 //! Upstream declares `state: UpgradeAvailable` but no code sets it since olm PR #2369: an upgrade
 //! waiting for approval is `UpgradePending`, with `InstallPlanPending=True` reason
 //! `RequiresApproval` and `installedCSV` ≠ `currentCSV`. Scripts and upstream's own e2e suite
 //! wait for exactly that state, so olm-rs writes it too (it once wrote `UpgradeAvailable` there);
 //! a state `UpgradeAvailable` left by an older olm-rs is read like `UpgradePending`.
+//!
+//! olm-rs writes `UpgradeAvailable` for one case, the meaning consoles give it ("Upgrade
+//! available"): a Subscription held at its `olm-rs.io/version-ceiling` while a newer bundle is
+//! the next hop ([`Decision::Pinned`]). Then `currentCSV` = `installedCSV`, no InstallPlan is
+//! referenced for the newer bundle, and `UpgradeHeld=True` reason `VersionPinned` names it;
+//! resolution keeps running (raising the ceiling takes the upgrade at the next reconcile).
 //!
 //! # Times
 //!
@@ -87,6 +100,10 @@
 //! something other than timestamps changed ([`status_changed`], built on
 //! [`crate::status::status_unchanged`]), so an unchanged world gives a byte-for-byte equal status
 //! and the controller skips the write.
+
+pub mod pin;
+pub mod rollback;
+pub mod why;
 
 use std::time::Duration;
 
@@ -157,6 +174,9 @@ pub enum Decision<'a> {
     WaitingForSucceeded(Option<String>, UpgradeHold),
     /// Install this bundle.
     Install(Box<Install<'a>>),
+    /// Up to date at the version ceiling, with a newer bundle kept out by it (the adopted CSV,
+    /// if any).
+    Pinned(Option<String>, pin::PinnedUpgrade),
 }
 
 /// An upgrade held until the installed CSV is `Succeeded`: reported as `UpgradeHeld=True`
@@ -237,12 +257,38 @@ pub fn decide<'a>(observed: &Observed<'a>) -> Decision<'a> {
             ),
         );
     }
-    let request = Request::from_subscription(observed.subscription);
+    let pins = match pin::pins(observed.subscription) {
+        Ok(pins) => pins,
+        Err(e) => return Decision::Failed(reason::INVALID_ANNOTATION, e.to_string()),
+    };
+    let mut request = Request::from_subscription(observed.subscription);
+    request.version_ceiling = pins.ceiling.clone();
     let resolution = match resolve::resolve(&request, observed.catalogs, observed.installed) {
         Ok(r) => r,
         Err(e) => return Decision::Failed(e.reason(), e.to_string()),
     };
     let Some(selected) = resolution.install() else {
+        if let Some(ceiling) = pins.ceiling {
+            // Would the Subscription move without its ceiling? Then say so.
+            let unpinned = Request {
+                version_ceiling: None,
+                ..request
+            };
+            if let Ok(free) = resolve::resolve(&unpinned, observed.catalogs, observed.installed)
+                && let Some(next) = free.install()
+                && let Some(installed) = next.replaces()
+            {
+                return Decision::Pinned(
+                    resolution.adopted.clone(),
+                    pin::PinnedUpgrade {
+                        installed: installed.to_owned(),
+                        available: next.bundle.clone(),
+                        version: next.version.clone(),
+                        ceiling,
+                    },
+                );
+            }
+        }
         return Decision::UpToDate(resolution.adopted.clone());
     };
     if let Some(replaces) = selected.replaces() {
@@ -362,11 +408,16 @@ pub fn component_label_apply(sub: &Subscription, namespace: &str) -> Option<Valu
     if sub.labels().contains_key(&key) {
         return None;
     }
-    Some(serde_json::json!({
+    let mut apply = serde_json::json!({
         "apiVersion": API_VERSION,
         "kind": "Subscription",
         "metadata": {"name": sub.name_any(), "namespace": namespace, "labels": {key: ""}},
-    }))
+    });
+    // The history the controller also owns on this object (see `pin::history_apply`).
+    if let Some(history) = sub.annotations().get(pin::INSTALLED_CSVS) {
+        apply["metadata"]["annotations"] = serde_json::json!({pin::INSTALLED_CSVS: history});
+    }
+    Some(apply)
 }
 
 /// The plan `sub` already has for installing `csv`, if any: one of its own InstallPlans (owner
@@ -467,7 +518,11 @@ pub fn install_plan(
             .map_err(|e| format!("dependency {}: {e}", dependency.subscription_name))?;
         plan.push(step);
     }
-    let approval = plan_approval(&sub.spec);
+    let upgrade_approval = pin::pins(sub).ok().and_then(|p| p.upgrade_approval);
+    let approval = match upgrade_approval.filter(|_| selected.replaces().is_some()) {
+        Some(for_upgrades) => approval_of(&for_upgrades),
+        None => plan_approval(&sub.spec),
+    };
     let mut ip = InstallPlan::new(
         name,
         InstallPlanSpec {
@@ -534,6 +589,15 @@ pub enum ResolutionStep<'a> {
         adopted: Option<&'a str>,
         /// What is held.
         hold: &'a UpgradeHold,
+    },
+    /// Resolution found nothing to install at or below the Subscription's version ceiling, and
+    /// a newer bundle above it: as `UpToDate`, plus `UpgradeHeld=True` (`VersionPinned`) and
+    /// `state: UpgradeAvailable`.
+    Pinned {
+        /// As [`ResolutionStep::UpToDate::adopted`].
+        adopted: Option<&'a str>,
+        /// What the ceiling keeps out.
+        pinned: &'a pin::PinnedUpgrade,
     },
     /// Resolution found nothing to install for this Subscription.
     UpToDate {
@@ -648,7 +712,9 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
             conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpacking]);
             conds.set(condition(Cond::BundleUnpackFailed, true, reason, message));
         }
-        ResolutionStep::UpToDate { adopted } | ResolutionStep::Held { adopted, .. } => {
+        ResolutionStep::UpToDate { adopted }
+        | ResolutionStep::Held { adopted, .. }
+        | ResolutionStep::Pinned { adopted, .. } => {
             conds.remove(&[
                 Cond::ResolutionFailed,
                 Cond::BundleUnpacking,
@@ -660,6 +726,12 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                     true,
                     reason::INSTALLED_CSV_NOT_SUCCEEDED,
                     &hold.message(),
+                )),
+                ResolutionStep::Pinned { pinned, .. } => conds.set(condition(
+                    Cond::UpgradeHeld,
+                    true,
+                    reason::VERSION_PINNED,
+                    &pinned.message(),
                 )),
                 _ => conds.remove(&[Cond::UpgradeHeld]),
             }
@@ -695,7 +767,15 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
     if let Some(current) = st.current_csv.clone().filter(|c| !c.is_empty()) {
         if input.csvs.contains(&current.as_str()) {
             st.installed_csv = Some(current);
-            st.state = Some(SubscriptionState::AtLatestKnown);
+            st.state = Some(match input.resolution {
+                ResolutionStep::Pinned { .. } => SubscriptionState::UpgradeAvailable,
+                // Still pinned while resolution waits (it does not wait at a ceiling, see
+                // `needs_resolution`).
+                ResolutionStep::NotRun if pinned_state(&st, &conds.list) => {
+                    SubscriptionState::UpgradeAvailable
+                }
+                _ => SubscriptionState::AtLatestKnown,
+            });
         } else {
             st.state = Some(SubscriptionState::UpgradePending);
         }
@@ -743,8 +823,9 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 if let Some(c) = desired {
                     conds.set(c);
                 }
-                // Written by an older olm-rs for an upgrade waiting for approval.
-                if st.state == Some(SubscriptionState::UpgradeAvailable) {
+                // Written by an older olm-rs for an upgrade waiting for approval (a pinned
+                // Subscription's `UpgradeAvailable` has `currentCSV` = `installedCSV`).
+                if st.state == Some(SubscriptionState::UpgradeAvailable) && !pinned_state(&st, &conds.list) {
                     st.state = Some(SubscriptionState::UpgradePending);
                 }
             }
@@ -767,11 +848,26 @@ pub fn needs_resolution(status: Option<&SubscriptionStatus>) -> bool {
     let Some(status) = status else {
         return true;
     };
-    let waiting = matches!(
-        status.state,
-        Some(SubscriptionState::UpgradePending | SubscriptionState::UpgradeAvailable)
-    );
+    let waiting = match status.state {
+        Some(SubscriptionState::UpgradePending) => true,
+        // A pinned Subscription waits on nothing: it resolves again (the ceiling or the catalog
+        // may have moved).
+        Some(SubscriptionState::UpgradeAvailable) => !pinned_state(status, &status.conditions),
+        _ => false,
+    };
     !(waiting && status.install_plan_ref.is_some())
+}
+
+/// Whether a status (its `conditions` passed apart: [`next_status`] holds them aside while it
+/// works) is a pinned Subscription's: `UpgradeAvailable` at its installed CSV with `UpgradeHeld`
+/// reason `VersionPinned`.
+fn pinned_state(status: &SubscriptionStatus, conditions: &[SubscriptionCondition]) -> bool {
+    status.state == Some(SubscriptionState::UpgradeAvailable)
+        && status.current_csv.is_some()
+        && status.current_csv == status.installed_csv
+        && conditions
+            .iter()
+            .any(|c| c.type_ == Cond::UpgradeHeld && c.reason.as_deref() == Some(reason::VERSION_PINNED))
 }
 
 /// Whether two statuses differ in anything but timestamps (`lastUpdated`, condition times, catalog
@@ -795,9 +891,14 @@ pub struct PlanApproval {
     pub phase: InstallPlanPhase,
 }
 
-/// The approval of the InstallPlan created for a Subscription with this spec.
+/// The approval of the InstallPlan created for a Subscription with this spec (an upgrade of a
+/// Subscription with the [`pin::UPGRADE_APPROVAL`] annotation takes the annotation's instead).
 pub fn plan_approval(spec: &SubscriptionSpec) -> PlanApproval {
-    if spec.approval().is_manual() {
+    approval_of(&spec.approval())
+}
+
+fn approval_of(approval: &Approval) -> PlanApproval {
+    if approval.is_manual() {
         PlanApproval {
             approval: Approval::Manual,
             approved: false,

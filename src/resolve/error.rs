@@ -180,6 +180,25 @@ pub enum ResolutionError {
         /// The head that would be installed without a startingCSV.
         head: Option<String>,
     },
+    /// The version ceiling leaves nothing to install first: `startingCSV` (or, without one,
+    /// every installable entry of the channels searched) is above it.
+    #[error(
+        "{} of package {package} in CatalogSource {catalog} is above the version ceiling \
+         {ceiling} set by the annotation olm-rs.io/version-ceiling, so nothing can be installed; \
+         {}",
+        .bundle.as_ref().map_or_else(|| "every installable bundle".to_owned(), |(b, v)| format!("spec.startingCSV {b} ({v})")),
+        if .bundle.is_some() { "set spec.startingCSV to a bundle at or below the ceiling, or raise the ceiling" } else { "raise the ceiling or remove the annotation" }
+    )]
+    AboveVersionCeiling {
+        /// The catalog.
+        catalog: CatalogKey,
+        /// The package.
+        package: String,
+        /// The startingCSV asked for and its version; `None` when no startingCSV was given.
+        bundle: Option<(String, Version)>,
+        /// The ceiling.
+        ceiling: Version,
+    },
     /// `startingCSV` names a bundle that can never be installed.
     #[error(
         "bundle {bundle} of package {package} in CatalogSource {catalog} carries the legacy \

@@ -59,6 +59,10 @@ pub struct Request {
     pub installed_csv: Option<String>,
     /// `spec.installPlanApproval`; not used by resolution, carried for the caller.
     pub approval: Approval,
+    /// The highest version this Subscription may install (olm-rs's `olm-rs.io/version-ceiling`
+    /// annotation, read by [`crate::plan::subscription::pin`]): bundles above it are neither
+    /// installed first nor upgraded to. `None` (the default) puts no ceiling.
+    pub version_ceiling: Option<Version>,
 }
 
 impl Request {
@@ -75,6 +79,7 @@ impl Request {
             catalog: CatalogKey::new(&sub.spec.source_namespace, &sub.spec.source),
             installed_csv: sub.status.as_ref().and_then(|s| nonempty(&s.installed_csv)),
             approval: sub.spec.approval(),
+            version_ceiling: None,
         }
     }
 
@@ -84,6 +89,13 @@ impl Request {
 
     pub(crate) fn starting_csv(&self) -> Option<&str> {
         self.starting_csv.as_deref().filter(|c| !c.is_empty())
+    }
+
+    /// Whether `version` is at or below the version ceiling (always, without one).
+    pub fn within_ceiling(&self, version: &Version) -> bool {
+        self.version_ceiling
+            .as_ref()
+            .is_none_or(|c| version_range::compare(version, c) != std::cmp::Ordering::Greater)
     }
 }
 

@@ -41,6 +41,12 @@
 //! comes *after* the installed one in channel order (a `skipRange` that covers a newer version,
 //! a catalog mistake) is not taken, since it would be a downgrade.
 //!
+//! **Version ceiling.** A request may carry a version ceiling ([`Request::version_ceiling`],
+//! from olm-rs's `olm-rs.io/version-ceiling` annotation): entries above it are skipped both as
+//! channel heads and as upgrade hops (so a `skipRange` jump over the ceiling gives way to a
+//! nearer hop at or below it), and a `startingCSV` above it is refused
+//! ([`ResolutionError::AboveVersionCeiling`]). Upstream has no ceiling.
+//!
 //! **Upgrades keep other operators' requirements.** Upstream solves all Subscriptions of a
 //! namespace together, so an operator installed as a dependency (`db` required by `app` in
 //! `>=1.0.0 <2.0.0`) is never upgraded out of the range its dependents need. Resolving one
@@ -335,7 +341,7 @@ pub fn resolve(
         None => Outcome::Install(first_install(req, key, package, &channels)?),
         Some(cur) => {
             let dependents = dependents(req, catalogs, installed, cur);
-            match upgrade(key, package, &channels, cur, &dependents)? {
+            match upgrade(req, key, package, &channels, cur, &dependents)? {
                 Ok(selected) => Outcome::Install(selected),
                 Err(held_back) => Outcome::AtLatestKnown {
                     csv: cur.name.clone(),
@@ -580,8 +586,10 @@ fn selected(key: &CatalogKey, channel: &Channel, bundle: &Bundle, selection: Sel
     }
 }
 
-/// The first installable entry of a channel in resolver order (head first).
+/// The first installable entry of a channel in resolver order (head first) at or below the
+/// request's version ceiling (any, without one).
 fn channel_head<'m>(
+    req: &Request,
     key: &CatalogKey,
     package: &'m Package,
     channel: &Channel,
@@ -590,7 +598,9 @@ fn channel_head<'m>(
         return Ok(None);
     }
     let order = channel.graph().ordered().map_err(|e| broken(key, channel, e))?;
-    Ok(order.iter().find_map(|e| installable(package, &e.name)))
+    Ok(order
+        .iter()
+        .find_map(|e| installable(package, &e.name).filter(|b| req.within_ceiling(&b.version))))
 }
 
 fn first_install(
@@ -614,6 +624,18 @@ fn first_install(
                     bundle: wanted.to_owned(),
                 });
             }
+            if let Some(ceiling) = req
+                .version_ceiling
+                .as_ref()
+                .filter(|_| !req.within_ceiling(&bundle.version))
+            {
+                return Err(ResolutionError::AboveVersionCeiling {
+                    catalog: key.clone(),
+                    package: package.name.clone(),
+                    bundle: Some((wanted.to_owned(), bundle.version.clone())),
+                    ceiling: ceiling.clone(),
+                });
+            }
             return Ok(selected(key, channel, bundle, Selection::StartingCsv));
         }
         let mut bundles: Vec<&Bundle> = channels
@@ -627,7 +649,7 @@ fn first_install(
         bundles.dedup_by(|a, b| a.name == b.name);
         let head = channels
             .first()
-            .and_then(|c| channel_head(key, package, c).ok().flatten())
+            .and_then(|c| channel_head(req, key, package, c).ok().flatten())
             .map(|b| b.name.clone());
         return Err(ResolutionError::StartingCsvNotFound {
             catalog: key.clone(),
@@ -642,8 +664,24 @@ fn first_install(
         });
     }
     for channel in channels {
-        if let Some(bundle) = channel_head(key, package, channel)? {
+        if let Some(bundle) = channel_head(req, key, package, channel)? {
             return Ok(selected(key, channel, bundle, Selection::Head));
+        }
+    }
+    if let Some(ceiling) = &req.version_ceiling {
+        let unpinned = Request {
+            version_ceiling: None,
+            ..req.clone()
+        };
+        for channel in channels {
+            if channel_head(&unpinned, key, package, channel)?.is_some() {
+                return Err(ResolutionError::AboveVersionCeiling {
+                    catalog: key.clone(),
+                    package: package.name.clone(),
+                    bundle: None,
+                    ceiling: ceiling.clone(),
+                });
+            }
         }
     }
     let channel = channels.first().map(|c| c.name.clone()).unwrap_or_default();
@@ -744,6 +782,7 @@ fn eligible_hops<'g>(
 
 /// The upgrade taken, or why none was (a note for the AtLatestKnown outcome).
 fn upgrade(
+    req: &Request,
     key: &CatalogKey,
     package: &Package,
     channels: &[&Channel],
@@ -772,6 +811,10 @@ fn upgrade(
             let Some(bundle) = installable(package, &entry.name) else {
                 continue;
             };
+            // Above the Subscription's version ceiling: not taken (a nearer hop may be).
+            if !req.within_ceiling(&bundle.version) {
+                continue;
+            }
             if let Some(d) = dependents
                 .iter()
                 .find(|d| !d.requirement.satisfied_by_bundle(bundle))

@@ -141,6 +141,7 @@ fn request(package: &str, catalog: CatalogKey) -> Request {
         catalog,
         installed_csv: None,
         approval: Approval::Automatic,
+        version_ceiling: None,
     }
 }
 

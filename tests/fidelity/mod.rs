@@ -474,6 +474,13 @@ pub const ALLOWED: &[Allowed] = &[
     // --- Deliberate (README compatibility table) ---
     Allowed {
         transcript: "*",
+        kind: "Subscription",
+        path: "metadata.annotations",
+        why: "deliberate: olm-rs records the installed CSVs in olm-rs.io/installed-csvs (the \
+              history `kubectl olm rollback` reads); upstream keeps none",
+    },
+    Allowed {
+        transcript: "*",
         kind: "InstallPlan",
         path: "spec.source",
         why: "deliberate: per-Subscription InstallPlans name their catalog",

@@ -22,6 +22,8 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
         | Command::List(_)
         | Command::Approve(_)
         | Command::Plan(_)
+        | Command::Why(_)
+        | Command::Rollback(_)
         | Command::Uninstall(_) => cluster::run(cli, streams),
         Command::Console(args) => console::run(cli, args, streams),
         Command::Completion { shell } => completion::run(*shell, streams),

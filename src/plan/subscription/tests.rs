@@ -1132,6 +1132,118 @@ mod decision {
         );
         assert!(!err.contains("no ClusterServiceVersion"));
     }
+
+    fn annotate(sub: &mut Subscription, pairs: &[(&str, &str)]) {
+        let annotations = sub.metadata.annotations.get_or_insert_with(Default::default);
+        for (k, v) in pairs {
+            annotations.insert((*k).to_owned(), (*v).to_owned());
+        }
+    }
+
+    fn installed_at_v1(sub: &mut Subscription) {
+        sub.status = serde_json::from_value(json!({"installedCSV": "a.v1", "currentCSV": "a.v1",
+            "state": "AtLatestKnown", "lastUpdated": "2026-01-01T00:00:00Z"}))
+        .unwrap();
+    }
+
+    #[test]
+    fn a_ceiling_keeps_the_installed_csv_and_names_the_newer_bundle() {
+        let (model, mut sub) = (model(), subscription("Automatic"));
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "1.0.0")]);
+        installed_at_v1(&mut sub);
+        let cats = catalogs(&model);
+        let inst = installed(&sub, Some(("a.v1", "Succeeded")));
+        let succeeded = [("a.v1".to_owned(), Some(CsvPhase::Succeeded))];
+        let Decision::Pinned(adopted, pinned) = decide_with(&sub, &["og"], &cats, &inst, &succeeded) else {
+            panic!("expected the upgrade to be pinned")
+        };
+        assert_eq!(adopted, None);
+        assert_eq!(
+            (pinned.installed.as_str(), pinned.available.as_str()),
+            ("a.v1", "a.v2")
+        );
+        assert_eq!(pinned.version, semver::Version::new(2, 0, 0));
+        assert!(
+            pinned
+                .message()
+                .contains("a.v2 (2.0.0) is available but the annotation olm-rs.io/version-ceiling"),
+            "{}",
+            pinned.message()
+        );
+        // Raised to the newer version: the upgrade is planned.
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "2.0.0")]);
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &succeeded) else {
+            panic!("expected the upgrade")
+        };
+        assert_eq!(install.selected.bundle, "a.v2");
+    }
+
+    #[test]
+    fn a_first_install_under_a_ceiling_takes_the_newest_bundle_at_or_below_it() {
+        let (model, mut sub) = (model(), subscription("Automatic"));
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "1.5.0")]);
+        let (cats, inst) = (catalogs(&model), installed(&sub, None));
+        let Decision::Install(install) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected an install")
+        };
+        assert_eq!(install.selected.bundle, "a.v1");
+        // Below every bundle: a failure naming the annotation and the fix.
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "0.1.0")]);
+        let Decision::Failed(reason, message) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected a failure")
+        };
+        assert_eq!(reason, reason::CONSTRAINTS_NOT_SATISFIABLE);
+        assert!(
+            message.contains("every installable bundle of package a in CatalogSource olm/cat is above the version ceiling 0.1.0 set by the annotation olm-rs.io/version-ceiling"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_annotation_fails_the_decision_naming_it() {
+        let (model, mut sub) = (model(), subscription("Automatic"));
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "latest")]);
+        let (cats, inst) = (catalogs(&model), installed(&sub, None));
+        let Decision::Failed(reason, message) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected a failure")
+        };
+        assert_eq!(reason, reason::INVALID_ANNOTATION);
+        assert!(
+            message.starts_with("annotation olm-rs.io/version-ceiling \"latest\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_first_install_is_automatic_and_upgrades_wait_with_a_manual_upgrade_approval() {
+        let model = model();
+        let cats = catalogs(&model);
+        let mut sub = subscription("Automatic");
+        annotate(
+            &mut sub,
+            &[(pin::UPGRADE_APPROVAL, "Manual"), (pin::VERSION_CEILING, "1.0.0")],
+        );
+        let inst = installed(&sub, None);
+        let Decision::Install(first) = decide_with(&sub, &["og"], &cats, &inst, &[]) else {
+            panic!("expected the first install")
+        };
+        let (ip, status) = install_plan(&sub, "ops", "install-1", &first, None, &super::time(0)).unwrap();
+        assert_eq!(first.selected.bundle, "a.v1");
+        assert!(ip.spec.approved, "the first install is Automatic");
+        assert_eq!(status.phase, InstallPlanPhase::Installing);
+
+        annotate(&mut sub, &[(pin::VERSION_CEILING, "2.0.0")]);
+        installed_at_v1(&mut sub);
+        let inst = installed(&sub, Some(("a.v1", "Succeeded")));
+        let succeeded = [("a.v1".to_owned(), Some(CsvPhase::Succeeded))];
+        let Decision::Install(upgrade) = decide_with(&sub, &["og"], &cats, &inst, &succeeded) else {
+            panic!("expected the upgrade")
+        };
+        let (ip, status) = install_plan(&sub, "ops", "install-2", &upgrade, None, &super::time(0)).unwrap();
+        assert!(!ip.spec.approved, "the upgrade waits for approval");
+        assert_eq!(ip.spec.approval, Approval::Manual);
+        assert_eq!(status.phase, InstallPlanPhase::RequiresApproval);
+    }
 }
 
 #[test]
@@ -1216,4 +1328,97 @@ fn planning_a_csv_again_finds_the_subscriptions_own_plan_for_it_the_newest_first
     assert_eq!(found.and_then(|p| p.metadata.name.as_deref()), Some("install-b"));
     assert!(existing_plan_for(plans.iter(), "sub-uid", "redis-operator.v0.3.0").is_none());
     assert!(existing_plan_for(plans.iter(), "nobody", "redis-operator.v0.2.0").is_none());
+}
+
+#[test]
+fn a_pinned_subscription_reports_upgrade_available_and_keeps_resolving() {
+    let sub = subscription(
+        "Automatic",
+        Some(
+            json!({"installedCSV": "redis-operator.v0.1.0", "currentCSV": "redis-operator.v0.1.0",
+                    "state": "AtLatestKnown", "lastUpdated": "1970-01-01T00:00:10Z",
+                    "installPlanRef": {"name": "install-old", "namespace": "operators"}}),
+        ),
+    );
+    // The plan that installed it, complete: the pinned state is not mistaken for an old
+    // olm-rs's "upgrade waits for approval".
+    let done = plan("install-old", "Automatic", true, json!({"phase": "Complete"}));
+    let plans = [&done];
+    let pinned = pin::PinnedUpgrade {
+        installed: "redis-operator.v0.1.0".into(),
+        available: "redis-operator.v0.2.0".into(),
+        version: semver::Version::new(0, 2, 0),
+        ceiling: semver::Version::new(0, 1, 0),
+    };
+    let now = time(100);
+    fn input<'a>(
+        sub: &'a Subscription,
+        plans: &'a [&'a InstallPlan],
+        resolution: ResolutionStep<'a>,
+        now: &'a Time,
+    ) -> StatusInput<'a> {
+        StatusInput {
+            subscription: sub,
+            catalog_health: &[],
+            csvs: &["redis-operator.v0.1.0"],
+            install_plans: plans,
+            resolution,
+            now,
+        }
+    }
+    let st = next_status(&input(
+        &sub,
+        &plans,
+        ResolutionStep::Pinned {
+            adopted: None,
+            pinned: &pinned,
+        },
+        &now,
+    ));
+    assert_eq!(
+        summary(&st),
+        (
+            Some("UpgradeAvailable"),
+            Some("redis-operator.v0.1.0"),
+            Some("redis-operator.v0.1.0"),
+            Some("install-old")
+        )
+    );
+    let held = cond(&st, Cond::UpgradeHeld).expect("UpgradeHeld");
+    assert_eq!(held.reason.as_deref(), Some(reason::VERSION_PINNED));
+    assert_eq!(held.message.as_deref(), Some(pinned.message().as_str()));
+    // Nothing waits on a plan: resolution runs again, even with an old plan referenced.
+    let mut with_ref = st.clone();
+    with_ref.install_plan_ref = Some(ObjectReference {
+        name: Some("install-old".into()),
+        ..ObjectReference::default()
+    });
+    assert!(needs_resolution(Some(&with_ref)));
+    // Written, then read back by a reconcile that does not resolve: still pinned (a fixed
+    // point, so the controller does not write again).
+    let mut again = sub.clone();
+    again.status = Some(st.clone());
+    let same = next_status(&input(&again, &plans, ResolutionStep::NotRun, &now));
+    assert_eq!(same, st);
+    let same = next_status(&input(
+        &again,
+        &plans,
+        ResolutionStep::Pinned {
+            adopted: None,
+            pinned: &pinned,
+        },
+        &now,
+    ));
+    assert_eq!(same, st);
+    // The ceiling raised and the upgrade planned elsewhere: up to date clears the hold.
+    let mut next = sub.clone();
+    next.status = Some(st);
+    let st = next_status(&input(
+        &next,
+        &plans,
+        ResolutionStep::UpToDate { adopted: None },
+        &now,
+    ));
+    assert_eq!(st.state, Some(SubscriptionState::AtLatestKnown));
+    assert!(cond(&st, Cond::UpgradeHeld).is_none());
 }

@@ -5,8 +5,10 @@
 pub mod approve;
 pub mod install;
 pub mod list;
+pub mod rollback;
 pub mod shared;
 pub mod uninstall;
+pub mod why;
 
 use crate::cli::{Cli, CliError, Command, cluster::Cluster, output::Streams};
 
@@ -30,6 +32,8 @@ pub fn run(cli: &Cli, streams: &mut Streams<'_>) -> Result<(), CliError> {
                 command: crate::cli::PlanCommand::Show(args),
             }) => approve::show(&cluster, args, format, streams).await,
             Command::Uninstall(args) => uninstall::run(&cluster, args, format, streams).await,
+            Command::Why(args) => why::run(&cluster, args, format, streams).await,
+            Command::Rollback(args) => rollback::run(&cluster, args, format, streams).await,
             _ => Ok(()),
         }
     })
