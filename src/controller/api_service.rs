@@ -57,7 +57,12 @@ async fn check(ctx: &Context, service: &PartialObjectMeta<APIService>) -> kube::
     if let Some(reason) = orphan_reason(owner) {
         let name = service.name_any();
         let api: Api<APIService> = Api::all(ctx.client());
-        if apply::delete_if_present(&api, &name).await? {
+        // Only the APIService this event is about: one re-created under the name since (with
+        // other labels, or none) is judged on its own events.
+        let Some(uid) = service.metadata.uid.as_deref() else {
+            return Ok(());
+        };
+        if apply::delete_observed(&api, &name, uid).await? {
             tracing::info!(apiservice = %name, owner = %format!("{ns}/{csv}"), "deleted an APIService: {reason}");
         }
     }

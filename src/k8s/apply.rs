@@ -55,6 +55,27 @@ where
     }
 }
 
+/// Deletes the object `name` only if it is still the one observed (`uid`, a precondition the API
+/// server checks): `Ok(false)` when it is gone or the name now holds another object (`409`), so a
+/// decision taken on an old event never deletes an object re-created under the same name.
+pub async fn delete_observed<K>(api: &Api<K>, name: &str, uid: &str) -> kube::Result<bool>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let params = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Sends a JSON merge patch under `manager`: only for the rare change a server-side apply cannot
 /// make, such as removing a field the API server defaulted and no manager owns
 /// ([`crate::plan::csv::strategy_switch_patch`]).
