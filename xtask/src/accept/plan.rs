@@ -520,6 +520,70 @@ pub struct Facts {
     pub crds: Vec<String>,
 }
 
+/// The premise every bench run on a catalog checks first: each package's default channel has one
+/// head with an inlined CSV. `(held, what)`.
+pub fn heads_premise(facts: &BTreeMap<String, Facts>) -> (bool, String) {
+    let no_head: Vec<&String> = facts
+        .iter()
+        .filter(|(_, f)| f.head.is_none() || f.csv.is_none())
+        .map(|(p, _)| p)
+        .collect();
+    let which = if no_head.is_empty() {
+        "all".to_owned()
+    } else {
+        format!("not: {no_head:?}")
+    };
+    (
+        no_head.is_empty(),
+        format!("every default channel has one head with an inlined CSV ({which})"),
+    )
+}
+
+/// The expect file lists exactly the catalog's packages. `(held, what)`.
+pub fn expect_premise(
+    expected: &BTreeMap<String, (String, String)>,
+    facts: &BTreeMap<String, Facts>,
+) -> (bool, String) {
+    (
+        expected.keys().eq(facts.keys()),
+        "the expect file lists exactly the catalog's packages".to_owned(),
+    )
+}
+
+/// The packages a run installs: `--package` (each must be in the catalog; sorted, once each),
+/// else every package of the catalog, cut to `--limit`. `Err` names the unknown ones and what the
+/// catalog has.
+pub fn selected_packages(
+    facts: &BTreeMap<String, Facts>,
+    asked: &[String],
+    limit: Option<u32>,
+) -> Result<Vec<String>, String> {
+    let unknown: Vec<&str> = asked
+        .iter()
+        .filter(|p| !facts.contains_key(*p))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown package(s) {}; the catalog has: {}",
+            unknown.join(", "),
+            facts.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut packages: Vec<String> = if asked.is_empty() {
+        facts.keys().cloned().collect()
+    } else {
+        let mut p = asked.to_vec();
+        p.sort();
+        p.dedup();
+        p
+    };
+    if let Some(limit) = limit {
+        packages.truncate(limit as usize);
+    }
+    Ok(packages)
+}
+
 /// {package: facts} from the catalog's FBC blobs.
 pub fn catalog_packages(blobs: &[Value]) -> BTreeMap<String, Facts> {
     let mut packages = BTreeMap::new();

@@ -20,7 +20,7 @@ use super::{
     observe::{POLL, Settled, check_installed_webhooks, explain_requirements, wait_settled},
     plan::{self, Facts, WebhookCheck, clean},
     setup::{ARCHIVE, SOURCE_NAME, create_catalog_source, subscribe},
-    walks::{PlanRecorder, report_walks, run_walks, walk_plan},
+    walks::{PlanRecorder, check_and_report_walks, run_walks, walk_plan},
     webhooks,
 };
 use crate::{
@@ -395,22 +395,8 @@ fn check_catalog(
         ok &= held;
     };
     println!("catalog {label}: {} packages", facts.len());
-    let no_head: Vec<&String> = facts
-        .iter()
-        .filter(|(_, f)| f.head.is_none() || f.csv.is_none())
-        .map(|(p, _)| p)
-        .collect();
-    check(
-        no_head.is_empty(),
-        format!(
-            "every default channel has one head with an inlined CSV ({})",
-            if no_head.is_empty() {
-                "all".to_owned()
-            } else {
-                format!("not: {no_head:?}")
-            }
-        ),
-    );
+    let (held, what) = plan::heads_premise(&facts);
+    check(held, what);
     let mut chosen: BTreeMap<String, usize> = BTreeMap::new();
     for (package, f) in &facts {
         let mode = plan::choose_operator_group(f.csv.as_ref(), &plan::namespace_for("acc", package))
@@ -422,12 +408,8 @@ fn check_catalog(
         format!("an OperatorGroup for every package: {chosen:?}"),
     );
     if compare {
-        let listed: BTreeSet<&String> = expected.keys().collect();
-        let have: BTreeSet<&String> = facts.keys().collect();
-        check(
-            listed == have,
-            "the expect file lists exactly the catalog's packages".to_owned(),
-        );
+        let (held, what) = plan::expect_premise(expected, &facts);
+        check(held, what);
         let not: Vec<String> = expected
             .iter()
             .filter(|(_, (o, _))| o != "Succeeded")
@@ -513,25 +495,7 @@ async fn run_phases(
         .await
         .map_err(|e| SetupError(format!("{e:#}")))?;
     let facts = plan::catalog_packages(&blobs);
-    let unknown: Vec<&String> = args.package.iter().filter(|p| !facts.contains_key(*p)).collect();
-    if !unknown.is_empty() {
-        bail!(SetupError(format!(
-            "unknown package(s) {}; the catalog has: {}",
-            unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
-            facts.keys().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    let mut packages: Vec<String> = if args.package.is_empty() {
-        facts.keys().cloned().collect()
-    } else {
-        let mut p = args.package.clone();
-        p.sort();
-        p.dedup();
-        p
-    };
-    if let Some(limit) = args.limit {
-        packages.truncate(limit as usize);
-    }
+    let packages = plan::selected_packages(&facts, &args.package, args.limit).map_err(SetupError)?;
     let crds: Vec<String> = packages
         .iter()
         .flat_map(|p| facts[p].crds.iter().cloned())
@@ -642,14 +606,7 @@ async fn run_phases(
             .await?;
             used_ns = used;
             drop(recorder);
-            let walk_outcomes: BTreeMap<String, String> =
-                walks.iter().map(|(p, w)| (p.clone(), w.0.clone())).collect();
-            let accw_ns: BTreeMap<String, String> = walkers
-                .iter()
-                .map(|p| (p.clone(), plan::namespace_for("accw", p)))
-                .collect();
-            let walk_hooks = check_installed_webhooks(&kube, &walk_outcomes, &accw_ns).await;
-            ok = report_walks(&walks, &plan::out_path_for_walks(&args.out), &walk_hooks)? && ok;
+            ok = check_and_report_walks(&kube, &walks, &walkers, &args.out).await? && ok;
         }
         anyhow::Ok(ok)
     }

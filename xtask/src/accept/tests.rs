@@ -554,3 +554,36 @@ fn each_wrong_webhook_object_is_found() {
         assert!(!ok && text.contains(says), "{what}: {text}");
     }
 }
+
+#[test]
+fn the_premises_and_the_package_selection_name_what_is_wrong() {
+    let mut facts: BTreeMap<String, Facts> = BTreeMap::new();
+    facts.insert(
+        "a".into(),
+        Facts {
+            head: Some("a.v1".into()),
+            csv: Some(json!({})),
+            ..Facts::default()
+        },
+    );
+    facts.insert("b".into(), Facts::default());
+    let (held, what) = heads_premise(&facts);
+    assert!(!held && what.contains(r#"not: ["b"]"#), "{what}");
+    facts.get_mut("b").unwrap().head = Some("b.v1".into());
+    facts.get_mut("b").unwrap().csv = Some(json!({}));
+    assert!(heads_premise(&facts).0);
+
+    let expected: BTreeMap<String, (String, String)> =
+        [("a".to_owned(), ("Succeeded".to_owned(), String::new()))].into();
+    assert!(!expect_premise(&expected, &facts).0);
+
+    assert_eq!(selected_packages(&facts, &[], None).unwrap(), ["a", "b"]);
+    assert_eq!(selected_packages(&facts, &[], Some(1)).unwrap(), ["a"]);
+    let asked = ["b".to_owned(), "a".to_owned(), "b".to_owned()];
+    assert_eq!(selected_packages(&facts, &asked, None).unwrap(), ["a", "b"]);
+    let err = selected_packages(&facts, &["zz".to_owned()], None).unwrap_err();
+    assert!(
+        err.contains("unknown package(s) zz") && err.contains("a, b"),
+        "{err}"
+    );
+}

@@ -42,11 +42,11 @@ use serde_json::{Value, json};
 use super::{
     cleanup::cleanup,
     client::{Kube, SetupError, s},
-    observe::{Settled, check_installed_webhooks},
+    observe::Settled,
     plan,
     run::{report_installs, run_installs},
     setup::{ARCHIVE, SOURCE_NAME, create_catalog_source},
-    walks::{PlanRecorder, report_walks, run_walks},
+    walks::{PlanRecorder, check_and_report_walks, run_walks},
 };
 use crate::{
     args::UpstreamArgs,
@@ -667,22 +667,8 @@ async fn run_in(
             ok &= held;
         };
         println!("catalog {label}: {} packages rendered by opm", facts.len());
-        let no_head: Vec<&String> = facts
-            .iter()
-            .filter(|(_, f)| f.head.is_none() || f.csv.is_none())
-            .map(|(p, _)| p)
-            .collect();
-        check(
-            no_head.is_empty(),
-            format!(
-                "every default channel has one head with an inlined CSV ({})",
-                if no_head.is_empty() {
-                    "all".to_owned()
-                } else {
-                    format!("not: {no_head:?}")
-                }
-            ),
-        );
+        let (held, what) = plan::heads_premise(&facts);
+        check(held, what);
         // A bundle without an image is served with its objects already; one that keeps an image
         // would need an unpack Job upstream cannot run here.
         check(
@@ -695,11 +681,8 @@ async fn run_in(
             ),
         );
         if compare {
-            let listed: BTreeSet<&String> = expected.keys().collect();
-            check(
-                listed == facts.keys().collect(),
-                "the expect file lists exactly the catalog's packages".into(),
-            );
+            let (held, what) = plan::expect_premise(&expected, &facts);
+            check(held, what);
         }
         let (serve, addr) = start_opm(&opm, &work.join("served"), &serve_log).await?;
         let listed = verify_listing(&bin_dir.join("registry-client"), &addr, bundles);
@@ -738,23 +721,7 @@ async fn run_in(
                 .join(", ")
         )));
     }
-    let unknown: Vec<&String> = args.package.iter().filter(|p| !facts.contains_key(*p)).collect();
-    if !unknown.is_empty() {
-        bail!(SetupError(format!(
-            "unknown package(s) {unknown:?}; the catalog has: {}",
-            facts.keys().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    let mut packages: Vec<String> = if args.package.is_empty() {
-        facts.keys().cloned().collect()
-    } else {
-        args.package.clone()
-    };
-    packages.sort();
-    packages.dedup();
-    if let Some(limit) = args.limit {
-        packages.truncate(limit as usize);
-    }
+    let packages = plan::selected_packages(&facts, &args.package, args.limit).map_err(SetupError)?;
     let crds: Vec<String> = packages
         .iter()
         .flat_map(|p| facts[p].crds.iter().cloned())
@@ -884,14 +851,7 @@ async fn run_in(
                 .iter_mut()
                 .try_for_each(Process::alive)
                 .map_err(SetupError)?;
-            let outcomes: BTreeMap<String, String> =
-                walks.iter().map(|(p, w)| (p.clone(), w.0.clone())).collect();
-            let accw: BTreeMap<String, String> = walkers
-                .iter()
-                .map(|p| (p.clone(), plan::namespace_for("accw", p)))
-                .collect();
-            let hooks = check_installed_webhooks(&kube, &outcomes, &accw).await;
-            ok = report_walks(&walks, &plan::out_path_for_walks(&args.out), &hooks)? && ok;
+            ok = check_and_report_walks(&kube, &walks, &walkers, &args.out).await? && ok;
         }
         anyhow::Ok(ok)
     }

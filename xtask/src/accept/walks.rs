@@ -329,6 +329,23 @@ pub(crate) async fn walk_stop_outcome(
     Ok((None, why))
 }
 
+/// The end of a walk phase, for either OLM: the webhook objects of each walk's last install
+/// checked in its `accw-` namespace, then [`report_walks`] into `<out>-walks.tsv`.
+pub(crate) async fn check_and_report_walks(
+    kube: &Kube,
+    walks: &BTreeMap<String, Walk>,
+    walkers: &[String],
+    out: &Path,
+) -> anyhow::Result<bool> {
+    let outcomes: BTreeMap<String, String> = walks.iter().map(|(p, w)| (p.clone(), w.0.clone())).collect();
+    let namespaces: BTreeMap<String, String> = walkers
+        .iter()
+        .map(|p| (p.clone(), plan::namespace_for("accw", p)))
+        .collect();
+    let hooks = super::observe::check_installed_webhooks(kube, &outcomes, &namespaces).await;
+    report_walks(walks, &plan::out_path_for_walks(out), &hooks)
+}
+
 /// Prints and writes the walks; whether every walk reached the head along the predicted path (or
 /// stopped where an install-mode change predicts) and the heads' webhook objects are right.
 pub(crate) fn report_walks(
