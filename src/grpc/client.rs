@@ -366,26 +366,33 @@ impl Connection {
         packages: &[api::Package],
         bundles: &mut [api::Bundle],
     ) -> Result<(), ClientError> {
+        let bare = |b: &api::Bundle| b.csv_json.is_empty() && b.object.is_empty();
+        let without_csv: std::collections::HashSet<(&str, &str)> = bundles
+            .iter()
+            .filter(|b| bare(b))
+            .map(|b| (b.package_name.as_str(), b.csv_name.as_str()))
+            .collect();
+        // One call per head bundle (a head of several channels is asked once).
+        let mut heads: std::collections::BTreeMap<(String, String), String> = Default::default();
         for package in packages {
             for channel in &package.channels {
-                let bare = |b: &api::Bundle| {
-                    b.package_name == package.name
-                        && b.csv_name == channel.csv_name
-                        && b.csv_json.is_empty()
-                        && b.object.is_empty()
-                };
-                if !bundles.iter().any(bare) {
-                    continue;
+                if without_csv.contains(&(package.name.as_str(), channel.csv_name.as_str())) {
+                    heads
+                        .entry((package.name.clone(), channel.csv_name.clone()))
+                        .or_insert_with(|| channel.name.clone());
                 }
-                let head = self
-                    .get_bundle(&package.name, &channel.name, &channel.csv_name)
-                    .await?;
-                if head.csv_json.is_empty() || head.csv_name != channel.csv_name {
-                    continue;
-                }
-                for b in bundles.iter_mut().filter(|b| bare(b)) {
-                    b.csv_json.clone_from(&head.csv_json);
-                }
+            }
+        }
+        let mut csvs = std::collections::HashMap::new();
+        for ((package, csv_name), channel) in &heads {
+            let head = self.get_bundle(package, channel, csv_name).await?;
+            if !head.csv_json.is_empty() && head.csv_name == *csv_name {
+                csvs.insert((package.as_str(), csv_name.as_str()), head.csv_json);
+            }
+        }
+        for b in bundles.iter_mut().filter(|b| bare(b)) {
+            if let Some(csv) = csvs.get(&(b.package_name.as_str(), b.csv_name.as_str())) {
+                b.csv_json.clone_from(csv);
             }
         }
         Ok(())

@@ -476,3 +476,34 @@ fn summary(model: &Model) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn a_head_csv_given_alone_becomes_csv_metadata_with_its_icon_and_the_image_stays_the_source() {
+    // What the client makes of `GetBundle` for a head `ListBundles` sent bare: the CSV JSON, no
+    // objects. It must describe the bundle (PackageManifests) without passing for inlined
+    // manifests (installs still pull the image).
+    let r = registry();
+    let mut head = r.get_bundle("etcd", "stable", "etcd.v1.0.0").unwrap();
+    head.replaces = String::new();
+    head.object.clear();
+    let mut csv = csv_v1();
+    csv["spec"]["displayName"] = json!("Etcd");
+    csv["spec"]["nativeApis"] = json!([{"group": "g", "version": "v1", "kind": "K"}]);
+    csv["spec"]["icon"] = json!([{"base64data": "PHN2Zy8+", "mediatype": "image/svg+xml"}]);
+    head.csv_json = csv.to_string();
+    let packages = vec![r.get_package("etcd").unwrap()];
+    let rebuilt = catalog_from_messages("grpc://test", &packages, &[head]);
+    let (back, _) = Model::build(rebuilt.config);
+    let bundle = back.package("etcd").unwrap().bundle("etcd.v1.0.0").unwrap();
+    assert!(bundle.properties.bundle_objects.is_empty());
+    assert_eq!(bundle.image, "quay.io/etcd/bundle:v1.0.0");
+    let metadata = bundle.csv_metadata().unwrap();
+    assert_eq!(metadata.display_name, "Etcd");
+    assert!(metadata.extra.contains_key("icon"), "{:?}", metadata.extra.keys());
+    // Read as Go reads it: `nativeApis` fills nativeAPIs.
+    assert!(
+        metadata.extra.contains_key("nativeAPIs"),
+        "{:?}",
+        metadata.extra.keys()
+    );
+}
