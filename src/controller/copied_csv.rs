@@ -538,17 +538,8 @@ pub(super) async fn make_room_for_own(
         )
         .await?;
     }
-    let precondition = kube::api::DeleteParams {
-        preconditions: Some(kube::api::Preconditions {
-            uid: live.uid(),
-            resource_version: None,
-        }),
-        ..Default::default()
-    };
-    match api.delete(name, &precondition).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-        Err(e) => return Err(e),
+    if let Some(uid) = live.uid() {
+        apply::delete_observed(&api, name, &uid).await?;
     }
     memory(ctx).applied.remove(&(ns.to_owned(), name.to_owned()));
     Ok(false)
