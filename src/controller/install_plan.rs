@@ -737,6 +737,14 @@ async fn apply_step(
     let manifest = if namespaced && !named_owners.is_empty() {
         let mut uids = HashMap::new();
         for csv in named_owners {
+            // The step's own CSV (every generated ServiceAccount, Role and RoleBinding names it,
+            // as upstream's do) is known already: no read.
+            if let Some((name, uid)) = &owner
+                && *name == csv
+            {
+                uids.insert(csv, uid.clone());
+                continue;
+            }
             match csv_uid(ctx, ns, &csv).await? {
                 Some(uid) => {
                     uids.insert(csv, uid);
