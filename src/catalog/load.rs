@@ -271,6 +271,20 @@ pub fn catalog_from_data(
     link(cfg, problems, origin)
 }
 
+/// The built-in catalog shipped in the repository's `catalog/` directory, embedded at build time:
+/// (path relative to the repository, text) of every file `build.rs` found there, in the walker's
+/// sorted order, `.indexignore`d files left out. Text compiled in, so reading it is no I/O: the
+/// controller serves it, and the CLI and the console read a `builtin` CatalogSource from it.
+pub const EMBEDDED_BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/builtin_catalog.rs"));
+
+/// Loads the embedded built-in catalog.
+///
+/// # Errors
+/// [`Refused`] when the embedded files do not make a servable catalog.
+pub fn embedded_builtin() -> Result<LoadedCatalog, Refused> {
+    load_texts(EMBEDDED_BUILTIN.iter().copied(), CatalogOrigin::Builtin)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

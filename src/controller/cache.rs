@@ -28,18 +28,7 @@ use crate::{
     source,
 };
 
-/// The built-in catalog shipped in the repository's `catalog/` directory, embedded at build time:
-/// (path relative to the repository, text) of every file `build.rs` found there, in the walker's
-/// sorted order, `.indexignore`d files left out.
-pub const EMBEDDED_BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/builtin_catalog.rs"));
-
-/// Loads the embedded built-in catalog.
-///
-/// # Errors
-/// [`Refused`] when the embedded files do not make a servable catalog.
-pub fn embedded_builtin() -> Result<LoadedCatalog, Refused> {
-    load::load_texts(EMBEDDED_BUILTIN.iter().copied(), load::CatalogOrigin::Builtin)
-}
+pub use crate::catalog::load::{EMBEDDED_BUILTIN, embedded_builtin};
 
 /// Why the `--builtin-catalog` directory could not be read (a catalog that is read but refused
 /// is not an error here: [`CatalogCache::builtin`] reports it on every builtin CatalogSource).

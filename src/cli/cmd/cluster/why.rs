@@ -192,7 +192,7 @@ async fn read_catalog(
         // The catalog built into olm-controller, which kubectl-olm embeds too (the same files;
         // a controller started with --builtin-catalog DIR serves that directory instead:
         // pass --catalog DIR).
-        return crate::controller::cache::embedded_builtin()
+        return crate::catalog::load::embedded_builtin()
             .map(|loaded| loaded.model)
             .map_err(|e| CliError::LoadCatalog {
                 dir: "the built-in catalog".into(),

@@ -269,7 +269,7 @@ impl ClusterSource {
             return loaded.clone();
         }
         let loaded = match plan {
-            SourcePlan::Builtin => match crate::controller::cache::embedded_builtin() {
+            SourcePlan::Builtin => match crate::catalog::load::embedded_builtin() {
                 Ok(c) => Loaded::new(key, &display, &publisher, c.model, joined(&c.problems)),
                 Err(e) => Loaded::failed(key, &display, &publisher, e.to_string()),
             },

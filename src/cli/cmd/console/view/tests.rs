@@ -11,7 +11,7 @@ use crate::{
 };
 
 fn builtin() -> Model {
-    crate::controller::cache::embedded_builtin().unwrap().model
+    crate::catalog::load::embedded_builtin().unwrap().model
 }
 
 fn redis(model: &Model) -> &Package {
