@@ -1,4 +1,4 @@
-//! Shared by `benches/*.rs` and `tests/cli_corpus.rs`: finding (and unpacking) the real catalogs of
+//! Shared by `benches/*.rs` and `tests/it/cli_corpus.rs`: finding (and unpacking) the real catalogs of
 //! the shared corpus, reading a catalog directory into memory, generating a synthetic catalog, and
 //! validating a config.
 #![allow(dead_code)]

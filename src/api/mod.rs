@@ -47,7 +47,7 @@
 //! The CRDs are generated from these types by [`crds`], post-processed to the few upstream
 //! details kube's derive cannot express (the multi-version OperatorGroup and OperatorCondition,
 //! descriptions), and checked in under `manifests/crds/` by
-//! `olm-controller crds --dir manifests/crds`; `tests/crds.rs` fails when the checked-in files
+//! `olm-controller crds --dir manifests/crds`; `tests/it/crds.rs` fails when the checked-in files
 //! drift.
 //!
 //! Well-known condition types and reasons live in [`reasons`]; label and annotation keys

@@ -2,7 +2,7 @@
 //!
 //! This is the only part of the catalog stack that touches the file system: `kubectl-olm`, the
 //! controller's `--builtin-catalog DIR` and `kubectl-olm catalog render` read through it, and
-//! the architecture test (`tests/architecture.rs`) keeps `std::fs` out of the core. It reads
+//! the architecture test (`tests/it/architecture.rs`) keeps `std::fs` out of the core. It reads
 //! bytes and hands text to [`crate::catalog::declcfg::DeclarativeConfig::decode_str`]; everything
 //! after that is pure ([`crate::catalog::load`] links a catalog for the controller,
 //! [`catalog::validate`](mod@crate::catalog::validate) checks one for the CLI). What opm does, and what we do:

@@ -24,7 +24,7 @@ pub enum Command {
     BenchController(ControllerArgs),
     /// Copied CSVs: one AllNamespaces operator installed while N namespaces exist.
     BenchCopies(CopiesArgs),
-    /// Recovery figures under faults (apiserver restart, leader failover), from tests/faults.rs.
+    /// Recovery figures under faults (apiserver restart, leader failover), from tests/it/faults.rs.
     BenchFaults(FaultsArgs),
     /// A catalog image served by olm-controller: cold pull, warm restart, peak RSS.
     BenchImage(ImageArgs),

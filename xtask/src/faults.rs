@@ -1,8 +1,8 @@
 //! faults: `cargo xtask bench-faults`: recovery figures of olm-controller under faults, from
-//! repeated runs of the fault suite's tests (tests/faults.rs prints `FAULT-FIGURE <name>
+//! repeated runs of the fault suite's tests (tests/it/faults.rs prints `FAULT-FIGURE <name>
 //! <seconds> target <seconds>` lines), each figure's min / median / max beside its target.
 //!
-//! Figures (each from tests/faults.rs):
+//! Figures (each from tests/it/faults.rs):
 //!   apiserver-restart-controller-recovery  kube-apiserver stopped mid-install (SIGTERM, 3 s,
 //!     SIGKILL) and restarted: from its /readyz answering again until the controller's part of
 //!     all 8 installs is done (InstallPlan Complete, CSV and Deployment created). Target <= 30 s.
@@ -31,17 +31,12 @@ const TESTS: [&str; 2] = [
     "a_standby_takes_over_from_a_killed_leader_and_finishes_the_installs",
 ];
 
-/// Where the fault suite is: (test binary, prefix of its test names). `tests/faults.rs` is the
-/// binary `faults`; once the suites are modules of one binary `tests/it/` (issue 24 item 1) it is
-/// `it` with the tests under `faults::`. `None` when neither exists.
+/// Where the fault suite is: (test binary, prefix of its test names). The root package's suites
+/// are modules of the one test binary `tests/it/`, so the fault suite is `it`'s `faults::`. `None`
+/// when it does not exist (a checkout without it).
 pub fn suite(repo: &std::path::Path) -> Option<(&'static str, &'static str)> {
-    if repo.join("tests/faults.rs").is_file() {
-        Some(("faults", ""))
-    } else if repo.join("tests/it/faults.rs").is_file() || repo.join("tests/it/faults/mod.rs").is_file() {
-        Some(("it", "faults::"))
-    } else {
-        None
-    }
+    (repo.join("tests/it/faults.rs").is_file() || repo.join("tests/it/faults/mod.rs").is_file())
+        .then_some(("it", "faults::"))
 }
 
 /// One `FAULT-FIGURE` line.
@@ -168,7 +163,7 @@ pub fn run(repo: &Path, runs: usize, expect: Option<&Path>) -> anyhow::Result<bo
         );
     }
     let Some((binary, prefix)) = suite(repo) else {
-        bail!("no fault suite: neither tests/faults.rs nor tests/it/faults.rs exists");
+        bail!("no fault suite: tests/it/faults.rs does not exist");
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let test = |args: &[&str]| {
@@ -255,8 +250,6 @@ mod tests {
         std::fs::create_dir_all(dir.join("tests/it")).expect("dirs");
         std::fs::write(dir.join("tests/it/faults.rs"), "").expect("write");
         assert_eq!(suite(&dir), Some(("it", "faults::")));
-        std::fs::write(dir.join("tests/faults.rs"), "").expect("write");
-        assert_eq!(suite(&dir), Some(("faults", "")));
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 

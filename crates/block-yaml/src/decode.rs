@@ -11,7 +11,7 @@
 //!
 //! It never guesses. Whatever YAML it does not fully understand, and everything that is a syntax
 //! error for libyaml, makes it decline, so that the fallback produces the real result or the real
-//! message. olm-rs's `tests/yaml_fast_path.rs` checks it document for document against serde-saphyr on every
+//! message. olm-rs's `tests/it/yaml_fast_path.rs` checks it document for document against serde-saphyr on every
 //! YAML file of the public catalogs; the unit tests below do the same for each construct and for
 //! random block YAML and mutations of it.
 //!

@@ -28,8 +28,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -37,6 +37,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+
+use crate::suite_gate::{Pass, SuiteGate};
 
 /// A generous default timeout for [`wait_for`] on a 2-core machine.
 pub const WAIT: Duration = Duration::from_secs(90);
@@ -94,14 +96,29 @@ pub struct TestCluster {
     client: Client,
     config: Config,
     kubeconfig: PathBuf,
+    /// This test's share of the cluster (see [`crate::suite_gate`]): released when the last clone
+    /// drops.
+    _pass: Arc<Pass<'static>>,
 }
+
+/// The gate between the suites of one test binary (see [`crate::suite_gate`]).
+static CLUSTER: SuiteGate = SuiteGate::new();
 
 impl TestCluster {
     /// Connects to the configured cluster.
     ///
     /// Returns `None` (after printing why) when no kubeconfig exists and `CI` is not `"true"`;
     /// panics when `CI=true` and there is none, or when a configured cluster cannot be reached.
-    pub async fn connect() -> Option<TestCluster> {
+    ///
+    /// Waits while a test of another suite (another file) holds the cluster: the suites of one
+    /// test binary take turns, as separate binaries did (see [`crate::suite_gate`]).
+    #[track_caller]
+    pub fn connect() -> impl Future<Output = Option<TestCluster>> {
+        let suite = std::panic::Location::caller().file();
+        Self::connect_for(suite)
+    }
+
+    async fn connect_for(suite: &'static str) -> Option<TestCluster> {
         let path = kubeconfig_path();
         if !path.is_file() {
             let why = format!(
@@ -119,6 +136,7 @@ impl TestCluster {
             eprintln!("skipped: {why}");
             return None;
         }
+        let pass = Arc::new(CLUSTER.enter(suite).await);
         let kubeconfig = Kubeconfig::read_from(&path)
             .unwrap_or_else(|e| panic!("reading kubeconfig {}: {e}", path.display()));
         let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
@@ -143,6 +161,7 @@ impl TestCluster {
             client,
             config,
             kubeconfig: path,
+            _pass: pass,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Shared helpers for the integration test suites of every package in the workspace (the root's
-//! `tests/*.rs` reach it as `mod support;`, the Redis operator's as `use olm_test_support as
-//! support;`).
+//! `tests/it/` reaches it as `crate::support`, the Redis operator's `redis-operator/tests/it/` as
+//! `olm_test_support`).
 //!
 //! The rule it enforces: a test that needs something outside the process (a tool, the local
 //! cluster, another package's binary) finds it or says exactly what is missing; under `CI=true` a
@@ -12,6 +12,7 @@ pub mod https;
 pub mod image;
 pub mod pod_net;
 pub mod registry;
+pub mod suite_gate;
 
 /// Whether `program` (a Debian package's command, installed by `.ci/run`) answers `--version`.
 /// Without it a test skips with a message naming the package to install, except under `CI=true`,

@@ -8,7 +8,7 @@
 //!
 //! Writes are server-side apply, an HTTP PATCH, but an apply that creates its object is authorized
 //! as `create` as well (the apiserver checks `create` when the patch target does not exist; checked
-//! against a real apiserver by `tests/redis_operator_e2e.rs`, which runs the operator as a
+//! against a real apiserver by `tests/it/redis_operator_e2e.rs`, which runs the operator as a
 //! ServiceAccount bound to exactly the CSV's rules). So owned objects need `create` and `patch`, and
 //! no `update`. Owned objects are removed by garbage collection through their owner references, so
 //! there is no `delete` on them; the finalizer scales the StatefulSet to zero with a merge patch.

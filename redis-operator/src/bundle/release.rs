@@ -824,7 +824,7 @@ mod tests {
         assert_eq!(hooks[1]["type"], "ValidatingAdmissionWebhook");
         assert_eq!(hooks[1]["webhookPath"], "/validate");
         assert_eq!(hooks[1]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
-        // The webhooks' CSV fields decode with olm-rs's CSV type in tests/redis_bundles.rs.
+        // The webhooks' CSV fields decode with olm-rs's CSV type in tests/it/redis_bundles.rs.
         let owned = csv["spec"]["customresourcedefinitions"]["owned"]
             .as_array()
             .expect("owned");

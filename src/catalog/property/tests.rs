@@ -255,7 +255,7 @@ fn typed_properties_serialize_back_to_type_and_value() {
 }
 
 /// What opm's Go decoder (`base64.StdEncoding`) accepts, checked against opm v1.73 by
-/// `opm validate` (tests/opm_oracle.rs found the two corpus catalogs that differed).
+/// `opm validate` (tests/it/opm_oracle.rs found the two corpus catalogs that differed).
 #[test]
 fn base64_is_read_as_gos_std_encoding_reads_it() {
     let data = base64::engine::general_purpose::STANDARD.encode("{\"kind\":\"ConfigMap\"}");

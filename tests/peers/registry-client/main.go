@@ -1,6 +1,6 @@
 // registry-client asks a registry server (opm serve, kubectl-olm catalog serve) every question of
 // the registry API through operator-registry's own Go client (pkg/client), and prints the answers
-// as one JSON object keyed by call, for tests/grpc_interop.rs to compare between two servers.
+// as one JSON object keyed by call, for tests/it/grpc_interop.rs to compare between two servers.
 //
 // Usage: registry-client HOST:PORT
 //

@@ -1,6 +1,0 @@
-//! The workspace's shared test helpers (`crates/test-support`), as `support::…` in this package's
-//! integration tests, plus [`e2e`]: the helpers of this package's cluster suites.
-pub use olm_test_support::*;
-
-#[allow(dead_code, reason = "each test crate uses only the helpers its suite needs")]
-pub mod e2e;
