@@ -42,6 +42,7 @@ use std::{sync::Arc, time::Duration};
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
 
+use super::wiring::{self, Wiring};
 use super::{
     Context, Error, Result,
     cache::{CatalogCache, LoadedCatalog},
@@ -687,6 +688,35 @@ fn link_and_cache(
             )),
         },
     }
+}
+
+/// The CatalogSource controller: re-read when the ConfigMap it names changes, and reconciled as
+/// soon as the pull of its image finishes (not at the next requeue of the pull's wait).
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    sources: S,
+    store: kube::runtime::reflector::Store<CatalogSource>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<CatalogSource, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    use futures::StreamExt as _;
+    use kube::runtime::reflector::ObjectRef;
+    let by_config_map = w.shared.stores.catalog_sources.clone();
+    let controller = kube::runtime::Controller::for_stream(sources, store)
+        .with_config(wiring::settings())
+        .watches_stream(w.metadata::<ConfigMap>(Wiring::watch()), move |cm| {
+            super::mappers::catalog_sources_for_config_map(&by_config_map.state(), &cm)
+        })
+        .reconcile_on(
+            w.shared
+                .images
+                .finished()
+                .map(|(ns, name)| ObjectRef::<CatalogSource>::new(&name).within(&ns)),
+        );
+    wiring::run(controller, reconcile, w.context("catalogsource"), "catalogsource")
 }
 
 #[cfg(test)]

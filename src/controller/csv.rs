@@ -68,7 +68,9 @@ use kube::{
 };
 use serde_json::{Value, json};
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, EventNote, Result, instrumented, lock, object_key};
+use crate::api::{v1::OperatorGroup, v1alpha1::Subscription};
 
 mod webhooks;
 use crate::{
@@ -1055,4 +1057,113 @@ async fn write_status(
 ) -> Result<bool> {
     let changed = !apply::same_ignoring_time(&apply::to_value(old), &apply::to_value(status));
     ctx.write_status_after(csv, own_versions, changed, status).await
+}
+
+/// What the CSV controller hears of besides its own CSVs: the objects an install owns (from
+/// reflectors whose stores the reconciles read) and what other controllers pass on.
+pub(super) struct Feeds {
+    /// Deployments an install owns, deletions included.
+    pub deployments: futures::stream::BoxStream<'static, WatchResult<Deployment>>,
+    /// ServiceAccounts (metadata), deletions included.
+    pub service_accounts: futures::stream::BoxStream<'static, WatchResult<PartialObjectMeta<ServiceAccount>>>,
+    /// Roles an install owns, deletions included.
+    pub roles: futures::stream::BoxStream<'static, WatchResult<Role>>,
+    /// RoleBindings an install owns, deletions included.
+    pub role_bindings: futures::stream::BoxStream<'static, WatchResult<RoleBinding>>,
+    /// ClusterRoleBindings an install owns, deletions included.
+    pub cluster_role_bindings: futures::stream::BoxStream<'static, WatchResult<ClusterRoleBinding>>,
+    /// Subscriptions whose config a CSV reads changed (from the Subscription reflector's stream).
+    pub subscription_changes: futures::channel::mpsc::UnboundedReceiver<Subscription>,
+    /// OperatorConditions changed (from their reflector's stream).
+    pub condition_changes: futures::channel::mpsc::UnboundedReceiver<crate::api::v2::OperatorCondition>,
+    /// The OLMConfig's copied-CSV switch flipped.
+    pub copy_switch: futures::channel::mpsc::UnboundedReceiver<()>,
+    /// CSVs whose copies the OLMConfig reconcile found out of line (upstream requeues them).
+    pub requeues:
+        futures::channel::mpsc::UnboundedReceiver<kube::runtime::reflector::ObjectRef<ClusterServiceVersion>>,
+}
+
+/// One event of a watch.
+type WatchResult<K> = std::result::Result<K, kube::runtime::watcher::Error>;
+
+/// The CSV controller: its Deployments and ServiceAccounts, the rest of what an install owns
+/// (webhook Services and cert Secrets by owner reference; RBAC here and in the target
+/// namespaces, ClusterRoles and webhook configurations by `olm.owner*` labels), OperatorGroups,
+/// CRDs, the CSVs that replace them, their Subscription's config, their OperatorCondition (the
+/// generator) and the one of the CSV they replace (the gate), and the OLMConfig's switch.
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    csvs: S,
+    store: kube::runtime::reflector::Store<ClusterServiceVersion>,
+    feeds: Feeds,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<ClusterServiceVersion, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    use futures::StreamExt as _;
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use kube::runtime::watcher;
+
+    use super::mappers;
+    let stores = &w.shared.stores;
+    let (by_group, related, by_crd) = (stores.csvs.clone(), stores.csvs.clone(), stores.csvs.clone());
+    let controller = kube::runtime::Controller::for_stream(csvs, store)
+        .with_config(wiring::settings())
+        .owns_stream(feeds.deployments)
+        .owns_stream(feeds.service_accounts)
+        .owns_stream(w.metadata::<k8s_openapi::api::core::v1::Service>(Wiring::managed()))
+        .owns_stream(w.metadata::<k8s_openapi::api::core::v1::Secret>(Wiring::managed()))
+        .watches_stream(feeds.roles, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(feeds.role_bindings, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(feeds.cluster_role_bindings, |o| mappers::csv_of_owner_labels(&o))
+        .watches_stream(w.metadata::<ClusterRole>(Wiring::csv_owned()), |o| {
+            mappers::csv_of_owner_labels(&o)
+        })
+        .watches_stream(
+            w.metadata::<ValidatingWebhookConfiguration>(Wiring::csv_owned()),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(
+            w.metadata::<MutatingWebhookConfiguration>(Wiring::csv_owned()),
+            |o| mappers::csv_of_owner_labels(&o),
+        )
+        .watches_stream(w.metadata::<OperatorGroup>(Wiring::watch()), move |og| {
+            mappers::csvs_for_operator_group(&by_group.state(), &og)
+        })
+        .watches_stream(
+            w.objects::<ClusterServiceVersion>(Wiring::watch()),
+            // A copy is the copied-CSV controller's business (it watches copies itself).
+            move |csv| match super::copied_csv::original_of(&csv) {
+                Some(_) => Vec::new(),
+                None => mappers::csvs_related_to(&related.state(), &csv),
+            },
+        )
+        .watches_stream(
+            w.metadata::<CustomResourceDefinition>(Wiring::watch()),
+            move |crd| mappers::csvs_for_crd(&by_crd.state(), &crd.name_any()),
+        )
+        .watches_stream(feeds.subscription_changes.map(Ok::<_, watcher::Error>), |sub| {
+            mappers::csvs_for_subscription(&sub)
+        })
+        .watches_stream(feeds.condition_changes.map(Ok::<_, watcher::Error>), {
+            let csvs = stores.csvs.clone();
+            move |oc| super::operator_condition::csvs_for(&csvs.state(), &oc)
+        })
+        .reconcile_on(futures::stream::select(
+            feeds.copy_switch.flat_map({
+                let (csvs, groups) = (stores.csvs.clone(), stores.operator_groups.clone());
+                move |()| {
+                    futures::stream::iter(super::olm_config::csvs_of_all_namespaces_groups(
+                        &csvs.state(),
+                        &groups.state(),
+                    ))
+                }
+            }),
+            feeds.requeues,
+        ));
+    wiring::run(controller, reconcile, w.context("csv"), "csv")
 }

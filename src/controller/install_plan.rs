@@ -54,7 +54,9 @@ use kube::{
 };
 use serde_json::Value;
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, EventNote, Result, instrumented};
+use crate::api::v1::OperatorGroup;
 use crate::{
     api::v1alpha1::{
         ClusterServiceVersion, InstallPlan, InstallPlanPhase, InstallPlanStatus, Step, StepStatus,
@@ -72,6 +74,7 @@ use crate::{
         steps,
     },
 };
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
 /// Why a step could not be applied this time. The message (the `Display`) goes into the plan's
 /// status and, once the retry timeout has passed, into its `Installed=False` condition, so each
@@ -834,4 +837,47 @@ async fn apply_step(
         return Ok((status, written.warnings));
     }
     Ok((StepStatus::Created, written.warnings))
+}
+
+/// The InstallPlan controller: an OperatorGroup in a plan's namespace (a plan waits for one, see
+/// `plan::install_plan::group_check`); a Role, RoleBinding or ServiceAccount changing there (a
+/// failed scoped plan is retried, `plan::install_plan::retried_on_rbac_change`).
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    plans: S,
+    store: kube::runtime::reflector::Store<InstallPlan>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<InstallPlan, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    let unfinished = w.shared.stores.install_plans.clone();
+    let controller = kube::runtime::Controller::for_stream(plans, store)
+        .with_config(wiring::settings())
+        .watches_stream(w.metadata::<OperatorGroup>(Wiring::watch()), move |og| {
+            super::mappers::unfinished_plans_in(&unfinished.state(), og.namespace().as_deref())
+        })
+        .watches_stream(w.metadata::<Role>(Wiring::watch()), rbac_mapper(w.shared))
+        .watches_stream(w.metadata::<RoleBinding>(Wiring::watch()), rbac_mapper(w.shared))
+        .watches_stream(
+            w.metadata::<ServiceAccount>(Wiring::watch()),
+            rbac_mapper(w.shared),
+        );
+    wiring::run(controller, reconcile, w.context("installplan"), "installplan")
+}
+
+/// The InstallPlan trigger of a Role, RoleBinding or ServiceAccount event: records when the
+/// namespace's RBAC changed and names its failed scoped plans.
+fn rbac_mapper<K: Resource>(
+    shared: &Arc<super::Shared>,
+) -> impl Fn(K) -> Vec<kube::runtime::reflector::ObjectRef<InstallPlan>> + use<K> {
+    let shared = Arc::clone(shared);
+    move |o| {
+        let ns = o.meta().namespace.clone();
+        if let Some(ns) = &ns {
+            shared.note_rbac_change(ns);
+        }
+        super::mappers::failed_scoped_plans_in(&shared.stores.install_plans.state(), ns.as_deref())
+    }
 }

@@ -19,7 +19,10 @@
 //!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (no status
-//! written from a store that lags behind the last write) and [`run`](mod@run) (the server, the lease and the wiring).
+//! written from a store that lags behind the last write), `wiring` (what each kind's `controller`
+//! function builds its kube-runtime controller from: the trigger watches, the settings, the
+//! error policy) and [`run`](mod@run) (the server, the lease, the reflectors, and each kind's
+//! controller started beside the tasks around them).
 //!
 //! Every controller reads the other kinds from shared reflector stores ([`Stores`]) rather than
 //! the API, writes with server-side apply under its own field manager (`olm-rs/<controller>`),
@@ -43,23 +46,13 @@ use std::{
 };
 
 use futures::StreamExt;
-use k8s_openapi::{
-    api::{
-        apps::v1::Deployment,
-        core::v1::{ConfigMap, ServiceAccount},
-    },
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ServiceAccount};
 use kube::{
     Api, Client, Resource, ResourceExt,
     core::{ApiResource, GroupVersionKind, PartialObjectMeta},
     discovery::ApiCapabilities,
     runtime::{
-        Controller, PredicateConfig, WatchStreamExt,
-        controller::{Action, Config as ControllerConfig},
-        predicates, reflector,
-        reflector::Store,
-        watcher,
+        PredicateConfig, WatchStreamExt, controller::Action, predicates, reflector, reflector::Store, watcher,
     },
 };
 
@@ -192,6 +185,7 @@ mod status_writes;
 mod stores;
 #[cfg(test)]
 mod testing;
+mod wiring;
 
 pub use context::*;
 pub use run::*;

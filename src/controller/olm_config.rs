@@ -26,6 +26,7 @@ use kube::{
     runtime::{controller::Action, reflector::ObjectRef},
 };
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, Result};
 use crate::{
     api::{
@@ -254,6 +255,29 @@ pub async fn reconcile(config: Arc<OLMConfig>, ctx: Arc<Context>) -> Result<Acti
         }
         Ok(Action::requeue(OUT_OF_LINE_RECHECK))
     }
+}
+
+/// The OLMConfig controller: the `cluster` object's status follows the copied CSVs (debounced
+/// by 1 s: a namespace's copies come in bursts).
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    configs: S,
+    store: kube::runtime::reflector::Store<OLMConfig>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<OLMConfig, kube::runtime::watcher::Error>> + Send + 'static,
+{
+    let controller = kube::runtime::Controller::for_stream(configs, store)
+        .with_config(wiring::settings().debounce(std::time::Duration::from_secs(1)))
+        .watches_stream(
+            w.metadata::<ClusterServiceVersion>(Wiring::watch().labels(crate::api::labels::COPIED_FROM)),
+            |_| {
+                Some(kube::runtime::reflector::ObjectRef::new(
+                    crate::api::v1::OLM_CONFIG_NAME,
+                ))
+            },
+        );
+    wiring::run(controller, reconcile, w.context("olmconfig"), "olmconfig")
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ use kube::{
 };
 use serde_json::Value;
 
+use super::wiring::{self, Wiring};
 use super::{
     Context, Error, Result, instrumented,
     stores::{Stores, metadata_trigger},
@@ -255,4 +256,30 @@ async fn create(api: &Api<Operator>, name: &str, manager: &str) {
             tracing::warn!(operator = name, error = %e, "failed to create Operator; retried on the next change")
         }
     }
+}
+
+/// The Operator controller: not a readiness gate (an old install may lack the CRD). An install
+/// changes its labelled objects many times within a second, and each reconcile lists every
+/// component kind: one reconcile per burst (2 s) is enough for a status that only mirrors them.
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    operators: S,
+    store: Store<Operator>,
+    synced: Arc<AtomicBool>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<Operator, kube::runtime::watcher::Error>> + Send + 'static,
+{
+    let triggers = triggers(w.sync, w.client.clone(), store.clone(), synced, Wiring::watch);
+    let controller = kube::runtime::Controller::for_stream(
+        kube::runtime::WatchStreamExt::predicate_filter(
+            operators,
+            kube::runtime::predicates::generation,
+            Default::default(),
+        ),
+        store,
+    )
+    .with_config(wiring::settings().debounce(std::time::Duration::from_secs(2)))
+    .reconcile_on(triggers);
+    wiring::run(controller, reconcile, w.context("operator"), "operator")
 }

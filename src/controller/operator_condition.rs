@@ -28,6 +28,7 @@ use kube::{
     runtime::{controller::Action, reflector::ObjectRef},
 };
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, Result, instrumented};
 use crate::{
     api::v1alpha1::ClusterServiceVersion,
@@ -167,6 +168,30 @@ async fn reconcile_inner(oc: Arc<OperatorCondition>, ctx: Arc<Context>) -> Resul
         ctx.warning(&oc.object_ref(&()), "IgnoredOverride", "Sync", note);
     }
     Ok(Action::await_change())
+}
+
+/// The OperatorCondition controller: their Roles and RoleBindings, and their status.
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    conditions: S,
+    store: kube::runtime::reflector::Store<OperatorCondition>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<OperatorCondition, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    let controller = kube::runtime::Controller::for_stream(conditions, store)
+        .with_config(wiring::settings())
+        .watches_stream(w.metadata::<Role>(Wiring::managed()), {
+            let shared = Arc::clone(w.shared);
+            move |role| owner_of(&shared, &role)
+        })
+        .watches_stream(w.metadata::<RoleBinding>(Wiring::managed()), {
+            let shared = Arc::clone(w.shared);
+            move |binding| owner_of(&shared, &binding)
+        });
+    wiring::run(controller, reconcile, w.context(CONTROLLER), CONTROLLER)
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ use kube::{
     runtime::{controller::Action, reflector::ObjectRef},
 };
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, Result, instrumented};
 use crate::{
     api::{
@@ -338,4 +339,57 @@ pub async fn sweep_task(ctx: Arc<Context>, mut signals: futures::channel::mpsc::
             tracing::warn!(error = %err, "could not delete the ClusterRoles of deleted OperatorGroups");
         }
     }
+}
+
+/// The OperatorGroup controller: a sibling group appearing or leaving changes
+/// TooManyOperatorGroups; member CSVs change the group's provided APIs and user roles; the
+/// ServiceAccount a group names (`status.serviceAccountRef`) and the group's own ClusterRoles
+/// (put back when changed or deleted). Any group event, and a group role naming a missing group,
+/// also wakes the sweep that deletes deleted groups' roles ([`sweep_task`], through `sweep`).
+pub(super) fn controller<S, R>(
+    w: &Wiring<'_>,
+    groups: S,
+    store: kube::runtime::reflector::Store<OperatorGroup>,
+    cluster_roles: R,
+    sweep: futures::channel::mpsc::UnboundedSender<()>,
+) -> impl std::future::Future<Output = ()> + Send + use<S, R>
+where
+    S: futures::Stream<Item = std::result::Result<OperatorGroup, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+    R: futures::Stream<Item = std::result::Result<ClusterRole, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    use super::mappers;
+    let stores = &w.shared.stores;
+    let (siblings, members, naming, owning) = (
+        stores.operator_groups.clone(),
+        stores.operator_groups.clone(),
+        stores.operator_groups.clone(),
+        stores.operator_groups.clone(),
+    );
+    let csvs = stores.csvs.clone();
+    let sweep_on_role = sweep.clone();
+    let controller = kube::runtime::Controller::for_stream(groups, store)
+        .with_config(wiring::settings())
+        .watches_stream(w.metadata::<OperatorGroup>(Wiring::watch()), move |og| {
+            // The sweep task stopped: nothing left to tell.
+            let _ = sweep.unbounded_send(());
+            mappers::siblings_in_namespace(&siblings.state(), og.namespace().as_deref())
+        })
+        .watches_stream(w.metadata::<ClusterServiceVersion>(Wiring::watch()), move |csv| {
+            mappers::siblings_in_namespace(&members.state(), csv.namespace().as_deref())
+        })
+        .watches_stream(w.metadata::<ServiceAccount>(Wiring::watch()), move |sa| {
+            mappers::operator_groups_naming_account(&naming.state(), &sa)
+        })
+        .watches_stream(cluster_roles, move |role| {
+            let group = mappers::operator_group_of(&role);
+            if group.as_ref().is_some_and(|g| owning.get(g).is_none()) {
+                let _ = sweep_on_role.unbounded_send(());
+            }
+            mappers::operator_groups_for_cluster_role(&role, &csvs.state(), &owning.state())
+        });
+    wiring::run(controller, reconcile, w.context("operatorgroup"), "operatorgroup")
 }

@@ -70,7 +70,9 @@ use kube::{
     runtime::{controller::Action, reflector::ObjectRef},
 };
 
+use super::wiring::{self, Wiring};
 use super::{Context, Error, Result, cache::LoadedCatalog, image_puller, instrumented};
+use crate::api::{v1::OperatorGroup, v1alpha1::ClusterServiceVersion};
 use crate::{
     api::{
         reasons::subscription as reason,
@@ -84,8 +86,7 @@ use crate::{
         catalog_source::ImagePlan,
         steps,
         subscription::{
-            self as status, CatalogHealthObservation, Decision, Install, Observed, ResolutionStep,
-            StatusInput,
+            self as status, CatalogHealthObservation, Decision, Install, Observed, Outcome, StatusInput,
         },
     },
     resolve::{Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv},
@@ -100,22 +101,6 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     .await
 }
 
-/// What this reconcile did: the decision, with an [`Decision::Install`] carried out.
-enum Outcome {
-    NotRun,
-    Failed(&'static str, String),
-    UpToDate(Option<String>),
-    /// An upgrade waits for the installed CSV to succeed (the adopted CSV, if any).
-    WaitingForSucceeded(Option<String>, status::UpgradeHold),
-    /// At the version ceiling with a newer bundle above it (the adopted CSV, if any).
-    Pinned(Option<String>, status::pin::PinnedUpgrade),
-    NewPlan(String, Box<InstallPlan>),
-    /// The bundle's image is being pulled (the lookup's message).
-    Unpacking(String),
-    /// The bundle's image could not be unpacked: reason, message, when to look again.
-    UnpackFailed(&'static str, String, Duration),
-}
-
 async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action> {
     let ns = sub
         .namespace()
@@ -128,32 +113,97 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             .await
             .map_err(Error::apply(format!("Subscription {ns}/{name}")))?;
     }
-    let stores = &ctx.shared.stores;
-    let global = ctx.shared.config.global_namespace.clone();
+    count_sync(&sub, &ctx, &name);
     let now = Time(Timestamp::now());
-    let old = sub.status.clone();
-    let approval = sub.spec.approval();
+    let seen = observe(&sub, &ctx, &ns).await?;
+    let catalogs = seen.catalogs(&ctx.shared.config.global_namespace);
+    let outcome = match decide(&sub, &ctx, &ns, &seen, &catalogs).outcome() {
+        Ok(outcome) => outcome,
+        Err(install) => act(&sub, &ctx, &ns, &install, &now).await?,
+    };
+    report(&sub, &ctx, &ns, &seen, &outcome, &now).await?;
+    let held_for = sub
+        .status
+        .as_ref()
+        .and_then(|o| o.condition(&T::UpgradeHeld))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| now.0.duration_since(t.0))
+        .and_then(|d| Duration::try_from(d).ok())
+        .unwrap_or_default();
+    Ok(Action::requeue(outcome.requeue_after(held_for)))
+}
+
+/// Counts the sync on `/metrics` (`subscription_sync_total`, upstream's labels).
+fn count_sync(sub: &Subscription, ctx: &Context, name: &str) {
     ctx.shared
         .metrics
         .subscription_sync_total
         .get_or_create(&crate::metrics::SubscriptionLabels {
-            name: name.clone(),
-            installed: old
+            name: name.to_owned(),
+            installed: sub
+                .status
                 .as_ref()
                 .and_then(|s| s.installed_csv.clone())
                 .unwrap_or_default(),
             channel: sub.spec.channel.clone().unwrap_or_default(),
             package: sub.spec.name.clone(),
-            approval: approval.as_str().to_owned(),
+            approval: sub.spec.approval().as_str().to_owned(),
         })
         .inc();
+}
 
-    // Observe: the catalogs the namespace can see, with their models from the cache.
+/// What one reconcile observed: the catalogs the namespace can see with their models from the
+/// cache, and the CSVs, Subscriptions and InstallPlans of the namespace.
+struct Seen {
+    /// The visible CatalogSources (sorted by namespace and name) and their loaded models.
+    loaded: Vec<(Arc<CatalogSource>, Option<Arc<LoadedCatalog>>)>,
+    /// Their health, for `status.catalogHealth`.
+    health: Vec<CatalogHealthObservation>,
+    /// The namespace's CSVs (copies excluded by the store).
+    csvs: Vec<Arc<ClusterServiceVersion>>,
+    /// The namespace's InstallPlans, the one the Subscription references included.
+    plans: Vec<Arc<InstallPlan>>,
+    /// What the namespace has installed (CSVs and Subscriptions), as resolution sees it.
+    installed: Installed,
+    /// The namespace's CSVs and their phases.
+    csv_phases: Vec<(String, Option<crate::api::v1alpha1::CsvPhase>)>,
+    /// The names of the namespace's OperatorGroups.
+    operator_groups: Vec<String>,
+}
+
+impl Seen {
+    /// The catalogs as resolution reads them (borrowing the models).
+    fn catalogs(&self, global: &str) -> Catalogs<'_> {
+        Catalogs {
+            global_namespace: global.to_owned(),
+            catalogs: self
+                .loaded
+                .iter()
+                .map(|(cs, model)| Catalog {
+                    key: CatalogKey::new(cs.namespace().unwrap_or_default(), cs.name_any()),
+                    priority: cs
+                        .spec
+                        .priority
+                        .and_then(|p| i32::try_from(p).ok())
+                        .unwrap_or_default(),
+                    model: model.as_deref().map(|m| &m.model),
+                    problem: model.is_none().then(|| catalog_problem(cs)),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Observe: the stores, plus one read of the InstallPlan the Subscription references when the
+/// store has not seen it yet.
+async fn observe(sub: &Subscription, ctx: &Context, ns: &str) -> Result<Seen> {
+    let stores = &ctx.shared.stores;
+    let global = &ctx.shared.config.global_namespace;
     let mut sources: Vec<Arc<CatalogSource>> = stores
         .catalog_sources
         .state()
         .into_iter()
-        .filter(|c| c.namespace().is_some_and(|n| n == ns || n == global))
+        .filter(|c| c.namespace().is_some_and(|n| n == ns || n == *global))
         .collect();
     sources.sort_by_key(|c| (c.namespace(), c.name_any()));
     let loaded: Vec<(Arc<CatalogSource>, Option<Arc<LoadedCatalog>>)> = sources
@@ -166,7 +216,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             (cs, model)
         })
         .collect();
-    let health: Vec<CatalogHealthObservation> = loaded
+    let health = loaded
         .iter()
         .map(|(cs, model)| CatalogHealthObservation {
             catalog: ObjectReference {
@@ -180,33 +230,15 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             healthy: model.is_some(),
         })
         .collect();
-    let catalogs = Catalogs {
-        global_namespace: global.clone(),
-        catalogs: loaded
-            .iter()
-            .map(|(cs, model)| Catalog {
-                key: CatalogKey::new(cs.namespace().unwrap_or_default(), cs.name_any()),
-                priority: cs
-                    .spec
-                    .priority
-                    .and_then(|p| i32::try_from(p).ok())
-                    .unwrap_or_default(),
-                model: model.as_deref().map(|m| &m.model),
-                problem: model.is_none().then(|| catalog_problem(cs)),
-            })
-            .collect(),
-    };
-
-    // Observe: what the namespace holds.
-    let in_ns = |n: Option<String>| n.as_deref() == Some(ns.as_str());
-    let csv_objects: Vec<_> = stores
+    let in_ns = |n: Option<String>| n.as_deref() == Some(ns);
+    let csvs: Vec<Arc<ClusterServiceVersion>> = stores
         .csvs
         .state()
         .into_iter()
         .filter(|c| in_ns(c.namespace()))
         .collect();
     let installed = Installed {
-        csvs: csv_objects.iter().map(|c| InstalledCsv::from_csv(c)).collect(),
+        csvs: csvs.iter().map(|c| InstalledCsv::from_csv(c)).collect(),
         subscriptions: stores
             .subscriptions
             .state()
@@ -215,6 +247,17 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             .map(|s| ExistingSubscription::from_subscription(s))
             .collect(),
     };
+    let csv_phases = csvs
+        .iter()
+        .map(|c| (c.name_any(), c.status.as_ref().and_then(|s| s.phase.clone())))
+        .collect();
+    let operator_groups = stores
+        .operator_groups
+        .state()
+        .iter()
+        .filter(|g| in_ns(g.namespace()))
+        .map(|g| g.name_any())
+        .collect();
     let mut plans: Vec<Arc<InstallPlan>> = stores
         .install_plans
         .state()
@@ -223,13 +266,14 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         .collect();
     // A plan created by the previous reconcile may not have reached the store yet: read it, so
     // the status does not mistake it for a deleted plan.
-    if let Some(referenced) = old
+    if let Some(referenced) = sub
+        .status
         .as_ref()
         .and_then(|s| s.install_plan_ref.as_ref())
         .and_then(|r| r.name.clone())
         && !plans.iter().any(|p| p.name_any() == referenced)
     {
-        let api: Api<InstallPlan> = Api::namespaced(ctx.client(), &ns);
+        let api: Api<InstallPlan> = Api::namespaced(ctx.client(), ns);
         if let Some(plan) = api
             .get_opt(&referenced)
             .await
@@ -238,146 +282,116 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
             plans.push(Arc::new(plan));
         }
     }
+    Ok(Seen {
+        loaded,
+        health,
+        csvs,
+        plans,
+        installed,
+        csv_phases,
+        operator_groups,
+    })
+}
 
-    // Decide (no client), then act on an install (client).
-    let csv_phases: Vec<_> = csv_objects
-        .iter()
-        .map(|c| (c.name_any(), c.status.as_ref().and_then(|s| s.phase.clone())))
-        .collect();
-    let decision = if status::needs_resolution(old.as_ref()) {
-        let operator_groups = stores
-            .operator_groups
-            .state()
-            .iter()
-            .filter(|g| in_ns(g.namespace()))
-            .map(|g| g.name_any())
-            .collect();
-        let started = std::time::Instant::now();
-        let decision = status::decide(&Observed {
-            subscription: &sub,
-            namespace: &ns,
-            operator_groups,
-            catalogs: &catalogs,
-            installed: &installed,
-            csv_phases: &csv_phases,
-        });
-        ctx.shared
-            .metrics
-            .resolution_duration
-            .observe(started.elapsed().as_secs_f64());
-        decision
-    } else {
-        Decision::NotRun
-    };
-    let decision = match decision {
-        Decision::NotRun => Outcome::NotRun,
-        Decision::Failed(reason, message) => Outcome::Failed(reason, message),
-        Decision::UpToDate(adopted) => Outcome::UpToDate(adopted),
-        Decision::WaitingForSucceeded(adopted, hold) => Outcome::WaitingForSucceeded(adopted, hold),
-        Decision::Pinned(adopted, pinned) => Outcome::Pinned(adopted, pinned),
-        Decision::Install(install) => match lookup::needs_lookup(install.bundle) {
-            None => match create_plan(&sub, &ctx, &ns, &install, None).await? {
-                Ok(plan) => Outcome::NewPlan(install.selected.bundle.clone(), Box::new(plan)),
-                Err(message) => Outcome::Failed(reason::ERROR_PREVENTED_RESOLUTION, message),
+/// Decide (no client): the pure [`status::decide`], unless the Subscription waits on an
+/// InstallPlan it references ([`status::needs_resolution`]); its time is recorded on `/metrics`.
+fn decide<'a>(
+    sub: &'a Subscription,
+    ctx: &Context,
+    ns: &'a str,
+    seen: &'a Seen,
+    catalogs: &'a Catalogs<'a>,
+) -> Decision<'a> {
+    if !status::needs_resolution(sub.status.as_ref()) {
+        return Decision::NotRun;
+    }
+    let started = std::time::Instant::now();
+    let decision = status::decide(&Observed {
+        subscription: sub,
+        namespace: ns,
+        operator_groups: seen.operator_groups.clone(),
+        catalogs,
+        installed: &seen.installed,
+        csv_phases: &seen.csv_phases,
+    });
+    ctx.shared
+        .metrics
+        .resolution_duration
+        .observe(started.elapsed().as_secs_f64());
+    decision
+}
+
+/// Act on an install: create its InstallPlan from the bundle's inlined objects, or pull its
+/// image first ([`unpack_and_plan`]).
+async fn act(
+    sub: &Subscription,
+    ctx: &Context,
+    ns: &str,
+    install: &Install<'_>,
+    now: &Time,
+) -> Result<Outcome> {
+    Ok(match lookup::needs_lookup(install.bundle) {
+        None => match create_plan(sub, ctx, ns, install, None).await? {
+            Ok(plan) => Outcome::NewPlan {
+                csv: install.selected.bundle.clone(),
+                plan: Box::new(plan),
             },
-            Some(image) => unpack_and_plan(&sub, &ctx, &ns, &install, image, &now).await?,
+            Err(message) => Outcome::Failed {
+                reason: reason::ERROR_PREVENTED_RESOLUTION,
+                message,
+            },
         },
-    };
-    let action = match &decision {
-        Outcome::NotRun => Action::requeue(Duration::from_secs(30)),
-        // The CSV event that woke us may be ahead of the shared CSV store: look again soon, then
-        // less and less often (the CSV's own events wake us anyway).
-        Outcome::WaitingForSucceeded(..) => {
-            let held_since = old
-                .as_ref()
-                .and_then(|o| o.condition(&T::UpgradeHeld))
-                .and_then(|c| c.last_transition_time.as_ref())
-                .map(|t| now.0.duration_since(t.0))
-                .and_then(|d| Duration::try_from(d).ok())
-                .unwrap_or_default();
-            Action::requeue(status::held_requeue(held_since))
-        }
-        Outcome::Failed(..) => Action::requeue(Duration::from_secs(60)),
-        Outcome::UpToDate(_) | Outcome::Pinned(..) => Action::requeue(Duration::from_secs(300)),
-        Outcome::NewPlan(..) => Action::requeue(Duration::from_secs(30)),
-        // Upstream resyncs an unpacking namespace every 5 s.
-        Outcome::Unpacking(_) => Action::requeue(Duration::from_secs(5)),
-        Outcome::UnpackFailed(_, _, retry_in) => Action::requeue((*retry_in).max(Duration::from_secs(5))),
-    };
+        Some(image) => unpack_and_plan(sub, ctx, ns, install, image, now).await?,
+    })
+}
 
-    // Status.
-    let csv_names: Vec<String> = csv_objects.iter().map(|c| c.name_any()).collect();
+/// Report: Events for what is new (a resolution failure, a pinned upgrade, an unpack failure,
+/// an unknown approval, config OLM never applies), the status ([`status::next_status`], not
+/// written when unchanged), and the history of installed CSVs (`olm-rs.io/installed-csvs`).
+async fn report(
+    sub: &Subscription,
+    ctx: &Context,
+    ns: &str,
+    seen: &Seen,
+    outcome: &Outcome,
+    now: &Time,
+) -> Result<()> {
+    let old = sub.status.as_ref();
+    let csv_names: Vec<String> = seen.csvs.iter().map(|c| c.name_any()).collect();
     let csv_refs: Vec<&str> = csv_names.iter().map(String::as_str).collect();
-    let plan_refs: Vec<&InstallPlan> = plans.iter().map(AsRef::as_ref).collect();
-    let resolution = match &decision {
-        Outcome::NotRun => ResolutionStep::NotRun,
-        Outcome::Failed(reason, message) => ResolutionStep::Failed { reason, message },
-        Outcome::UpToDate(adopted) => ResolutionStep::UpToDate {
-            adopted: adopted.as_deref(),
-        },
-        Outcome::WaitingForSucceeded(adopted, hold) => ResolutionStep::Held {
-            adopted: adopted.as_deref(),
-            hold,
-        },
-        Outcome::Pinned(adopted, pinned) => ResolutionStep::Pinned {
-            adopted: adopted.as_deref(),
-            pinned,
-        },
-        Outcome::NewPlan(csv, plan) => ResolutionStep::NewPlan { csv, plan },
-        Outcome::Unpacking(message) => ResolutionStep::Unpacking { message },
-        Outcome::UnpackFailed(reason, message, _) => ResolutionStep::UnpackFailed { reason, message },
-    };
+    let plan_refs: Vec<&InstallPlan> = seen.plans.iter().map(AsRef::as_ref).collect();
     let next = status::next_status(&StatusInput {
-        subscription: &sub,
-        catalog_health: &health,
+        subscription: sub,
+        catalog_health: &seen.health,
         csvs: &csv_refs,
         install_plans: &plan_refs,
-        resolution,
-        now: &now,
+        resolution: outcome,
+        now,
     });
-    if let Outcome::Failed(_, message) = &decision {
-        let is_new = old
-            .as_ref()
-            .and_then(|o| o.condition(&T::ResolutionFailed))
-            .is_none_or(|c| c.message.as_deref() != Some(message.as_str()));
-        if is_new {
-            ctx.warning(
-                &sub.object_ref(&()),
-                "ResolutionFailed",
-                "Resolve",
-                message.clone(),
-            );
+    let message_is_new = |condition: T, message: &str| {
+        old.and_then(|o| o.condition(&condition))
+            .is_none_or(|c| c.message.as_deref() != Some(message))
+    };
+    let me = sub.object_ref(&());
+    match outcome {
+        Outcome::Failed { message, .. } if message_is_new(T::ResolutionFailed, message) => {
+            ctx.warning(&me, "ResolutionFailed", "Resolve", message.clone());
         }
-    }
-    if let Outcome::Pinned(_, pinned) = &decision
-        && old
-            .as_ref()
-            .and_then(|o| o.condition(&T::UpgradeHeld))
-            .is_none_or(|c| c.message.as_deref() != Some(pinned.message().as_str()))
-    {
-        ctx.normal(
-            &sub.object_ref(&()),
-            "UpgradeAvailable",
-            "Resolve",
-            pinned.message(),
-        );
-    }
-    if let Outcome::UnpackFailed(reason, message, _) = &decision
-        && old
-            .as_ref()
-            .and_then(|o| o.condition(&T::BundleUnpackFailed))
-            .is_none_or(|c| c.message.as_deref() != Some(message.as_str()))
-    {
-        ctx.warning(&sub.object_ref(&()), reason, "Unpack", message.clone());
+        Outcome::Pinned { pinned, .. } if message_is_new(T::UpgradeHeld, &pinned.message()) => {
+            ctx.normal(&me, "UpgradeAvailable", "Resolve", pinned.message());
+        }
+        Outcome::UnpackFailed { reason, message, .. } if message_is_new(T::BundleUnpackFailed, message) => {
+            ctx.warning(&me, reason, "Unpack", message.clone());
+        }
+        _ => {}
     }
     if let Some(value) = sub.spec.unknown_approval()
         && old
-            .as_ref()
             .and_then(|o| o.condition(&T::InstallPlanApprovalInvalid))
             .is_none()
     {
         ctx.warning(
-            &sub.object_ref(&()),
+            &me,
             reason::INSTALL_PLAN_APPROVAL_INVALID,
             "Resolve",
             format!(
@@ -387,14 +401,9 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
         );
     }
     let unapplied = sub.spec.unapplied_config();
-    if !unapplied.is_empty()
-        && old
-            .as_ref()
-            .and_then(|o| o.condition(&T::ConfigIgnored))
-            .is_none()
-    {
+    if !unapplied.is_empty() && old.and_then(|o| o.condition(&T::ConfigIgnored)).is_none() {
         ctx.warning(
-            &sub.object_ref(&()),
+            &me,
             reason::CONFIG_FIELD_NOT_APPLIED,
             "Resolve",
             status::unapplied_config_message(&unapplied),
@@ -402,20 +411,21 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     }
     // Skip a write that changes nothing, and defer one while the store still shows the
     // Subscription as it was before our last write (the watch lags behind).
-    ctx.write_status(&*sub, status::status_changed(old.as_ref(), &next), &next)
+    ctx.write_status(sub, status::status_changed(old, &next), &next)
         .await?;
     // The history of installed CSVs (`olm-rs.io/installed-csvs`, read by `kubectl olm
     // rollback`), with the component label this manager also owns.
     if let Some(installed) = next.installed_csv.as_deref().filter(|c| !c.is_empty()) {
-        let label = crate::api::labels::component_label_key(&sub.spec.name, &ns);
-        if let Some(apply) = status::pin::history_apply(&sub, &ns, installed, label.as_deref()) {
-            let api: Api<Subscription> = Api::namespaced(ctx.client(), &ns);
+        let label = crate::api::labels::component_label_key(&sub.spec.name, ns);
+        if let Some(apply) = status::pin::history_apply(sub, ns, installed, label.as_deref()) {
+            let name = sub.name_any();
+            let api: Api<Subscription> = Api::namespaced(ctx.client(), ns);
             apply::apply(&api, &name, &apply, &ctx.manager)
                 .await
                 .map_err(Error::apply(format!("Subscription {ns}/{name}")))?;
         }
     }
-    Ok(action)
+    Ok(())
 }
 
 /// Why a visible catalog has no model: its CatalogSource's status message, else "not loaded yet".
@@ -459,11 +469,11 @@ async fn unpack_and_plan(
     }) {
         Ok(settings) => settings,
         Err(message) => {
-            return Ok(Outcome::UnpackFailed(
-                reason::ERROR_PREVENTED_UNPACKING,
+            return Ok(Outcome::UnpackFailed {
+                reason: reason::ERROR_PREVENTED_UNPACKING,
                 message,
-                lookup::RETRY_AFTER,
-            ));
+                retry_in: lookup::RETRY_AFTER,
+            });
         }
     };
     let catalog = &install.selected.catalog;
@@ -541,21 +551,30 @@ async fn unpack_and_plan(
                 Ok(plan) => {
                     // The manifests are in the plan now (and the image in the digest cache).
                     puller.forget(&key);
-                    Outcome::NewPlan(selected.bundle.clone(), Box::new(plan))
+                    Outcome::NewPlan {
+                        csv: selected.bundle.clone(),
+                        plan: Box::new(plan),
+                    }
                 }
                 // Kept: the same manifests give the same failure until the catalog changes.
-                Err(message) => {
-                    Outcome::UnpackFailed(reason::ERROR_PREVENTED_UNPACKING, message, lookup::RETRY_AFTER)
-                }
+                Err(message) => Outcome::UnpackFailed {
+                    reason: reason::ERROR_PREVENTED_UNPACKING,
+                    message,
+                    retry_in: lookup::RETRY_AFTER,
+                },
             })
         }
         (lookup::LookupState::Failed { retry_in, .. }, _) => {
             let (_, reason, message) = lookup::subscription_condition(&entry).unwrap_or_default();
-            Ok(Outcome::UnpackFailed(reason, message, *retry_in))
+            Ok(Outcome::UnpackFailed {
+                reason,
+                message,
+                retry_in: *retry_in,
+            })
         }
         _ => {
             let (_, _, message) = lookup::subscription_condition(&entry).unwrap_or_default();
-            Ok(Outcome::Unpacking(message))
+            Ok(Outcome::Unpacking { message })
         }
     }
 }
@@ -673,6 +692,62 @@ async fn create_plan(
 /// Whether `ip` is the plan for `csv`.
 fn plans_csv(ip: &InstallPlan, csv: &str) -> bool {
     ip.spec.cluster_service_version_names.iter().any(|n| n == csv)
+}
+
+/// The Subscription controller: its InstallPlans, the catalogs it reads, the CSVs and
+/// OperatorGroups of its namespace; a catalog loaded into the cache (after a restart its
+/// CatalogSource's status may not change, so its watch says nothing); a bundle image pulled (the
+/// Subscriptions waiting on it plan at once, not at their next 5 s requeue).
+pub(super) fn controller<S>(
+    w: &Wiring<'_>,
+    subscriptions: S,
+    store: kube::runtime::reflector::Store<Subscription>,
+) -> impl std::future::Future<Output = ()> + Send + use<S>
+where
+    S: futures::Stream<Item = std::result::Result<Subscription, kube::runtime::watcher::Error>>
+        + Send
+        + 'static,
+{
+    use super::mappers;
+    use futures::StreamExt as _;
+    let subs = &w.shared.stores.subscriptions;
+    let global = w.shared.config.global_namespace.clone();
+    let controller = kube::runtime::Controller::for_stream(subscriptions, store)
+        .with_config(wiring::settings())
+        .owns_stream(w.metadata::<InstallPlan>(Wiring::watch()))
+        .watches_stream(w.metadata::<CatalogSource>(Wiring::watch()), {
+            let (subs, global) = (subs.clone(), global.clone());
+            move |cs| mappers::subscriptions_for_catalog(&subs.state(), &cs, &global)
+        })
+        .watches_stream(w.metadata::<ClusterServiceVersion>(Wiring::watch()), {
+            let subs = subs.clone();
+            move |csv| mappers::siblings_in_namespace(&subs.state(), csv.namespace().as_deref())
+        })
+        .watches_stream(w.metadata::<OperatorGroup>(Wiring::watch()), {
+            let subs = subs.clone();
+            move |og| mappers::siblings_in_namespace(&subs.state(), og.namespace().as_deref())
+        })
+        .reconcile_on(w.shared.bundles.finished().flat_map({
+            let subs = subs.clone();
+            move |(catalog_ns, _image)| {
+                futures::stream::iter(mappers::subscriptions_waiting_on_bundles(
+                    &subs.state(),
+                    &catalog_ns,
+                ))
+            }
+        }))
+        .reconcile_on(w.shared.catalogs.loads().flat_map({
+            let subs = subs.clone();
+            move |(ns, name)| {
+                futures::stream::iter(mappers::subscriptions_for_catalog_named(
+                    &subs.state(),
+                    &ns,
+                    &name,
+                    &global,
+                ))
+            }
+        }));
+    wiring::run(controller, reconcile, w.context("subscription"), "subscription")
 }
 
 #[cfg(test)]

@@ -568,9 +568,13 @@ pub struct CatalogHealthObservation {
     pub healthy: bool,
 }
 
-/// What resolution did in this reconcile, as input to [`next_status`].
-#[derive(Debug, Clone, Copy)]
-pub enum ResolutionStep<'a> {
+/// What this reconcile's resolution came to, the one outcome type of the Subscription pipeline:
+/// [`decide`]'s [`Decision`] as it is, or, for [`Decision::Install`], what the controller made of
+/// it (a new InstallPlan, a bundle image still unpacking or failed, or a failure to create the
+/// plan). [`next_status`] reports it, [`Outcome::requeue_after`] says when to look again, and the
+/// controller's Events follow it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
     /// Resolution was not run (for example while an InstallPlan is pending, see
     /// [`needs_resolution`]); `ResolutionFailed` is left as it is.
     NotRun,
@@ -578,53 +582,88 @@ pub enum ResolutionStep<'a> {
     /// `e.to_string()`.
     Failed {
         /// Condition reason (`ConstraintsNotSatisfiable` or `ErrorPreventedResolution`).
-        reason: &'a str,
+        reason: &'static str,
         /// Plain-language message.
-        message: &'a str,
+        message: String,
     },
     /// Resolution chose an upgrade that waits for the installed CSV to succeed: as `UpToDate`,
     /// plus `UpgradeHeld=True`.
     Held {
-        /// As [`ResolutionStep::UpToDate::adopted`].
-        adopted: Option<&'a str>,
+        /// As [`Outcome::UpToDate::adopted`].
+        adopted: Option<String>,
         /// What is held.
-        hold: &'a UpgradeHold,
+        hold: UpgradeHold,
     },
     /// Resolution found nothing to install at or below the Subscription's version ceiling, and
     /// a newer bundle above it: as `UpToDate`, plus `UpgradeHeld=True` (`VersionPinned`) and
     /// `state: UpgradeAvailable`.
     Pinned {
-        /// As [`ResolutionStep::UpToDate::adopted`].
-        adopted: Option<&'a str>,
+        /// As [`Outcome::UpToDate::adopted`].
+        adopted: Option<String>,
         /// What the ceiling keeps out.
-        pinned: &'a pin::PinnedUpgrade,
+        pinned: pin::PinnedUpgrade,
     },
     /// Resolution found nothing to install for this Subscription.
     UpToDate {
         /// A CSV of the package, present in the namespace and owned by no Subscription, that
         /// this Subscription adopted (see [`crate::resolve::Resolution::adopted`]).
-        adopted: Option<&'a str>,
+        adopted: Option<String>,
     },
     /// Resolution chose a bundle whose image is being pulled ([`crate::plan::bundle_lookup`]):
     /// `BundleUnpacking=True`, no InstallPlan yet.
     Unpacking {
         /// The lookup's pending message.
-        message: &'a str,
+        message: String,
     },
     /// Resolution chose a bundle whose image could not be unpacked: `BundleUnpackFailed=True`.
     UnpackFailed {
         /// `BundleUnpackFailed` or `ErrorPreventedUnpacking`.
-        reason: &'a str,
+        reason: &'static str,
         /// What failed, with the registry's message.
-        message: &'a str,
+        message: String,
+        /// When to try the image again.
+        retry_in: Duration,
     },
     /// Resolution chose `csv` and the controller created `plan` for it.
     NewPlan {
         /// The CSV (bundle) name the plan installs.
-        csv: &'a str,
+        csv: String,
         /// The InstallPlan just created (its name, uid and `spec.generation` are referenced).
-        plan: &'a InstallPlan,
+        plan: Box<InstallPlan>,
     },
+}
+
+impl Outcome {
+    /// When to reconcile the Subscription again (its own events and the watches' wake it
+    /// sooner). `held_for`: how long `UpgradeHeld` has been true.
+    pub fn requeue_after(&self, held_for: Duration) -> Duration {
+        match self {
+            Self::NotRun | Self::NewPlan { .. } => Duration::from_secs(30),
+            // The CSV event that woke us may be ahead of the shared CSV store: look again soon,
+            // then less and less often (the CSV's own events wake us anyway).
+            Self::Held { .. } => held_requeue(held_for),
+            Self::Failed { .. } => Duration::from_secs(60),
+            Self::UpToDate { .. } | Self::Pinned { .. } => Duration::from_secs(300),
+            // Upstream resyncs an unpacking namespace every 5 s.
+            Self::Unpacking { .. } => Duration::from_secs(5),
+            Self::UnpackFailed { retry_in, .. } => (*retry_in).max(Duration::from_secs(5)),
+        }
+    }
+}
+
+impl<'a> Decision<'a> {
+    /// The outcome of a decision that needs no action; [`Decision::Install`] is given back, for
+    /// the controller to create its InstallPlan (or pull its bundle image first).
+    pub fn outcome(self) -> std::result::Result<Outcome, Box<Install<'a>>> {
+        Ok(match self {
+            Self::NotRun => Outcome::NotRun,
+            Self::Failed(reason, message) => Outcome::Failed { reason, message },
+            Self::UpToDate(adopted) => Outcome::UpToDate { adopted },
+            Self::WaitingForSucceeded(adopted, hold) => Outcome::Held { adopted, hold },
+            Self::Pinned(adopted, pinned) => Outcome::Pinned { adopted, pinned },
+            Self::Install(install) => return Err(install),
+        })
+    }
 }
 
 /// Everything [`next_status`] looks at.
@@ -638,8 +677,8 @@ pub struct StatusInput<'a> {
     pub csvs: &'a [&'a str],
     /// InstallPlans present in the Subscription's namespace.
     pub install_plans: &'a [&'a InstallPlan],
-    /// What resolution did.
-    pub resolution: ResolutionStep<'a>,
+    /// What resolution came to.
+    pub resolution: &'a Outcome,
     /// The time to stamp on whatever changes.
     pub now: &'a Time,
 }
@@ -695,11 +734,11 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
     // 2. Resolution.
     let mut new_plan: Option<&InstallPlan> = None;
     match input.resolution {
-        ResolutionStep::NotRun => {}
-        ResolutionStep::Failed { reason, message } => {
+        Outcome::NotRun => {}
+        Outcome::Failed { reason, message } => {
             conds.set(condition(Cond::ResolutionFailed, true, reason, message));
         }
-        ResolutionStep::Unpacking { message } => {
+        Outcome::Unpacking { message } => {
             conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpackFailed]);
             conds.set(condition(
                 Cond::BundleUnpacking,
@@ -708,26 +747,24 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 message,
             ));
         }
-        ResolutionStep::UnpackFailed { reason, message } => {
+        Outcome::UnpackFailed { reason, message, .. } => {
             conds.remove(&[Cond::ResolutionFailed, Cond::BundleUnpacking]);
             conds.set(condition(Cond::BundleUnpackFailed, true, reason, message));
         }
-        ResolutionStep::UpToDate { adopted }
-        | ResolutionStep::Held { adopted, .. }
-        | ResolutionStep::Pinned { adopted, .. } => {
+        Outcome::UpToDate { adopted } | Outcome::Held { adopted, .. } | Outcome::Pinned { adopted, .. } => {
             conds.remove(&[
                 Cond::ResolutionFailed,
                 Cond::BundleUnpacking,
                 Cond::BundleUnpackFailed,
             ]);
             match input.resolution {
-                ResolutionStep::Held { hold, .. } => conds.set(condition(
+                Outcome::Held { hold, .. } => conds.set(condition(
                     Cond::UpgradeHeld,
                     true,
                     reason::INSTALLED_CSV_NOT_SUCCEEDED,
                     &hold.message(),
                 )),
-                ResolutionStep::Pinned { pinned, .. } => conds.set(condition(
+                Outcome::Pinned { pinned, .. } => conds.set(condition(
                     Cond::UpgradeHeld,
                     true,
                     reason::VERSION_PINNED,
@@ -749,7 +786,7 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
                 }
             }
         }
-        ResolutionStep::NewPlan { csv, plan } => {
+        Outcome::NewPlan { csv, plan } => {
             conds.remove(&[
                 Cond::UpgradeHeld,
                 Cond::ResolutionFailed,
@@ -768,12 +805,10 @@ pub fn next_status(input: &StatusInput<'_>) -> SubscriptionStatus {
         if input.csvs.contains(&current.as_str()) {
             st.installed_csv = Some(current);
             st.state = Some(match input.resolution {
-                ResolutionStep::Pinned { .. } => SubscriptionState::UpgradeAvailable,
+                Outcome::Pinned { .. } => SubscriptionState::UpgradeAvailable,
                 // Still pinned while resolution waits (it does not wait at a ceiling, see
                 // `needs_resolution`).
-                ResolutionStep::NotRun if pinned_state(&st, &conds.list) => {
-                    SubscriptionState::UpgradeAvailable
-                }
+                Outcome::NotRun if pinned_state(&st, &conds.list) => SubscriptionState::UpgradeAvailable,
                 _ => SubscriptionState::AtLatestKnown,
             });
         } else {

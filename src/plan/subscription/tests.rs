@@ -57,7 +57,7 @@ fn spec_status(sub: &Subscription) -> SubscriptionStatus {
         catalog_health: &healthy_catalogs(),
         csvs: &[],
         install_plans: &[],
-        resolution: ResolutionStep::NotRun,
+        resolution: &Outcome::NotRun,
         now: &time(100),
     })
 }
@@ -86,9 +86,9 @@ fn a_new_plan_makes_the_subscription_upgrade_pending_with_a_pending_condition() 
         catalog_health: &health,
         csvs: &[],
         install_plans: &[],
-        resolution: ResolutionStep::NewPlan {
-            csv: "redis-operator.v0.2.0",
-            plan: &ip,
+        resolution: &Outcome::NewPlan {
+            csv: "redis-operator.v0.2.0".into(),
+            plan: Box::new(ip.clone()),
         },
         now: &now,
     });
@@ -259,7 +259,7 @@ fn the_state_machine_follows_the_plan_and_the_csv() {
             catalog_health: &health,
             csvs: case.csvs,
             install_plans: &plans,
-            resolution: ResolutionStep::NotRun,
+            resolution: &Outcome::NotRun,
             now: &now,
         });
         let (state, current, installed, _) = summary(&st);
@@ -295,7 +295,7 @@ fn plan_messages_come_from_the_plan_or_say_how_to_approve() {
             catalog_health: &health,
             csvs: &[],
             install_plans: &plans,
-            resolution: ResolutionStep::NotRun,
+            resolution: &Outcome::NotRun,
             now: &now,
         })
     };
@@ -343,7 +343,7 @@ fn plan_messages_come_from_the_plan_or_say_how_to_approve() {
 fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan() {
     let health = healthy_catalogs();
     let now = time(500);
-    let run = |sub: &Subscription, resolution| {
+    let run = |sub: &Subscription, resolution: &Outcome| {
         next_status(&StatusInput {
             subscription: sub,
             catalog_health: &health,
@@ -356,8 +356,8 @@ fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan
     let sub = subscription("Automatic", None);
     let unpacking = run(
         &sub,
-        ResolutionStep::Unpacking {
-            message: "pulling bundle image r/b:1",
+        &Outcome::Unpacking {
+            message: "pulling bundle image r/b:1".into(),
         },
     );
     let c = cond(&unpacking, Cond::BundleUnpacking).expect("BundleUnpacking");
@@ -375,9 +375,10 @@ fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan
     sub.status = Some(unpacking);
     let failed = run(
         &sub,
-        ResolutionStep::UnpackFailed {
+        &Outcome::UnpackFailed {
             reason: reason::BUNDLE_UNPACK_FAILED,
-            message: "bundle unpacking failed for b.v1 - DeadlineExceeded: slow",
+            message: "bundle unpacking failed for b.v1 - DeadlineExceeded: slow".into(),
+            retry_in: Duration::ZERO,
         },
     );
     assert!(cond(&failed, Cond::BundleUnpacking).is_none());
@@ -390,15 +391,20 @@ fn unpacking_and_unpack_failures_are_subscription_conditions_cleared_by_the_plan
 
     // A retry is unpacking again, without the old failure; the plan clears both.
     sub.status = Some(failed);
-    let retry = run(&sub, ResolutionStep::Unpacking { message: "pulling" });
+    let retry = run(
+        &sub,
+        &Outcome::Unpacking {
+            message: "pulling".into(),
+        },
+    );
     assert!(cond(&retry, Cond::BundleUnpackFailed).is_none());
     sub.status = Some(retry);
     let ip = plan("install-1", "Automatic", true, json!({"phase": "Installing"}));
     let planned = run(
         &sub,
-        ResolutionStep::NewPlan {
-            csv: "redis-operator.v0.2.0",
-            plan: &ip,
+        &Outcome::NewPlan {
+            csv: "redis-operator.v0.2.0".into(),
+            plan: Box::new(ip.clone()),
         },
     );
     assert!(cond(&planned, Cond::BundleUnpacking).is_none());
@@ -415,7 +421,7 @@ fn a_held_upgrade_says_why_until_resolution_finds_nothing_held() {
         phase: CsvPhase::Pending,
         next: "redis-operator.v1.1.0".into(),
     };
-    let input = |sub: &Subscription, resolution| {
+    let input = |sub: &Subscription, resolution: &Outcome| {
         next_status(&StatusInput {
             subscription: sub,
             catalog_health: &health,
@@ -427,9 +433,9 @@ fn a_held_upgrade_says_why_until_resolution_finds_nothing_held() {
     };
     let held = input(
         &sub,
-        ResolutionStep::Held {
+        &Outcome::Held {
             adopted: None,
-            hold: &hold,
+            hold: hold.clone(),
         },
     );
     let c = cond(&held, Cond::UpgradeHeld).expect("condition");
@@ -445,7 +451,7 @@ fn a_held_upgrade_says_why_until_resolution_finds_nothing_held() {
     );
     let mut sub = sub;
     sub.status = Some(held);
-    let free = input(&sub, ResolutionStep::UpToDate { adopted: None });
+    let free = input(&sub, &Outcome::UpToDate { adopted: None });
     assert!(cond(&free, Cond::UpgradeHeld).is_none());
 }
 
@@ -466,9 +472,9 @@ fn resolution_failures_set_and_successes_clear_resolution_failed() {
         catalog_health: &health,
         csvs: &[],
         install_plans: &[],
-        resolution: ResolutionStep::Failed {
+        resolution: &Outcome::Failed {
             reason: reason::CONSTRAINTS_NOT_SATISFIABLE,
-            message: "package redis-operator has no channel 'stabel'",
+            message: "package redis-operator has no channel 'stabel'".into(),
         },
         now: &now,
     });
@@ -483,7 +489,7 @@ fn resolution_failures_set_and_successes_clear_resolution_failed() {
 
     let mut sub = sub;
     sub.status = Some(failed);
-    for step in [ResolutionStep::NotRun, ResolutionStep::UpToDate { adopted: None }] {
+    for step in [&Outcome::NotRun, &Outcome::UpToDate { adopted: None }] {
         let st = next_status(&StatusInput {
             subscription: &sub,
             catalog_health: &health,
@@ -492,7 +498,7 @@ fn resolution_failures_set_and_successes_clear_resolution_failed() {
             resolution: step,
             now: &now,
         });
-        let kept = matches!(step, ResolutionStep::NotRun);
+        let kept = matches!(step, Outcome::NotRun);
         assert_eq!(cond(&st, Cond::ResolutionFailed).is_some(), kept, "{step:?}");
     }
 }
@@ -507,8 +513,8 @@ fn an_adopted_csv_becomes_current_and_installed() {
         catalog_health: &health,
         csvs: &["redis-operator.v0.1.0"],
         install_plans: &[],
-        resolution: ResolutionStep::UpToDate {
-            adopted: Some("redis-operator.v0.1.0"),
+        resolution: &Outcome::UpToDate {
+            adopted: Some("redis-operator.v0.1.0".into()),
         },
         now: &now,
     });
@@ -553,8 +559,8 @@ fn an_adopted_csv_gets_back_the_plan_its_subscription_owns_for_it() {
             catalog_health: &health,
             csvs: &["redis-operator.v0.1.0"],
             install_plans: plans,
-            resolution: ResolutionStep::UpToDate {
-                adopted: Some("redis-operator.v0.1.0"),
+            resolution: &Outcome::UpToDate {
+                adopted: Some("redis-operator.v0.1.0".into()),
             },
             now: &now,
         })
@@ -634,7 +640,7 @@ fn catalog_health_names_the_targeted_or_other_unhealthy_catalogs() {
             catalog_health: &observed,
             csvs: &[],
             install_plans: &[],
-            resolution: ResolutionStep::NotRun,
+            resolution: &Outcome::NotRun,
             now: &now,
         });
         let c = cond(&st, Cond::CatalogSourcesUnhealthy).expect("condition");
@@ -662,9 +668,9 @@ fn an_unchanged_world_gives_an_unchanged_status_with_its_old_times() {
         catalog_health: &health,
         csvs: &[],
         install_plans: &[],
-        resolution: ResolutionStep::NewPlan {
-            csv: "redis-operator.v0.2.0",
-            plan: &ip,
+        resolution: &Outcome::NewPlan {
+            csv: "redis-operator.v0.2.0".into(),
+            plan: Box::new(ip.clone()),
         },
         now: &first_time,
     });
@@ -677,7 +683,7 @@ fn an_unchanged_world_gives_an_unchanged_status_with_its_old_times() {
         catalog_health: &health,
         csvs: &[],
         install_plans: &plans,
-        resolution: ResolutionStep::NotRun,
+        resolution: &Outcome::NotRun,
         now: &later,
     });
     assert!(!status_changed(Some(&first), &second));
@@ -691,7 +697,7 @@ fn an_unchanged_world_gives_an_unchanged_status_with_its_old_times() {
         catalog_health: &health,
         csvs: &csvs,
         install_plans: &plans,
-        resolution: ResolutionStep::NotRun,
+        resolution: &Outcome::NotRun,
         now: &later,
     });
     assert!(status_changed(Some(&first), &third));
@@ -1354,7 +1360,7 @@ fn a_pinned_subscription_reports_upgrade_available_and_keeps_resolving() {
     fn input<'a>(
         sub: &'a Subscription,
         plans: &'a [&'a InstallPlan],
-        resolution: ResolutionStep<'a>,
+        resolution: &'a Outcome,
         now: &'a Time,
     ) -> StatusInput<'a> {
         StatusInput {
@@ -1369,9 +1375,9 @@ fn a_pinned_subscription_reports_upgrade_available_and_keeps_resolving() {
     let st = next_status(&input(
         &sub,
         &plans,
-        ResolutionStep::Pinned {
+        &Outcome::Pinned {
             adopted: None,
-            pinned: &pinned,
+            pinned: pinned.clone(),
         },
         &now,
     ));
@@ -1398,14 +1404,14 @@ fn a_pinned_subscription_reports_upgrade_available_and_keeps_resolving() {
     // point, so the controller does not write again).
     let mut again = sub.clone();
     again.status = Some(st.clone());
-    let same = next_status(&input(&again, &plans, ResolutionStep::NotRun, &now));
+    let same = next_status(&input(&again, &plans, &Outcome::NotRun, &now));
     assert_eq!(same, st);
     let same = next_status(&input(
         &again,
         &plans,
-        ResolutionStep::Pinned {
+        &Outcome::Pinned {
             adopted: None,
-            pinned: &pinned,
+            pinned: pinned.clone(),
         },
         &now,
     ));
@@ -1413,12 +1419,82 @@ fn a_pinned_subscription_reports_upgrade_available_and_keeps_resolving() {
     // The ceiling raised and the upgrade planned elsewhere: up to date clears the hold.
     let mut next = sub.clone();
     next.status = Some(st);
-    let st = next_status(&input(
-        &next,
-        &plans,
-        ResolutionStep::UpToDate { adopted: None },
-        &now,
-    ));
+    let st = next_status(&input(&next, &plans, &Outcome::UpToDate { adopted: None }, &now));
     assert_eq!(st.state, Some(SubscriptionState::AtLatestKnown));
     assert!(cond(&st, Cond::UpgradeHeld).is_none());
+}
+
+#[test]
+fn a_decision_that_needs_no_action_is_its_own_outcome() {
+    let hold = UpgradeHold {
+        installed: "a.v1".into(),
+        phase: CsvPhase::Installing,
+        next: "a.v2".into(),
+    };
+    assert_eq!(Decision::NotRun.outcome().ok(), Some(Outcome::NotRun));
+    assert_eq!(
+        Decision::Failed(reason::CONSTRAINTS_NOT_SATISFIABLE, "no channel".into())
+            .outcome()
+            .ok(),
+        Some(Outcome::Failed {
+            reason: reason::CONSTRAINTS_NOT_SATISFIABLE,
+            message: "no channel".into()
+        })
+    );
+    assert_eq!(
+        Decision::WaitingForSucceeded(Some("a.v1".into()), hold.clone())
+            .outcome()
+            .ok(),
+        Some(Outcome::Held {
+            adopted: Some("a.v1".into()),
+            hold
+        })
+    );
+    assert_eq!(
+        Decision::UpToDate(None).outcome().ok(),
+        Some(Outcome::UpToDate { adopted: None })
+    );
+}
+
+#[test]
+fn each_outcome_is_looked_at_again_on_its_own_schedule() {
+    let secs = Duration::from_secs;
+    let failed = Outcome::Failed {
+        reason: reason::CONSTRAINTS_NOT_SATISFIABLE,
+        message: String::new(),
+    };
+    assert_eq!(failed.requeue_after(Duration::ZERO), secs(60));
+    assert_eq!(
+        Outcome::UpToDate { adopted: None }.requeue_after(Duration::ZERO),
+        secs(300)
+    );
+    assert_eq!(
+        Outcome::Unpacking {
+            message: String::new()
+        }
+        .requeue_after(Duration::ZERO),
+        secs(5),
+        "upstream resyncs an unpacking namespace every 5 s"
+    );
+    let unpack_failed = |retry_in| Outcome::UnpackFailed {
+        reason: reason::BUNDLE_UNPACK_FAILED,
+        message: String::new(),
+        retry_in,
+    };
+    assert_eq!(unpack_failed(secs(300)).requeue_after(Duration::ZERO), secs(300));
+    assert_eq!(
+        unpack_failed(Duration::ZERO).requeue_after(Duration::ZERO),
+        secs(5),
+        "never busy-loops"
+    );
+    let held = Outcome::Held {
+        adopted: None,
+        hold: UpgradeHold {
+            installed: "a.v1".into(),
+            phase: CsvPhase::Installing,
+            next: "a.v2".into(),
+        },
+    };
+    assert_eq!(held.requeue_after(Duration::ZERO), HELD_REQUEUE_MIN);
+    assert_eq!(held.requeue_after(secs(3600)), HELD_REQUEUE_MAX);
 }
