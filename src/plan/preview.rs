@@ -9,13 +9,21 @@
 //!   show as changes. Only content is compared: `metadata.managedFields`, `resourceVersion`,
 //!   `uid`, `generation`, `creationTimestamp` and `status` are what the server keeps, not what
 //!   the plan changes. A change lists every leaf that differs, by JSON path
-//!   (`spec.template.spec.containers[0].image`), with the value before and after.
+//!   (`spec.replicas`, `spec.template.spec.containers[name=manager].image`: lists of named
+//!   objects are matched by name, others by position), with the value before and after; an
+//!   item added to or removed from a list is one change, not the whole list.
 //! - **The RBAC the plan grants** ([`rbac_grants`]): every rule of every Role and ClusterRole
 //!   step, namespaced or cluster-wide, flagged when it holds wildcard verbs, resources or API
 //!   groups, reaches `secrets`, grants `escalate`, `bind` or `impersonate`, or touches nodes or
 //!   admission webhooks: the powers a reviewer should not grant by accident.
 //! - **The images that will run** ([`images`]): every container and init container image of
 //!   the CSV steps' install strategy Deployments.
+//! - **What the upgrade removes** ([`removals`]): the objects the CSV being replaced owns (by
+//!   owner reference, or by `olm.owner` labels for cluster-scoped and other namespaces' objects)
+//!   that the plan does not keep: not one of its steps, and not one of the objects its CSVs'
+//!   install makes (their Deployments, ServiceAccounts, webhook Services, cert Secrets and their
+//!   Role and RoleBinding, webhook configurations for the same `generateName`, owned
+//!   APIServices). They go when the old CSV is deleted after the upgrade.
 //! - **The CRD verdict**: the checks the InstallPlan runs before a CRD update
 //!   ([`crate::plan::crd_safety`]); the shell runs them on the live CRD and its objects and
 //!   reports the refusal here before approval rather than as a failed plan after it.
@@ -110,6 +118,18 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
+/// A list whose every item is an object with a distinct string `name`, by name.
+fn named(items: &[Value]) -> Option<std::collections::BTreeMap<&str, &Value>> {
+    let mut out = std::collections::BTreeMap::new();
+    for item in items {
+        let name = item.get("name").and_then(Value::as_str)?;
+        if out.insert(name, item).is_some() {
+            return None;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 fn diff(path: &str, before: &Value, after: &Value, out: &mut Vec<FieldChange>) {
     match (before, after) {
         (Value::Object(a), Value::Object(b)) => {
@@ -128,11 +148,39 @@ fn diff(path: &str, before: &Value, after: &Value, out: &mut Vec<FieldChange>) {
                 }
             }
         }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                diff(&format!("{path}[{i}]"), x, y, out);
+        (Value::Array(a), Value::Array(b)) => match (named(a), named(b)) {
+            // Lists of named objects (CRD versions, containers, env, ports) are matched by name,
+            // so adding one shows that one, not the whole list.
+            (Some(x), Some(y)) => {
+                let mut names: Vec<&str> = x.keys().chain(y.keys()).copied().collect();
+                names.sort_unstable();
+                names.dedup();
+                for name in names {
+                    let here = format!("{path}[name={name}]");
+                    match (x.get(name), y.get(name)) {
+                        (Some(v), Some(w)) => diff(&here, v, w, out),
+                        (v, w) => out.push(FieldChange {
+                            path: here,
+                            before: v.copied().cloned(),
+                            after: w.copied().cloned(),
+                        }),
+                    }
+                }
             }
-        }
+            _ => {
+                for i in 0..a.len().max(b.len()) {
+                    let here = format!("{path}[{i}]");
+                    match (a.get(i), b.get(i)) {
+                        (Some(x), Some(y)) => diff(&here, x, y, out),
+                        (x, y) => out.push(FieldChange {
+                            path: here,
+                            before: x.cloned(),
+                            after: y.cloned(),
+                        }),
+                    }
+                }
+            }
+        },
         (x, y) if x != y => out.push(FieldChange {
             path: path.to_owned(),
             before: Some(x.clone()),
@@ -327,6 +375,135 @@ pub fn images<'a>(csvs: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
     out
 }
 
+/// An object of the cluster: kind, namespace (`None` for cluster-scoped) and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectId {
+    /// The kind (`Deployment`, `ClusterRole`, ...).
+    pub kind: String,
+    /// The namespace; `None` for a cluster-scoped object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectId {
+    /// `kind` `name` in `namespace` (`None`: cluster-scoped).
+    pub fn new(kind: &str, namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// The kinds an installed CSV owns that an upgrade can leave behind, and whether each is
+/// namespaced: what the shell reads for [`removals`].
+pub const OWNED_KINDS: &[(&str, bool)] = &[
+    ("Deployment", true),
+    ("ServiceAccount", true),
+    ("Role", true),
+    ("RoleBinding", true),
+    ("Service", true),
+    ("Secret", true),
+    ("ClusterRole", false),
+    ("ClusterRoleBinding", false),
+    ("ValidatingWebhookConfiguration", false),
+    ("MutatingWebhookConfiguration", false),
+    ("APIService", false),
+];
+
+/// What the plan keeps in place: every step's object (namespaced ones in the plan's namespace), and for
+/// every CSV step what its install makes (see the module doc). `steps`: (kind, manifest) of
+/// every step that carries its manifest. Webhook configurations are kept by `generateName`
+/// prefix (a configuration upstream named `<generateName>-<random>` is updated in place), so
+/// they are kept apart, as (kind, generateName) in [`Kept::configs`].
+pub fn kept_objects<'a>(steps: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Kept {
+    use crate::{api::v1alpha1::ClusterServiceVersion, plan::csv::webhooks};
+    let mut kept = std::collections::BTreeSet::new();
+    let mut configs = Vec::new();
+    for (kind, manifest) in steps {
+        if let Some(name) = manifest.pointer("/metadata/name").and_then(Value::as_str) {
+            kept.insert((kind.to_owned(), name.to_owned()));
+        }
+        if kind != crate::plan::steps::CSV_KIND {
+            continue;
+        }
+        let Ok(csv) = serde_json::from_value::<ClusterServiceVersion>(manifest.clone()) else {
+            continue;
+        };
+        let strategy = &csv.spec.install.spec;
+        for d in &strategy.deployments {
+            kept.insert(("Deployment".into(), d.name.clone()));
+        }
+        for p in strategy.permissions.iter().chain(&strategy.cluster_permissions) {
+            kept.insert(("ServiceAccount".into(), p.service_account_name.clone()));
+        }
+        for d in webhooks::cert_deployments(&csv) {
+            kept.insert(("Service".into(), webhooks::service_name(&d)));
+            let cert = webhooks::secret_name(&d);
+            for kind in ["Secret", "Role", "RoleBinding"] {
+                kept.insert((kind.into(), cert.clone()));
+            }
+        }
+        for desc in webhooks::owned_api_services(&csv) {
+            kept.insert(("APIService".into(), webhooks::api_service_name(desc)));
+        }
+        for desc in &csv.spec.webhook_definitions {
+            let kind = match desc.type_.as_str() {
+                "ValidatingAdmissionWebhook" => "ValidatingWebhookConfiguration",
+                "MutatingAdmissionWebhook" => "MutatingWebhookConfiguration",
+                // A conversion webhook lives in its CRD, which a plan never removes.
+                _ => continue,
+            };
+            configs.push((kind.to_owned(), desc.generate_name.clone()));
+        }
+    }
+    Kept {
+        by_name: kept,
+        configs,
+    }
+}
+
+/// What a plan keeps in place ([`kept_objects`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// (kind, name) of the objects kept in the plan's namespace or cluster-wide.
+    pub by_name: std::collections::BTreeSet<(String, String)>,
+    /// (kind, `generateName`) of the webhook configurations kept by prefix.
+    pub configs: Vec<(String, String)>,
+}
+
+/// What the upgrade removes: the objects `owned` by the CSV the plan replaces that the plan
+/// does not keep ([`kept_objects`]), sorted. An object in another namespace than the plan's
+/// (RBAC for a group's target namespaces) is removed too: the new CSV makes its own there.
+pub fn removals(owned: &[ObjectId], kept: &Kept, namespace: &str) -> Vec<ObjectId> {
+    let Kept {
+        by_name: kept,
+        configs,
+    } = kept;
+    let mut out: Vec<ObjectId> = owned
+        .iter()
+        .filter(|o| {
+            let here = o.namespace.as_deref().is_none_or(|n| n == namespace);
+            let by_name = here && kept.contains(&(o.kind.clone(), o.name.clone()));
+            let by_prefix = configs.iter().any(|(kind, generate_name)| {
+                *kind == o.kind
+                    && o.name
+                        .strip_prefix(generate_name.as_str())
+                        .is_some_and(|rest| rest.starts_with('-'))
+            });
+            !by_name && !by_prefix
+        })
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -360,18 +537,91 @@ mod tests {
             [
                 "metadata.labels.old",
                 "spec.replicas",
-                "spec.template.spec.containers[0].image"
+                "spec.template.spec.containers[name=op].image"
             ]
         );
         assert_eq!(fields[0].after, None, "a removed label");
         assert_eq!(fields[1].before, Some(json!(1)));
         assert_eq!(fields[1].after, Some(json!(2)));
-        // Lists of another length change as a whole.
+        // An item added to a list of unnamed items is that item only.
         let longer = json!({"rules": [1, 2]});
         let Change::Changed { fields } = step_change(Some(&json!({"rules": [1]})), &longer) else {
             panic!("a change");
         };
-        assert_eq!(fields[0].path, "rules");
+        assert_eq!(
+            fields,
+            [FieldChange {
+                path: "rules[1]".into(),
+                before: None,
+                after: Some(json!(2))
+            }]
+        );
+    }
+
+    #[test]
+    fn a_crd_version_added_is_that_version_not_both_schemas_whole() {
+        let schema = |field: &str| json!({"openAPIV3Schema": {"type": "object", "properties": {field: {"type": "string"}}}});
+        let v1 = json!({"name": "v1", "served": true, "storage": true, "schema": schema("size")});
+        let live = json!({"spec": {"group": "cache.example.com", "versions": [v1.clone()]}});
+        let alpha =
+            json!({"name": "v1alpha1", "served": true, "storage": false, "schema": schema("replicas")});
+        let mut v1_changed = v1.clone();
+        v1_changed["schema"] = schema("shards");
+        // The new version listed first: matched by name, not by position.
+        let applied =
+            json!({"spec": {"group": "cache.example.com", "versions": [alpha.clone(), v1_changed]}});
+        let Change::Changed { fields } = step_change(Some(&live), &applied) else {
+            panic!("a change");
+        };
+        let paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.versions[name=v1].schema.openAPIV3Schema.properties.shards",
+                "spec.versions[name=v1].schema.openAPIV3Schema.properties.size",
+                "spec.versions[name=v1alpha1]",
+            ]
+        );
+        assert_eq!(fields[2].before, None);
+        assert_eq!(fields[2].after, Some(alpha));
+    }
+
+    #[test]
+    fn an_upgrade_removes_what_the_old_csv_owns_and_the_plan_does_not_keep() {
+        let csv = json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "op.v2"},
+            "spec": {"replaces": "op.v1", "install": {"strategy": "deployment", "spec": {
+                "deployments": [{"name": "op-manager", "spec": {"selector": {}, "template": {}}}],
+                "permissions": [{"serviceAccountName": "op", "rules": []}]}},
+                "webhookdefinitions": [{"type": "ValidatingAdmissionWebhook", "generateName": "vop.example.com",
+                    "deploymentName": "op-manager", "admissionReviewVersions": ["v1"], "sideEffects": "None"}]}});
+        let role = json!({"metadata": {"name": "op.v2-abcde"}});
+        let kept = kept_objects([("ClusterServiceVersion", &csv), ("Role", &role)]);
+        let ns = "team-a";
+        let owned = [
+            ObjectId::new("Deployment", Some(ns), "op-manager"),
+            ObjectId::new("Deployment", Some(ns), "op-metrics"),
+            ObjectId::new("ServiceAccount", Some(ns), "op"),
+            ObjectId::new("Role", Some(ns), "op.v1-fghij"),
+            ObjectId::new("Service", Some(ns), "op-manager-service"),
+            ObjectId::new("Secret", Some(ns), "op-manager-service-cert"),
+            // A configuration upstream named with a random suffix is updated in place.
+            ObjectId::new("ValidatingWebhookConfiguration", None, "vop.example.com-x7k2p"),
+            ObjectId::new("MutatingWebhookConfiguration", None, "mop.example.com-abcde"),
+            // RBAC of a target namespace, by the same name: the new CSV makes its own there.
+            ObjectId::new("Role", Some("team-b"), "op.v2-abcde"),
+        ];
+        assert_eq!(
+            removals(&owned, &kept, ns),
+            [
+                ObjectId::new("Deployment", Some(ns), "op-metrics"),
+                ObjectId::new("MutatingWebhookConfiguration", None, "mop.example.com-abcde"),
+                ObjectId::new("Role", Some(ns), "op.v1-fghij"),
+                ObjectId::new("Role", Some("team-b"), "op.v2-abcde"),
+            ]
+        );
+        // Nothing owned, nothing removed.
+        assert!(removals(&[], &kept, ns).is_empty());
     }
 
     #[test]

@@ -787,6 +787,50 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
     };
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
     create(&crds, crd_of("v1")).await;
+    // Live: widget.v1, which the plan's CSV replaces, with what it owns: a Deployment the new
+    // CSV keeps (same name), one it drops, a Role by owner reference and a ClusterRole by the
+    // `olm.owner` labels.
+    csv(&ns, "widget.v1", "1.0.0", "Succeeded", None).await;
+    let old_uid = ns
+        .api::<ClusterServiceVersion>()
+        .get("widget.v1")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let owned_by_old = json!([{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "name": "widget.v1", "uid": old_uid}]);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = ns.api();
+    for name in ["widget", "widget-metrics"] {
+        create(
+            &deployments,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": name, "namespace": n, "ownerReferences": owned_by_old},
+                   "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                            "template": {"metadata": {"labels": {"app": name}},
+                                         "spec": {"containers": [{"name": "w", "image": "registry.example.com/widget:1.0"}]}}}}),
+        )
+        .await;
+    }
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = ns.api();
+    create(
+        &roles,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "widget.v1-metrics", "namespace": n, "ownerReferences": owned_by_old},
+               "rules": []}),
+    )
+    .await;
+    let old_cluster_role = format!("widget.v1-{n}");
+    let cluster_roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(cluster.client());
+    create(
+        &cluster_roles,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": old_cluster_role, "labels": {"olm.owner": "widget.v1", "olm.owner.namespace": n,
+                            "olm.owner.kind": "ClusterServiceVersion"}},
+               "rules": []}),
+    )
+    .await;
     let csv = "widget.v2";
     let manifests = [
         (
@@ -811,7 +855,7 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
             "operators.coreos.com",
             json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
                    "metadata": {"name": csv},
-                   "spec": {"displayName": "Widget", "install": {"strategy": "deployment", "spec": {"deployments": [
+                   "spec": {"displayName": "Widget", "replaces": "widget.v1", "install": {"strategy": "deployment", "spec": {"deployments": [
                        {"name": "widget", "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": {
                            "metadata": {"labels": {"app": "w"}},
                            "spec": {"containers": [{"name": "w", "image": "registry.example.com/widget:2.0"}]}}}}]}}}}),
@@ -875,6 +919,26 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
         )),
         "the CRD verdict, before approval: {out}"
     );
+    assert!(
+        out.contains("Removed with widget.v1 once the upgrade is done (3):"),
+        "what the upgrade removes: {out}"
+    );
+    for (kind, name, namespace) in [
+        ("ClusterRole", old_cluster_role.as_str(), "(cluster)"),
+        ("Deployment", "widget-metrics", n),
+        ("Role", "widget.v1-metrics", n),
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [kind, name, namespace]),
+            "{kind} {name} listed as removed: {out}"
+        );
+    }
+    assert!(
+        !out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Deployment", "widget", n]),
+        "the Deployment the new CSV keeps is not removed: {out}"
+    );
     // The same in JSON, and the dry run changed nothing.
     let json_out = olm(
         &cluster,
@@ -885,6 +949,11 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
     assert_eq!(shown["steps"][0]["fields"][0]["path"], "data.mode");
     assert_eq!(shown["grants"][0]["flags"], json!(["secrets"]));
     assert_eq!(shown["images"], json!(["registry.example.com/widget:2.0"]));
+    assert_eq!(shown["replaces"], json!(["widget.v1"]));
+    assert_eq!(
+        shown["removals"][1],
+        json!({"kind": "Deployment", "namespace": n, "name": "widget-metrics"})
+    );
     // `plan show` (alias `plan diff`) prints the same preview and approves nothing.
     let shown = olm(&cluster, &["plan", "show", "install-preview", "-n", n]);
     assert_eq!(shown.code, 0, "{shown:?}");
@@ -905,6 +974,9 @@ async fn approve_shows_what_each_step_changes_the_rbac_it_grants_and_the_images(
     assert_eq!(live.data.unwrap()["mode"], "fast", "a preview never writes");
     assert!(!plans.get("install-preview").await.unwrap().spec.approved);
     let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
+    let _ = cluster_roles
+        .delete(&old_cluster_role, &DeleteParams::default())
+        .await;
 }
 
 /// On a terminal `approve` asks before it approves: `n` leaves the plan unapproved (exit 1),

@@ -16,8 +16,10 @@
 //! fields, compared with what a server-side dry-run apply of the step would leave, as the
 //! controller applies it) or `unchanged`; the RBAC the plan grants, flagging wildcards,
 //! `secrets`, `escalate`/`bind`/`impersonate`, nodes and admission webhooks; and the images
-//! its operators will run. A step whose dry run the API server refuses (its CRD is installed by
-//! the same plan) reads `unknown` with the reason.
+//! its operators will run; and, for an upgrade, what goes with the CSV it replaces (objects that
+//! CSV owns which the plan does not keep, [`crate::plan::preview::removals`]). A step whose dry
+//! run the API server refuses (its CRD is installed by the same plan) reads `unknown` with the
+//! reason.
 
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
@@ -86,6 +88,17 @@ pub struct Preview {
     pub grants: Vec<crate::plan::preview::Grant>,
     /// The images its operators will run.
     pub images: Vec<String>,
+    /// The CSVs the plan replaces that are installed (their objects are what [`Preview::removals`]
+    /// lists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
+    /// What the upgrade removes: objects the replaced CSVs own that the plan does not keep
+    /// ([`crate::plan::preview::removals`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removals: Vec<crate::plan::preview::ObjectId>,
+    /// Why the removals could not be read in full (a list the user may not make), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removals_note: Option<String>,
 }
 
 /// Whether a plan can be approved.
@@ -139,6 +152,9 @@ pub fn preview(plan: &InstallPlan) -> Preview {
                 .filter(|(kind, _)| kind == crate::plan::steps::CSV_KIND)
                 .map(|(_, manifest)| manifest),
         ),
+        replaces: Vec::new(),
+        removals: Vec::new(),
+        removals_note: None,
     }
 }
 
@@ -260,6 +276,116 @@ pub async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Pr
                 ));
             }
         }
+    }
+    removed_objects(cluster, plan, &ns, shown).await;
+}
+
+/// The group, version, kind and scope of each kind an installed CSV owns
+/// ([`crate::plan::preview::OWNED_KINDS`]).
+fn owned_kind_gvk(kind: &str) -> kube::core::GroupVersionKind {
+    let (group, version) = match kind {
+        "Deployment" => ("apps", "v1"),
+        "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding" => ("rbac.authorization.k8s.io", "v1"),
+        "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
+            ("admissionregistration.k8s.io", "v1")
+        }
+        "APIService" => ("apiregistration.k8s.io", "v1"),
+        _ => ("", "v1"),
+    };
+    kube::core::GroupVersionKind::gvk(group, version, kind)
+}
+
+/// Fills [`Preview::replaces`] and [`Preview::removals`]: for each CSV the plan's CSVs replace
+/// (`spec.replaces`) that is installed in the namespace, the objects it owns (owner references
+/// in the namespace; `olm.owner` labels elsewhere and cluster-wide), less what the plan keeps.
+/// A list the user may not make is named in [`Preview::removals_note`], never skipped silently.
+async fn removed_objects(cluster: &Cluster, plan: &InstallPlan, ns: &str, shown: &mut Preview) {
+    use crate::{
+        api::{labels, v1alpha1::ClusterServiceVersion},
+        plan::preview::{OWNED_KINDS, ObjectId, kept_objects, removals},
+    };
+    let manifests = step_manifests(plan);
+    let replaced: Vec<String> = manifests
+        .iter()
+        .filter(|(kind, _)| kind == crate::plan::steps::CSV_KIND)
+        .filter_map(|(_, csv)| csv.pointer("/spec/replaces").and_then(Value::as_str))
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if replaced.is_empty() {
+        return;
+    }
+    let kept = kept_objects(manifests.iter().map(|(kind, manifest)| (kind.as_str(), manifest)));
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(cluster.client.clone(), ns);
+    let mut owned: Vec<ObjectId> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for old in replaced {
+        let uid = match csvs.get_opt(&old).await {
+            Ok(Some(csv)) => csv.metadata.uid.unwrap_or_default(),
+            Ok(None) => continue,
+            Err(e) => {
+                notes.push(format!(
+                    "get clusterserviceversion {old}: {}",
+                    crate::k8s::message::describe(&e)
+                ));
+                continue;
+            }
+        };
+        shown.replaces.push(old.clone());
+        let by_label = format!("{}={old},{}={ns}", labels::OWNER, labels::OWNER_NAMESPACE);
+        for (kind, namespaced) in OWNED_KINDS {
+            let resource = kube::api::ApiResource::from_gvk(&owned_kind_gvk(kind));
+            let mut lists = vec![(
+                Api::<kube::api::DynamicObject>::all_with(cluster.client.clone(), &resource),
+                kube::api::ListParams::default().labels(&by_label),
+            )];
+            if *namespaced {
+                lists.push((
+                    Api::namespaced_with(cluster.client.clone(), ns, &resource),
+                    kube::api::ListParams::default(),
+                ));
+            }
+            for (api, params) in lists {
+                match api.list_metadata(&params).await {
+                    Ok(list) => owned.extend(
+                        list.items
+                            .iter()
+                            .filter(|o| {
+                                params.label_selector.is_some()
+                                    || o.metadata
+                                        .owner_references
+                                        .iter()
+                                        .flatten()
+                                        .any(|r| !uid.is_empty() && r.uid == uid)
+                            })
+                            .map(|o| {
+                                ObjectId::new(
+                                    kind,
+                                    o.metadata.namespace.as_deref(),
+                                    o.metadata.name.as_deref().unwrap_or_default(),
+                                )
+                            }),
+                    ),
+                    Err(e) => notes.push(format!(
+                        "list {}{}: {}",
+                        resource.plural,
+                        if params.label_selector.is_some() {
+                            " by label"
+                        } else {
+                            ""
+                        },
+                        crate::k8s::message::describe(&e)
+                    )),
+                }
+            }
+        }
+    }
+    shown.removals = removals(&owned, &kept, ns);
+    if !notes.is_empty() {
+        shown.removals_note = Some(format!(
+            "what the upgrade removes may be incomplete: {}",
+            notes.join("; ")
+        ));
     }
 }
 
@@ -435,7 +561,7 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
     }
     for s in &p.steps {
         for f in &s.fields {
-            let show = |v: &Option<Value>| v.as_ref().map_or_else(|| "(none)".to_owned(), Value::to_string);
+            let show = |v: &Option<Value>| v.as_ref().map_or_else(|| "(none)".to_owned(), shown_value);
             writeln!(
                 out,
                 "    {} {}: {}: {} -> {}",
@@ -452,6 +578,31 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         if let Some(verdict) = &s.crd_verdict {
             writeln!(out, "    {} {}: update {verdict}", s.kind, s.name)?;
         }
+    }
+    if !p.removals.is_empty() {
+        writeln!(
+            out,
+            "  Removed with {} once the upgrade is done ({}):",
+            p.replaces.join(", "),
+            p.removals.len()
+        )?;
+        let rows: Vec<Vec<String>> = p
+            .removals
+            .iter()
+            .map(|o| {
+                vec![
+                    o.kind.clone(),
+                    o.name.clone(),
+                    o.namespace.clone().unwrap_or_else(|| "(cluster)".into()),
+                ]
+            })
+            .collect();
+        for line in output::table(&["KIND", "NAME", "NAMESPACE"], &rows).lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    if let Some(note) = &p.removals_note {
+        writeln!(out, "  {note}")?;
     }
     if !p.grants.is_empty() {
         writeln!(out, "  RBAC granted ({} rules):", p.grants.len())?;
@@ -485,6 +636,21 @@ pub fn write_preview(out: &mut dyn std::io::Write, p: &Preview, wide: bool) -> s
         writeln!(out, "  Images: {}", p.images.join(", "))?;
     }
     Ok(())
+}
+
+/// A changed value as the text preview shows it: as JSON, or for a long object or list (a CRD
+/// version with its schema) its size, with the way to see it whole.
+fn shown_value(value: &Value) -> String {
+    let text = value.to_string();
+    match value {
+        Value::Object(map) if text.len() > 120 => {
+            format!("{{an object of {} fields; -o yaml shows it}}", map.len())
+        }
+        Value::Array(items) if text.len() > 120 => {
+            format!("[a list of {} items; -o yaml shows it]", items.len())
+        }
+        _ => text,
+    }
 }
 
 /// The plan `target` names (its namespace, name and object) and its preview, each step
