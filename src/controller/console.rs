@@ -90,13 +90,16 @@ pub fn refuse_address(address: SocketAddr) -> Option<String> {
     })
 }
 
+/// One catalog load and the first page's packages built from it.
+type Summaries = (Arc<LoadedCatalog>, Arc<[PackageSummary]>);
+
 /// The console's data source over the controller's stores and catalog cache.
 pub struct StoreSource {
     stores: Stores,
     catalogs: Arc<CatalogCache>,
     /// The first page's packages of each loaded catalog (by `NAMESPACE/NAME`), built once per
     /// load and reused while the cache holds the same load.
-    summaries: Mutex<HashMap<String, (Arc<LoadedCatalog>, Arc<[PackageSummary]>)>>,
+    summaries: Mutex<HashMap<String, Summaries>>,
     changes: broadcast::Sender<()>,
 }
 
@@ -261,8 +264,9 @@ pub fn catalog_summary(
     }
 }
 
-/// What a plan's step says instead of the dry-run comparison `kubectl olm console` makes.
-pub const NOT_COMPARED: &str = "not compared with the cluster here (the in-cluster console makes no API request); `kubectl olm approve --dry-run` or `kubectl olm console` compare";
+/// What a waiting plan's step says instead of the dry-run comparison `kubectl olm console`
+/// makes (a finished plan's steps say nothing: there is nothing left to compare).
+pub const NOT_COMPARED: &str = "not compared here (no API request); `kubectl olm approve --dry-run` compares";
 
 /// What the installed page says instead of the Events `kubectl olm console` lists.
 pub const NO_EVENTS: &str = "Events are not shown: the in-cluster console reads only the controller's caches, which hold none; `kubectl olm console` or `kubectl get events` show them";
@@ -338,8 +342,11 @@ impl Source for StoreSource {
             return Ok(None);
         };
         let mut shown = approve::preview(&plan);
-        for step in &mut shown.steps {
-            step.note = Some(NOT_COMPARED.to_string());
+        let finished = plan.status.as_ref().is_some_and(|s| s.phase.is_terminal());
+        if !finished {
+            for step in &mut shown.steps {
+                step.note = Some(NOT_COMPARED.to_string());
+            }
         }
         Ok(Some(view::plan(&plan, &shown)))
     }

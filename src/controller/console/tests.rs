@@ -233,6 +233,11 @@ async fn a_plan_page_shows_the_pure_preview_without_a_comparison_and_approval_is
     assert_eq!(grant.scope, "cluster-wide");
     assert_eq!(grant.resources, ["secrets"]);
     assert!(!grant.flags.is_empty(), "wildcard verbs on secrets are flagged");
+    // Once finished, there is nothing left to compare.
+    plan.status.as_mut().unwrap().phase = InstallPlanPhase::Complete;
+    Fixture::store(&mut f.writers.install_plans, &plan);
+    let done = source.plan("redis", "ip-2").await.unwrap().expect("the plan");
+    assert_eq!(done.steps[0].note, None);
     assert_eq!(source.plan("redis", "other").await.unwrap(), None);
     assert_eq!(source.plan("elsewhere", "ip-2").await.unwrap(), None);
 
