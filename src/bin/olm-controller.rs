@@ -107,17 +107,11 @@ struct RunArgs {
         default_value = "olm/olm-rs-packageserver"
     )]
     packages_service: olm_rs::controller::package_server::ServiceRef,
-    /// The web console (issue 26) is not served by the controller: refused, with the way to
-    /// reach it (`kubectl olm console`, docs/console.md).
+    /// Serve the web console's pages read-only at ADDR, from the controller's caches (no
+    /// Approve). Only a loopback address (127.0.0.1:PORT, [::1]:PORT); open it through
+    /// `kubectl -n NAMESPACE port-forward deploy/olm-controller PORT:PORT` (docs/console.md).
     #[arg(long, value_name = "ADDR")]
     console: Option<std::net::SocketAddr>,
-}
-
-/// Why `--console` is refused: the controller's rights must never be reachable through pages.
-fn console_refused(address: std::net::SocketAddr) -> String {
-    format!(
-        "--console {address}: olm-controller does not serve the web console; serving it here would need a TokenReview and a SubjectAccessReview on every request so that nobody reads the cluster with the controller's rights, and that is not built yet. Run `kubectl olm console` on your machine instead: the same pages on 127.0.0.1, every read and approval made with your own kubeconfig (docs/console.md)"
-    )
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -125,8 +119,9 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
-    if let Some(address) = args.console {
-        anyhow::bail!(console_refused(address));
+    // Refused before anything starts: the console's pages must never reach the pod network.
+    if let Some(why) = args.console.and_then(olm_rs::controller::console::refuse_address) {
+        anyhow::bail!(why);
     }
     olm_rs::telemetry::init(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -183,6 +178,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             serve_http: args.serve_http,
             serve_packages: args.serve_packages,
             packages_service: args.packages_service,
+            console: args.console,
             connection: Some(connection.clone()),
             api_requests: olm_rs::controller::ApiRequests::default(),
         };

@@ -14,8 +14,9 @@
 //! - [`operator_condition`]: each CSV's OperatorCondition (created by the CSV controller), its
 //!   Role and RoleBinding, and its status.
 //!
-//! Beside them, [`serve`] puts the cached catalogs on the wire and [`package_server`] serves
-//! the `packages.operators.coreos.com/v1` PackageManifest API from them.
+//! Beside them, [`serve`] puts the cached catalogs on the wire, [`package_server`] serves
+//! the `packages.operators.coreos.com/v1` PackageManifest API from them, and [`console`] serves
+//! the web console's pages read-only from the caches and stores.
 //!
 //! The shell around them is split by concern: [`context`] (what the controllers share, the error
 //! policy, Events), [`stores`] (reflectors and their sync), [`status_writes`] (no status
@@ -71,6 +72,7 @@ use crate::{
 pub mod api_service;
 pub mod cache;
 pub mod catalog_source;
+pub mod console;
 pub mod copied_csv;
 pub mod csv;
 pub mod error;
@@ -123,6 +125,8 @@ pub struct Config {
     pub serve_packages: Option<SocketAddr>,
     /// The Service the APIService of that API names ([`package_server`]).
     pub packages_service: package_server::ServiceRef,
+    /// Where the read-only web console is served, a loopback address ([`console`]).
+    pub console: Option<SocketAddr>,
     /// The connection settings the client was built from: scoped installs act as a group's
     /// ServiceAccount through them ([`crate::k8s::scoped`]); `None` refuses scoped plans.
     pub connection: Option<kube::Config>,
@@ -165,6 +169,7 @@ impl Default for Config {
             serve_http: None,
             serve_packages: None,
             packages_service: package_server::ServiceRef::default(),
+            console: None,
             connection: None,
             api_requests: crate::metrics::ApiRequests::default(),
         }

@@ -92,6 +92,9 @@ pub enum RunError {
     /// `--serve-packages` could not listen.
     #[error(transparent)]
     Packages(#[from] package_server::PackageServerError),
+    /// `--console` is refused or could not listen.
+    #[error(transparent)]
+    Console(#[from] console::ConsoleError),
     /// The leader Lease was lost; another replica takes over.
     #[error("lost the leader lease; stopping so another replica can take over")]
     LostLease,
@@ -151,6 +154,14 @@ pub(super) async fn run_controllers(
             )
             .await?,
         ),
+        None => None,
+    };
+    // The read-only web console (`--console`): bound now, stopped with the servers above; it
+    // reads the stores and the catalog cache, and is never a readiness gate.
+    let console = match config.console {
+        Some(addr) => {
+            Some(console::start(addr, stores.clone(), Arc::clone(&catalogs), serving.clone()).await?)
+        }
         None => None,
     };
     let images = image_puller::ImagePuller::new(
@@ -288,6 +299,9 @@ pub(super) async fn run_controllers(
     servers.drained().await;
     if let Some(packages) = packages {
         let _ = packages.await;
+    }
+    if let Some(console) = console {
+        let _ = console.await;
     }
     tracing::info!("controllers stopped");
     Ok(())

@@ -9,13 +9,18 @@
 //!   image, a named graph, and the keyboard reaching the search field and the links.
 //!
 //! - Neither binary serves the console beyond loopback by accident: `kubectl olm console` refuses
-//!   another address without `--allow-remote`, `olm-controller run --console` refuses to start.
+//!   another address without `--allow-remote`, `olm-controller run --console` any but loopback.
+//! - `olm-controller run --console 127.0.0.1:PORT` serves the same pages read-only from its
+//!   caches: over plain HTTP the catalogs, the installed operators and a waiting plan's preview,
+//!   the approval refused, a foreign `Host` refused, and a change told on the event stream; in
+//!   the browser, the read-only plan page passes the accessibility checks.
 //!
 //! Screenshots of each page go to `target/console-screens/`. Without Chromium the browser tests
 //! skip (fail under `CI=true`); the cluster test also needs the local cluster (`tests/cluster/up`).
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::Duration,
@@ -24,7 +29,7 @@ use std::{
 use crate::support::{
     browser::Browser,
     cluster::{TestCluster, repo_root, wait_for},
-    e2e::{Controller, tmp_path},
+    e2e::{Controller, free_port, tmp_path},
 };
 use kube::{Api, api::PostParams};
 use olm_rs::api::{
@@ -131,24 +136,29 @@ async fn tab_stops(browser: &mut Browser, presses: usize) -> Vec<String> {
 }
 
 #[test]
-fn olm_controller_refuses_to_serve_the_console_and_names_the_way_to_reach_it() {
-    let out = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
-        .args([
-            "run",
-            "--console",
-            "0.0.0.0:8443",
-            "--kubeconfig",
-            "/nonexistent/kubeconfig",
-        ])
-        .output()
-        .expect("running olm-controller");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: --console 0.0.0.0:8443: olm-controller does not serve the web console"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("kubectl olm console"), "{stderr}");
+fn olm_controller_refuses_a_console_address_that_is_not_loopback_and_names_the_way_in() {
+    for address in ["0.0.0.0:8443", "10.1.2.3:8443"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_olm-controller"))
+            .args([
+                "run",
+                "--console",
+                address,
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+            ])
+            .output()
+            .expect("running olm-controller");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("error: --console {address} is not a loopback address")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("kubectl -n NAMESPACE port-forward deploy/olm-controller PORT:PORT"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
@@ -437,5 +447,215 @@ async fn a_manual_install_plan_is_approved_from_its_page_and_the_csv_succeeds() 
     );
     browser.screenshot(&screen("package-installed")).await;
     drop(console);
+    ns.delete_and_wait().await;
+}
+
+/// `METHOD path` on `addr` with `Host: host` (and `body` as a form when not empty): the status
+/// code and the body; `(0, why)` while nothing listens (the controller is still starting).
+/// Plain HTTP/1.1 over a socket, as a browser would send it.
+fn http(addr: SocketAddr, host: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = match TcpStream::connect(addr) {
+        Ok(stream) => stream,
+        Err(e) => return (0, format!("cannot connect to {addr}: {e}")),
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout");
+    let form = if body.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    };
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{form}Connection: close\r\n\r\n{body}"
+    )
+    .expect("sending the request");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("reading the answer");
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn the_controller_serves_the_pages_read_only_from_its_caches_on_loopback() {
+    let Some(cluster) = TestCluster::connect().await else {
+        return;
+    };
+    cluster.install_olm_crds("console-browser-test");
+    let ns = cluster.namespace("console-ro").await;
+    let ns_name = ns.name().to_string();
+    let addr = free_port();
+    let host = addr.to_string();
+    let controller = Controller::start(
+        cluster.kubeconfig_path(),
+        tmp_path("console-controller.log"),
+        vec!["--console".into(), host.clone().into()],
+        &[],
+    );
+    create::<CatalogSource>(
+        &cluster,
+        &ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": "olm-rs-catalog"},
+            "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
+        }),
+    )
+    .await;
+    create::<OperatorGroup>(
+        &cluster,
+        &ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": "redis-og"},
+            "spec": {"targetNamespaces": [ns_name]},
+        }),
+    )
+    .await;
+    create::<Subscription>(
+        &cluster,
+        &ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "redis-operator"},
+            "spec": {
+                "name": "redis-operator", "channel": "stable", "installPlanApproval": "Manual",
+                "source": "olm-rs-catalog", "sourceNamespace": ns_name,
+                "startingCSV": "redis-operator.v0.2.1",
+            },
+        }),
+    )
+    .await;
+
+    // The first page: the CatalogSource, once the controller has loaded it, with its packages.
+    let catalog = format!("{ns_name}/olm-rs-catalog");
+    let overview = wait_for("the catalog on the first page", WAIT, || {
+        let (status, body) = http(addr, &host, "GET", "/", "");
+        let loaded = status == 200
+            && body.contains("olm-rs catalog")
+            && body.contains(&format!("/package?catalog={}", catalog.replace('/', "%2F")));
+        async move { loaded.then_some(body) }
+    })
+    .await;
+    assert!(overview.contains("redis-operator"), "{overview}");
+
+    // The installed page: the Subscription with its waiting plan, from the stores.
+    let plans: Api<InstallPlan> = Api::namespaced(cluster.client(), &ns_name);
+    let row = format!("data-subscription=\"{ns_name}/redis-operator\"");
+    let installed = wait_for(
+        "the Subscription's waiting plan on the installed page",
+        WAIT,
+        || {
+            let (status, body) = http(addr, &host, "GET", "/installed", "");
+            let shown = status == 200 && body.contains(&row) && body.contains("class=\"pending\"");
+            async move { shown.then_some(body) }
+        },
+    )
+    .await;
+    assert!(installed.contains("Events are not shown"), "{installed}");
+    let plan_name = plans
+        .list(&Default::default())
+        .await
+        .expect("listing InstallPlans")
+        .items
+        .into_iter()
+        .find(|p| {
+            p.status
+                .as_ref()
+                .is_some_and(|s| s.phase.as_str() == "RequiresApproval")
+        })
+        .and_then(|p| p.metadata.name)
+        .expect("a plan waiting for approval");
+    assert!(installed.contains(&plan_name), "{installed}");
+
+    // The plan page: the pure preview, no form; the approval is refused and nothing changes.
+    let plan_path = format!("/plan?namespace={ns_name}&name={plan_name}");
+    let (status, page) = http(addr, &host, "GET", &plan_path, "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("redis-operator.v0.2.1"), "{page}");
+    assert!(page.contains("Permissions granted"), "{page}");
+    assert!(page.contains("ghcr.io/olm-rs/redis-operator"), "{page}");
+    assert!(page.contains("This console is read-only"), "{page}");
+    assert!(page.contains("not compared here (no API request)"), "{page}");
+    assert!(!page.contains("<form class=\"approve\""), "{page}");
+    let (status, refused) = http(
+        addr,
+        &host,
+        "POST",
+        "/plan/approve",
+        &format!("namespace={ns_name}&name={plan_name}&csrf=guess"),
+    );
+    assert_eq!(status, 403, "{refused}");
+    assert!(refused.contains("kubectl olm approve"), "{refused}");
+    assert!(refused.contains("kubectl olm console"), "{refused}");
+    let plan = plans.get(&plan_name).await.expect("the plan");
+    assert!(!plan.spec.approved, "the console approved nothing");
+
+    // The console's guards stay: another name in Host is refused (DNS rebinding).
+    let (status, _) = http(addr, "evil.example:80", "GET", "/", "");
+    assert_eq!(status, 421);
+
+    // Pages follow the stores: approving with the API tells the event stream.
+    let mut events = TcpStream::connect(addr).expect("connecting to the event stream");
+    events
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a read timeout");
+    write!(events, "GET /events HTTP/1.1\r\nHost: {host}\r\n\r\n").expect("asking for events");
+    let mut head = [0u8; 512];
+    let n = events.read(&mut head).expect("the event stream's head");
+    let head = String::from_utf8_lossy(&head[..n]).to_string();
+    assert!(head.contains("text/event-stream"), "{head}");
+    plans
+        .patch(
+            &plan_name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"approved": true}})),
+        )
+        .await
+        .expect("approving with the API");
+    let mut told = String::new();
+    let mut buf = [0u8; 1024];
+    while !told.contains("event: change") {
+        let n = events.read(&mut buf).expect("an event within 30 s");
+        assert!(n > 0, "the event stream ended: {told}");
+        told.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+
+    // The installed page then shows the CSV it installed Succeeded.
+    wait_for("the installed CSV Succeeded on the installed page", WAIT, || {
+        let (_, body) = http(addr, &host, "GET", "/installed", "");
+        async move {
+            body.contains("<span class=\"phase Succeeded\">Succeeded</span>")
+                .then_some(())
+        }
+    })
+    .await;
+
+    // In the browser, when there is one: the read-only plan page has no Approve button and
+    // passes the accessibility checks.
+    if let Some(mut browser) = Browser::launch().await {
+        browser.goto(&format!("http://{host}{plan_path}")).await;
+        browser.wait_for_load("the read-only plan page").await;
+        assert_eq!(
+            browser.eval("document.getElementById('approve') === null").await,
+            json!(true)
+        );
+        assert_eq!(accessibility_problems(&mut browser).await, Vec::<String>::new());
+        browser.screenshot(&screen("controller-plan-read-only")).await;
+    }
+    drop(events);
+    drop(controller);
     ns.delete_and_wait().await;
 }

@@ -424,7 +424,7 @@ pub fn plan(p: &PlanView, csrf: Option<&str>) -> String {
             );
         }
         (None, None) => out.push_str(
-            r#"<p class="note">This console is read-only; approve with <code>kubectl olm approve</code>.</p>"#,
+            r#"<p class="note">This console is read-only: approve with <code>kubectl olm approve</code>, or in <code>kubectl olm console</code> on your machine.</p>"#,
         ),
         (Some(why), _) => {
             let _ = write!(out, r#"<p class="note">{}</p>"#, escape(why));

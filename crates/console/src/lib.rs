@@ -5,11 +5,11 @@
 //! # Why a crate of its own
 //!
 //! The console is a separate product with its own dependencies (axum's routing, forms and SSE),
-//! and both olm-rs binaries start it (`kubectl olm console`; `olm-controller` refuses
-//! `--console` for now, see docs/console.md). So it must not depend on olm-rs: it defines its own
-//! view types ([`view`]) and a data-source trait ([`server::Source`]); olm-rs implements the
-//! source over the user's kubeconfig and catalogs (`src/cli/cmd/console/`) and depends on this
-//! crate, never the other way round.
+//! and both olm-rs binaries start it (`kubectl olm console`; `olm-controller run --console`,
+//! read-only). So it must not depend on olm-rs: it defines its own view types ([`view`]) and a
+//! data-source trait ([`server::Source`]); olm-rs implements the source over the user's
+//! kubeconfig and catalogs (`src/cli/cmd/console/`) and over the controller's caches
+//! (`src/controller/console.rs`), and depends on this crate, never the other way round.
 //!
 //! # Layout
 //!

@@ -377,7 +377,9 @@ async fn approve<S: Source>(
         )
     };
     if shared.options.read_only {
-        return refuse("this console is read-only; approve with kubectl olm approve");
+        return refuse(
+            "this console is read-only: approve with `kubectl olm approve`, or in `kubectl olm console` on your machine, which act with your own credentials",
+        );
     }
     if let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
         let ours = shared
