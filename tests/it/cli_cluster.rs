@@ -652,7 +652,6 @@ async fn uninstall_deletes_subscription_and_csv_keeps_crds_and_refuses_delete_cr
         format!("kept crd {crd_name} (pass --delete-crds to delete it)\n")
     );
     assert!(subs.get_opt("redis-operator").await.unwrap().is_none());
-    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_none());
     assert!(crds.get_opt(&crd_name).await.unwrap().is_some());
 
     let gone = olm(&cluster, &["uninstall", "redis-operator", "-n", &n]);
@@ -1035,6 +1034,26 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
     )
     .await;
     csv(&ns, "redis-operator.v1.1.0", "1.1.0", "Succeeded", None).await;
+    // A second catalog of the namespace whose content cannot be read: named, never skipped.
+    create(
+        &sources,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": "unreadable", "namespace": n},
+               "spec": {"sourceType": "configmap", "configMap": "missing", "priority": 2}}),
+    )
+    .await;
+    let unread = format!(
+        "{n}/unreadable (priority 2): not read: failed to get configmap missing in namespace {n}: \
+         configmaps \"missing\" not found (HTTP 404)"
+    );
+    let run = olm(&cluster, &["why", "redis", "-n", n]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.out.contains(&format!(
+            "  other catalogs (dependencies may come from them):\n    {unread}"
+        )),
+        "{run:?}"
+    );
     let clusters = Api::<DynamicObject>::namespaced_with(
         cluster.client(),
         n,
@@ -1098,6 +1117,10 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
     assert!(
         subs.get("redis").await.unwrap().status.is_some(),
         "a dry run changes nothing"
+    );
+    assert!(
+        run.out.contains("  not read (no dependency can come from it): "),
+        "{run:?}"
     );
 
     // Done: the CSV gone, the Subscription again at 1.0.0, pinned there.

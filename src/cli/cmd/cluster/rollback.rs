@@ -3,10 +3,12 @@
 //! checks). Everything is read and written **as the user** (their kubeconfig).
 //!
 //! The checks and the new Subscription are decided by [`crate::plan::subscription::rollback`]:
-//! an earlier CSV in the `olm-rs.io/installed-csvs` history, its bundle still in the catalog, no
-//! CRD version dropped while objects of the CRD exist, no existing object the older schema
-//! rejects. The preview is the plan the older bundle makes, shown as `kubectl olm plan show`
-//! shows one ([`super::approve`]: each step new, changed or unchanged against the cluster, the
+//! an earlier CSV in the `olm-rs.io/installed-csvs` history, its bundle still in the catalog, its
+//! dependencies found in a catalog the namespace sees (every CatalogSource of the namespace and
+//! of the global catalog namespace is read, as `why` reads them), no CRD version dropped while
+//! objects of the CRD exist, no existing object the older schema rejects. The preview is the
+//! plan the older bundle makes, shown as `kubectl olm plan show` shows one
+//! ([`super::approve`]: each step new, changed or unchanged against the cluster, the
 //! RBAC, the images).
 //!
 //! Then, as upstream users do a downgrade by hand: the CRDs' `status.storedVersions` lose the
@@ -58,6 +60,10 @@ pub struct RollbackView {
     /// Why there is no preview.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The catalogs the namespace sees that could not be read or listed (no dependency can come
+    /// from them): `namespace/name: reason`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread_catalogs: Vec<String>,
 }
 
 fn refused(e: &rollback::Refusal, sub: &str) -> CliError {
@@ -76,15 +82,12 @@ pub async fn run(
     streams: &mut Streams<'_>,
 ) -> Result<(), CliError> {
     let ns = cluster.namespace(args.namespace.as_deref());
-    let observed = why::observe(
-        cluster,
-        &ns,
-        &args.subscription,
-        args.catalog.as_deref(),
-        &args.registry,
-        streams.err,
-    )
-    .await?;
+    let sources = why::Sources {
+        catalog: args.catalog.as_deref(),
+        global_namespace: &args.global_catalog_namespace,
+        registry: &args.registry,
+    };
+    let observed = why::observe(cluster, &ns, &args.subscription, &sources, streams.err).await?;
     let sub = &observed.subscription;
     let sub_name = sub.name_any();
     let full = format!("{ns}/{sub_name}");
@@ -149,6 +152,11 @@ pub async fn run(
 
     // The preview: the plan the older bundle makes, compared with the cluster.
     let next = rollback::rollback_subscription(sub, &to, &bundle.version);
+    // What the controller will resolve for the new Subscription, against every catalog the
+    // namespace sees: the dependencies the earlier bundle brings (or why it cannot be installed).
+    let catalogs = observed.catalogs();
+    let dependencies = rollback::resolve_again(&next, &catalogs, &observed.installed(), &from, &to)
+        .map_err(|e| refused(&e, &full))?;
     let install = Install {
         selected: Selected {
             catalog: catalog_key.clone(),
@@ -158,7 +166,7 @@ pub async fn run(
             version: bundle.version.clone(),
             selection: Selection::StartingCsv,
         },
-        dependencies: Vec::new(),
+        dependencies,
         bundle,
     };
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
@@ -184,6 +192,17 @@ pub async fn run(
         stored_versions,
         preview,
         note,
+        unread_catalogs: observed
+            .others
+            .iter()
+            .filter_map(|c| c.content.as_ref().err().map(|e| format!("{}: {e}", c.key)))
+            .chain(
+                observed
+                    .unlisted
+                    .iter()
+                    .map(|(n, e)| format!("catalogsources in namespace {n}: {e}")),
+            )
+            .collect(),
     };
     let left_over = observed.csvs.iter().find(|c| c.name_any() == to).map(|c| {
         let phase = c
@@ -214,6 +233,12 @@ pub async fn run(
              stay), and subscribe again with startingCSV {to}, pinned by olm-rs.io/version-ceiling={}",
             bundle.version
         )?;
+        for unread in &view.unread_catalogs {
+            writeln!(
+                streams.out,
+                "  not read (no dependency can come from it): {unread}"
+            )?;
+        }
         if let Some(p) = &view.preview {
             approve::write_preview(streams.out, p, format == OutputFormat::Wide)?;
         }
