@@ -652,6 +652,7 @@ async fn uninstall_deletes_subscription_and_csv_keeps_crds_and_refuses_delete_cr
         format!("kept crd {crd_name} (pass --delete-crds to delete it)\n")
     );
     assert!(subs.get_opt("redis-operator").await.unwrap().is_none());
+    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_none());
     assert!(crds.get_opt(&crd_name).await.unwrap().is_some());
 
     let gone = olm(&cluster, &["uninstall", "redis-operator", "-n", &n]);
@@ -1123,6 +1124,60 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
         "{run:?}"
     );
 
+    // The earlier CSV left Replacing by the upgrade, and a ServiceAccount the installed CSV
+    // owns: the rollback deletes them, so the preview says the plan creates them again.
+    csv(&ns, "redis-operator.v1.0.0", "1.0.0", "Replacing", None).await;
+    let csvs: Api<ClusterServiceVersion> = ns.api();
+    let installed_uid = csvs
+        .get("redis-operator.v1.1.0")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = ns.api();
+    create(
+        &accounts,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "redis-operator", "namespace": n, "ownerReferences": [{
+                   "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                   "name": "redis-operator.v1.1.0", "uid": installed_uid}]}}),
+    )
+    .await;
+    let run = olm(&cluster, &["rollback", "redis", "-n", n, "--dry-run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let row = |kind: &str, name: &str| {
+        run.out
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([kind, name]))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("ClusterServiceVersion", "redis-operator.v1.0.0"),
+        Some(vec![
+            "ClusterServiceVersion",
+            "redis-operator.v1.0.0",
+            "Unknown",
+            "reinstalled"
+        ]),
+        "{run:?}"
+    );
+    assert_eq!(
+        row("ServiceAccount", "redis-operator"),
+        Some(vec!["ServiceAccount", "redis-operator", "Unknown", "reinstalled"]),
+        "{run:?}"
+    );
+    assert!(
+        run.out.contains(
+            "    ClusterServiceVersion redis-operator.v1.0.0: the rollback deletes it; the plan \
+             creates it again from its bundle\n"
+        ) && run.out.contains(
+            "    ServiceAccount redis-operator: deleted with csv redis-operator.v1.1.0 by the \
+             rollback; the plan creates it again\n"
+        ),
+        "{run:?}"
+    );
+
     // Done: the CSV gone, the Subscription again at 1.0.0, pinned there.
     let run = olm(
         &cluster,
@@ -1142,8 +1197,8 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
         Some(vec!["v1".to_owned()]),
         "v1alpha1 was never stored: nothing to trim"
     );
-    let csvs: Api<ClusterServiceVersion> = ns.api();
     assert!(csvs.get_opt("redis-operator.v1.1.0").await.unwrap().is_none());
+    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_none());
     let sub = subs.get("redis").await.unwrap();
     assert_eq!(sub.spec.starting_csv.as_deref(), Some("redis-operator.v1.0.0"));
     assert!(sub.status.is_none(), "a new Subscription");

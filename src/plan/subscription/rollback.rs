@@ -28,6 +28,13 @@
 //! Then the new Subscription ([`rollback_subscription`]) is the old one with `startingCSV` set
 //! to the earlier CSV and a version ceiling at its version ([`super::pin::VERSION_CEILING`]), so
 //! it does not upgrade again until the annotation is removed; its history is kept.
+//!
+//! **The preview says what really happens** ([`reinstalled_by`]): the rollback deletes the
+//! installed CSV, and the earlier one too when the upgrade left it (`Replacing`), before the new
+//! plan runs. What goes with them is created again by the plan, whatever it looks like now: the
+//! CSVs themselves, the objects whose every owner reference is one of them (the garbage
+//! collector deletes those), and the objects labelled `olm.owner` with one of them (the CSV's
+//! finalizer deletes those). Such a step reads [`REINSTALLED`], never `unchanged`.
 
 use std::collections::BTreeMap;
 
@@ -433,6 +440,54 @@ pub fn resolve_again(
     }
 }
 
+/// The change a preview step shows when the rollback deletes the object and the plan creates it
+/// again ([`reinstalled_by`]).
+pub const REINSTALLED: &str = "reinstalled";
+
+/// The CSV the rollback deletes that takes the live object of a plan step with it, if any:
+/// the CSV itself (a step of kind `ClusterServiceVersion` named like one), an object whose every
+/// owner reference is one of them (garbage collected), or one labelled `olm.owner` with one of
+/// them in `namespace` (deleted by the CSV's finalizer). `deleted` holds the name and uid of
+/// each CSV the rollback deletes; `live` is the object on the cluster.
+pub fn reinstalled_by<'d>(
+    kind: &str,
+    name: &str,
+    live: &Value,
+    namespace: &str,
+    deleted: &'d [(String, String)],
+) -> Option<&'d str> {
+    use crate::api::labels::{OWNER, OWNER_NAMESPACE};
+    let by_name = |csv: &str| deleted.iter().find(|(n, _)| n == csv).map(|(n, _)| n.as_str());
+    if kind == crate::plan::steps::CSV_KIND {
+        return by_name(name);
+    }
+    let meta = live.get("metadata");
+    let owners: Vec<&str> = meta
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+        .collect();
+    let owned = owners
+        .iter()
+        .map(|uid| deleted.iter().find(|(_, u)| !u.is_empty() && u == uid))
+        .collect::<Option<Vec<_>>>()
+        .and_then(|all| all.first().map(|(n, _)| n.as_str()));
+    if owned.is_some() {
+        return owned;
+    }
+    let label = |key: &str| {
+        meta.and_then(|m| m.get("labels"))
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+    };
+    match (label(OWNER), label(OWNER_NAMESPACE)) {
+        (Some(owner), Some(ns)) if ns == namespace => by_name(owner),
+        _ => None,
+    }
+}
+
 /// The Subscription that installs `earlier` (version `version`) in place of `sub`: the same
 /// spec with `startingCSV: earlier`, the same labels and annotations plus a version ceiling at
 /// `version` (so it stays there), and no status.
@@ -482,6 +537,99 @@ mod tests {
 
     fn open() -> Value {
         json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    }
+
+    #[test]
+    fn what_the_deleted_csvs_take_with_them_is_reinstalled() {
+        let deleted = [
+            ("redis.v1.1.0".to_owned(), "uid-new".to_owned()),
+            ("redis.v1.0.0".to_owned(), "uid-old".to_owned()),
+        ];
+        let live = |meta: Value| json!({"metadata": meta});
+        let owned_by = |uids: &[&str]| {
+            live(json!({"name": "x", "ownerReferences":
+                uids.iter().map(|u| json!({"kind": "ClusterServiceVersion", "name": "n", "uid": u})).collect::<Vec<_>>()}))
+        };
+        // The CSV itself, when the upgrade left it.
+        assert_eq!(
+            reinstalled_by(
+                "ClusterServiceVersion",
+                "redis.v1.0.0",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.0.0")
+        );
+        assert_eq!(
+            reinstalled_by(
+                "ClusterServiceVersion",
+                "redis.v0.3.0",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            None
+        );
+        // Garbage collected: every owner is deleted.
+        assert_eq!(
+            reinstalled_by(
+                "ServiceAccount",
+                "redis",
+                &owned_by(&["uid-new"]),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.1.0")
+        );
+        assert_eq!(
+            reinstalled_by(
+                "Deployment",
+                "redis",
+                &owned_by(&["uid-old", "uid-new"]),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.0.0")
+        );
+        // Another owner keeps it.
+        assert_eq!(
+            reinstalled_by(
+                "ServiceAccount",
+                "redis",
+                &owned_by(&["uid-new", "uid-other"]),
+                "redis",
+                &deleted
+            ),
+            None
+        );
+        assert_eq!(
+            reinstalled_by("ServiceAccount", "redis", &owned_by(&[]), "redis", &deleted),
+            None
+        );
+        // Cluster-wide, by label: the CSV's finalizer deletes it, in its own namespace only.
+        let labelled = |ns: &str| {
+            live(json!({"name": "r", "labels": {"olm.owner": "redis.v1.1.0", "olm.owner.namespace": ns}}))
+        };
+        assert_eq!(
+            reinstalled_by("ClusterRole", "r", &labelled("redis"), "redis", &deleted),
+            Some("redis.v1.1.0")
+        );
+        assert_eq!(
+            reinstalled_by("ClusterRole", "r", &labelled("other"), "redis", &deleted),
+            None
+        );
+        // A CRD is no CSV's: it stays.
+        assert_eq!(
+            reinstalled_by(
+                "CustomResourceDefinition",
+                "redisclusters.cache.example.com",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            None
+        );
     }
 
     #[test]

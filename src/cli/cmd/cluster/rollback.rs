@@ -9,7 +9,9 @@
 //! objects of the CRD exist, no existing object the older schema rejects. The preview is the
 //! plan the older bundle makes, shown as `kubectl olm plan show` shows one
 //! ([`super::approve`]: each step new, changed or unchanged against the cluster, the
-//! RBAC, the images).
+//! RBAC, the images), except that a step whose object the rollback deletes (the CSVs, and what
+//! they own) reads `reinstalled` ([`rollback::reinstalled_by`]): it is created again, whatever it
+//! looks like now.
 //!
 //! Then, as upstream users do a downgrade by hand: the CRDs' `status.storedVersions` lose the
 //! versions the older CRDs drop (none of their objects is left), the Subscription and the
@@ -169,12 +171,20 @@ pub async fn run(
         dependencies,
         bundle,
     };
+    // The CSVs the rollback deletes (name, uid): what they take with them is created again.
+    let deleted: Vec<(String, String)> = observed
+        .csvs
+        .iter()
+        .filter(|c| c.name_any() == from || c.name_any() == to)
+        .map(|c| (c.name_any(), c.uid().unwrap_or_default()))
+        .collect();
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let (preview, note) = match status::install_plan(&next, &ns, "rollback-preview", &install, None, &now) {
         Ok((mut plan, plan_status)) => {
             plan.status = Some(plan_status);
             let mut shown = approve::preview(&plan);
             approve::compare_steps(cluster, &plan, &mut shown).await;
+            reinstalled_steps(cluster, &ns, &deleted, &mut shown).await;
             shown.phase = "not created yet: the plan the Subscription will get".to_owned();
             (Some(shown), None)
         }
@@ -355,6 +365,52 @@ pub async fn run(
 }
 
 use crate::cli::output::Streams;
+
+/// Marks the preview's steps whose live object the rollback deletes before the plan runs
+/// ([`rollback::reinstalled_by`]): they read `reinstalled`, not what the comparison with the
+/// object about to be deleted said. A live object that cannot be read keeps its comparison, with
+/// a note saying so.
+async fn reinstalled_steps(cluster: &Cluster, ns: &str, deleted: &[(String, String)], shown: &mut Preview) {
+    for step in &mut shown.steps {
+        if !matches!(step.change.as_deref(), Some("changed" | "unchanged")) {
+            continue;
+        }
+        let (group, version) = crate::plan::steps::split_api_version(&step.api_version);
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, &step.kind);
+        let live = match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+            Ok((resource, caps)) => {
+                let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
+                    Api::namespaced_with(cluster.client.clone(), ns, &resource)
+                } else {
+                    Api::all_with(cluster.client.clone(), &resource)
+                };
+                api.get_opt(&step.name).await
+            }
+            Err(e) => Err(e),
+        };
+        match live {
+            Ok(Some(live)) => {
+                let live = serde_json::to_value(live).unwrap_or_default();
+                if let Some(csv) = rollback::reinstalled_by(&step.kind, &step.name, &live, ns, deleted) {
+                    step.change = Some(rollback::REINSTALLED.to_owned());
+                    step.fields.clear();
+                    step.note = Some(if step.name == csv {
+                        "the rollback deletes it; the plan creates it again from its bundle".to_owned()
+                    } else {
+                        format!("deleted with csv {csv} by the rollback; the plan creates it again")
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                step.note = Some(format!(
+                    "whether the rollback deletes it is unknown (reading it failed: {})",
+                    crate::k8s::message::describe(&e)
+                ));
+            }
+        }
+    }
+}
 
 /// Deletes `name` and waits (up to a minute) until it is gone.
 async fn delete_and_wait<K>(cluster: &Cluster, api: &Api<K>, name: &str, what: &str) -> Result<(), CliError>
