@@ -318,6 +318,10 @@ pub struct WhyArgs {
     /// CatalogSource.
     #[arg(long = "catalog", value_name = "DIR|IMAGE")]
     pub catalog: Option<PathBuf>,
+    /// The global catalog namespace (the controller's --namespace): its CatalogSources serve
+    /// every namespace, for dependencies.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_CATALOG_SOURCE_NAMESPACE)]
+    pub global_catalog_namespace: String,
     /// How to reach registries when the catalog is an image.
     #[command(flatten)]
     pub registry: registry::RegistryArgs,
@@ -344,6 +348,10 @@ pub struct RollbackArgs {
     /// Read the catalog from here instead of the Subscription's CatalogSource.
     #[arg(long = "catalog", value_name = "DIR|IMAGE")]
     pub catalog: Option<PathBuf>,
+    /// The global catalog namespace (the controller's --namespace): its CatalogSources serve
+    /// every namespace, for dependencies.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_CATALOG_SOURCE_NAMESPACE)]
+    pub global_catalog_namespace: String,
     /// How to reach registries when the catalog is an image.
     #[command(flatten)]
     pub registry: registry::RegistryArgs,

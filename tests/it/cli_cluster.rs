@@ -1107,6 +1107,26 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
     )
     .await;
     csv(&ns, "redis-operator.v1.1.0", "1.1.0", "Succeeded", None).await;
+    // A second catalog of the namespace whose content cannot be read: named, never skipped.
+    create(
+        &sources,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": "unreadable", "namespace": n},
+               "spec": {"sourceType": "configmap", "configMap": "missing", "priority": 2}}),
+    )
+    .await;
+    let unread = format!(
+        "{n}/unreadable (priority 2): not read: failed to get configmap missing in namespace {n}: \
+         configmaps \"missing\" not found (HTTP 404)"
+    );
+    let run = olm(&cluster, &["why", "redis", "-n", n]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.out.contains(&format!(
+            "  other catalogs (dependencies may come from them):\n    {unread}"
+        )),
+        "{run:?}"
+    );
     let clusters = Api::<DynamicObject>::namespaced_with(
         cluster.client(),
         n,
@@ -1171,6 +1191,64 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
         subs.get("redis").await.unwrap().status.is_some(),
         "a dry run changes nothing"
     );
+    assert!(
+        run.out.contains("  not read (no dependency can come from it): "),
+        "{run:?}"
+    );
+
+    // The earlier CSV left Replacing by the upgrade, and a ServiceAccount the installed CSV
+    // owns: the rollback deletes them, so the preview says the plan creates them again.
+    csv(&ns, "redis-operator.v1.0.0", "1.0.0", "Replacing", None).await;
+    let csvs: Api<ClusterServiceVersion> = ns.api();
+    let installed_uid = csvs
+        .get("redis-operator.v1.1.0")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = ns.api();
+    create(
+        &accounts,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "redis-operator", "namespace": n, "ownerReferences": [{
+                   "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                   "name": "redis-operator.v1.1.0", "uid": installed_uid}]}}),
+    )
+    .await;
+    let run = olm(&cluster, &["rollback", "redis", "-n", n, "--dry-run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let row = |kind: &str, name: &str| {
+        run.out
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([kind, name]))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("ClusterServiceVersion", "redis-operator.v1.0.0"),
+        Some(vec![
+            "ClusterServiceVersion",
+            "redis-operator.v1.0.0",
+            "Unknown",
+            "reinstalled"
+        ]),
+        "{run:?}"
+    );
+    assert_eq!(
+        row("ServiceAccount", "redis-operator"),
+        Some(vec!["ServiceAccount", "redis-operator", "Unknown", "reinstalled"]),
+        "{run:?}"
+    );
+    assert!(
+        run.out.contains(
+            "    ClusterServiceVersion redis-operator.v1.0.0: the rollback deletes it; the plan \
+             creates it again from its bundle\n"
+        ) && run.out.contains(
+            "    ServiceAccount redis-operator: deleted with csv redis-operator.v1.1.0 by the \
+             rollback; the plan creates it again\n"
+        ),
+        "{run:?}"
+    );
 
     // Done: the CSV gone, the Subscription again at 1.0.0, pinned there.
     let run = olm(
@@ -1191,8 +1269,8 @@ async fn rollback_is_refused_while_objects_of_a_dropped_version_exist_and_done_o
         Some(vec!["v1".to_owned()]),
         "v1alpha1 was never stored: nothing to trim"
     );
-    let csvs: Api<ClusterServiceVersion> = ns.api();
     assert!(csvs.get_opt("redis-operator.v1.1.0").await.unwrap().is_none());
+    assert!(csvs.get_opt("redis-operator.v1.0.0").await.unwrap().is_none());
     let sub = subs.get("redis").await.unwrap();
     assert_eq!(sub.spec.starting_csv.as_deref(), Some("redis-operator.v1.0.0"));
     assert!(sub.status.is_none(), "a new Subscription");

@@ -171,6 +171,16 @@ impl PinnedUpgrade {
             self.available, self.version, self.ceiling, self.installed
         )
     }
+
+    /// The bundle held back and the ceiling holding it, read back from a [`PinnedUpgrade::message`]
+    /// (an `UpgradeHeld` condition's message); `None` for a message of any other shape.
+    pub fn read_message(message: &str) -> Option<(String, String)> {
+        let (available, rest) = message.split_once(" (")?;
+        let (_, after) = rest.split_once(") is available but the annotation ")?;
+        let (_, at) = after.split_once(" at or below ")?;
+        let (ceiling, _) = at.split_once("; ")?;
+        (!available.is_empty() && !ceiling.is_empty()).then(|| (available.to_owned(), ceiling.to_owned()))
+    }
 }
 
 /// The CSVs `sub` installed, oldest first ([`INSTALLED_CSVS`]).
@@ -300,6 +310,25 @@ mod tests {
         );
         // Other prefixes are not olm-rs's business.
         assert_eq!(pins(&sub(&[("example.com/x", "y")])), Ok(Pins::default()));
+    }
+
+    #[test]
+    fn a_held_upgrade_message_reads_back_as_its_bundle_and_ceiling() {
+        let held = PinnedUpgrade {
+            installed: "redis-operator.v1.0.0".into(),
+            available: "redis-operator.v1.1.0".into(),
+            version: Version::new(1, 1, 0),
+            ceiling: Version::new(1, 0, 0),
+        };
+        assert_eq!(
+            PinnedUpgrade::read_message(&held.message()),
+            Some(("redis-operator.v1.1.0".into(), "1.0.0".into()))
+        );
+        assert_eq!(
+            PinnedUpgrade::read_message("waiting for redis-operator.v1.0.0 (Installing)"),
+            None
+        );
+        assert_eq!(PinnedUpgrade::read_message(""), None);
     }
 
     #[test]

@@ -28,6 +28,13 @@
 //! Then the new Subscription ([`rollback_subscription`]) is the old one with `startingCSV` set
 //! to the earlier CSV and a version ceiling at its version ([`super::pin::VERSION_CEILING`]), so
 //! it does not upgrade again until the annotation is removed; its history is kept.
+//!
+//! **The preview says what really happens** ([`reinstalled_by`]): the rollback deletes the
+//! installed CSV, and the earlier one too when the upgrade left it (`Replacing`), before the new
+//! plan runs. What goes with them is created again by the plan, whatever it looks like now: the
+//! CSVs themselves, the objects whose every owner reference is one of them (the garbage
+//! collector deletes those), and the objects labelled `olm.owner` with one of them (the CSV's
+//! finalizer deletes those). Such a step reads [`REINSTALLED`], never `unchanged`.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +46,7 @@ use crate::{
     api::v1alpha1::Subscription,
     catalog::model::{Bundle, Package},
     plan::crd_safety,
+    resolve::{self, Catalogs, Dependency, Installed, Request},
 };
 
 /// Why a rollback is refused.
@@ -105,6 +113,15 @@ pub enum Refusal {
     /// A CRD version would be dropped while objects of the CRD exist.
     #[error("{0}")]
     VersionDropped(Box<Dropped>),
+    /// The new Subscription would not resolve to the earlier bundle (a dependency no catalog
+    /// has, a conflict).
+    #[error("the Subscription made again at {to} would not install it: {reason}")]
+    Unresolvable {
+        /// The earlier CSV.
+        to: String,
+        /// Resolution's message.
+        reason: String,
+    },
     /// The older schema rejects an existing object.
     #[error("{to}'s CRD would reject an existing object: {reason}")]
     SchemaNarrowed {
@@ -392,6 +409,85 @@ pub fn crd_rollback(
     Ok(trim)
 }
 
+/// The dependencies the Subscription made again (`next`, from [`rollback_subscription`]) brings,
+/// as the controller will resolve it against `catalogs` (every catalog the namespace sees) once
+/// the rollback has deleted the installed CSV `from` and the earlier CSV `to` if it is left.
+///
+/// # Errors
+/// [`Refusal::Unresolvable`] when resolution fails or picks another bundle than `to`.
+pub fn resolve_again(
+    next: &Subscription,
+    catalogs: &Catalogs<'_>,
+    installed: &Installed,
+    from: &str,
+    to: &str,
+) -> Result<Vec<Dependency>, Refusal> {
+    let mut request = Request::from_subscription(next);
+    request.installed_csv = None;
+    request.version_ceiling = super::pin::pins(next).ok().and_then(|p| p.ceiling);
+    let mut after = installed.clone();
+    after.csvs.retain(|c| c.name != from && c.name != to);
+    after.subscriptions.retain(|s| s.name != request.name);
+    let unresolvable = |reason: String| Refusal::Unresolvable {
+        to: to.to_owned(),
+        reason,
+    };
+    let resolution = resolve::resolve(&request, catalogs, &after).map_err(|e| unresolvable(e.to_string()))?;
+    match resolution.install() {
+        Some(s) if s.bundle == to => Ok(resolution.dependencies),
+        Some(s) => Err(unresolvable(format!("resolution picks {} instead", s.bundle))),
+        None => Err(unresolvable("resolution installs nothing".to_owned())),
+    }
+}
+
+/// The change a preview step shows when the rollback deletes the object and the plan creates it
+/// again ([`reinstalled_by`]).
+pub const REINSTALLED: &str = "reinstalled";
+
+/// The CSV the rollback deletes that takes the live object of a plan step with it, if any:
+/// the CSV itself (a step of kind `ClusterServiceVersion` named like one), an object whose every
+/// owner reference is one of them (garbage collected), or one labelled `olm.owner` with one of
+/// them in `namespace` (deleted by the CSV's finalizer). `deleted` holds the name and uid of
+/// each CSV the rollback deletes; `live` is the object on the cluster.
+pub fn reinstalled_by<'d>(
+    kind: &str,
+    name: &str,
+    live: &Value,
+    namespace: &str,
+    deleted: &'d [(String, String)],
+) -> Option<&'d str> {
+    use crate::api::labels::{OWNER, OWNER_NAMESPACE};
+    let by_name = |csv: &str| deleted.iter().find(|(n, _)| n == csv).map(|(n, _)| n.as_str());
+    if kind == crate::plan::steps::CSV_KIND {
+        return by_name(name);
+    }
+    let meta = live.get("metadata");
+    let owners: Vec<&str> = meta
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+        .collect();
+    let owned = owners
+        .iter()
+        .map(|uid| deleted.iter().find(|(_, u)| !u.is_empty() && u == uid))
+        .collect::<Option<Vec<_>>>()
+        .and_then(|all| all.first().map(|(n, _)| n.as_str()));
+    if owned.is_some() {
+        return owned;
+    }
+    let label = |key: &str| {
+        meta.and_then(|m| m.get("labels"))
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+    };
+    match (label(OWNER), label(OWNER_NAMESPACE)) {
+        (Some(owner), Some(ns)) if ns == namespace => by_name(owner),
+        _ => None,
+    }
+}
+
 /// The Subscription that installs `earlier` (version `version`) in place of `sub`: the same
 /// spec with `startingCSV: earlier`, the same labels and annotations plus a version ceiling at
 /// `version` (so it stays there), and no status.
@@ -441,6 +537,99 @@ mod tests {
 
     fn open() -> Value {
         json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    }
+
+    #[test]
+    fn what_the_deleted_csvs_take_with_them_is_reinstalled() {
+        let deleted = [
+            ("redis.v1.1.0".to_owned(), "uid-new".to_owned()),
+            ("redis.v1.0.0".to_owned(), "uid-old".to_owned()),
+        ];
+        let live = |meta: Value| json!({"metadata": meta});
+        let owned_by = |uids: &[&str]| {
+            live(json!({"name": "x", "ownerReferences":
+                uids.iter().map(|u| json!({"kind": "ClusterServiceVersion", "name": "n", "uid": u})).collect::<Vec<_>>()}))
+        };
+        // The CSV itself, when the upgrade left it.
+        assert_eq!(
+            reinstalled_by(
+                "ClusterServiceVersion",
+                "redis.v1.0.0",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.0.0")
+        );
+        assert_eq!(
+            reinstalled_by(
+                "ClusterServiceVersion",
+                "redis.v0.3.0",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            None
+        );
+        // Garbage collected: every owner is deleted.
+        assert_eq!(
+            reinstalled_by(
+                "ServiceAccount",
+                "redis",
+                &owned_by(&["uid-new"]),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.1.0")
+        );
+        assert_eq!(
+            reinstalled_by(
+                "Deployment",
+                "redis",
+                &owned_by(&["uid-old", "uid-new"]),
+                "redis",
+                &deleted
+            ),
+            Some("redis.v1.0.0")
+        );
+        // Another owner keeps it.
+        assert_eq!(
+            reinstalled_by(
+                "ServiceAccount",
+                "redis",
+                &owned_by(&["uid-new", "uid-other"]),
+                "redis",
+                &deleted
+            ),
+            None
+        );
+        assert_eq!(
+            reinstalled_by("ServiceAccount", "redis", &owned_by(&[]), "redis", &deleted),
+            None
+        );
+        // Cluster-wide, by label: the CSV's finalizer deletes it, in its own namespace only.
+        let labelled = |ns: &str| {
+            live(json!({"name": "r", "labels": {"olm.owner": "redis.v1.1.0", "olm.owner.namespace": ns}}))
+        };
+        assert_eq!(
+            reinstalled_by("ClusterRole", "r", &labelled("redis"), "redis", &deleted),
+            Some("redis.v1.1.0")
+        );
+        assert_eq!(
+            reinstalled_by("ClusterRole", "r", &labelled("other"), "redis", &deleted),
+            None
+        );
+        // A CRD is no CSV's: it stays.
+        assert_eq!(
+            reinstalled_by(
+                "CustomResourceDefinition",
+                "redisclusters.cache.example.com",
+                &live(json!({})),
+                "redis",
+                &deleted
+            ),
+            None
+        );
     }
 
     #[test]
@@ -608,5 +797,133 @@ mod tests {
         );
         assert!(!a.contains_key("kubectl.kubernetes.io/last-applied-configuration"));
         assert!(next.metadata.uid.is_none());
+    }
+}
+
+#[cfg(test)]
+mod resolve_again_tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        catalog::{DeclarativeConfig, Model, declcfg::Origin},
+        resolve::{Catalog, CatalogKey, InstalledCsv},
+    };
+
+    fn model(docs: Vec<Value>) -> Model {
+        let mut cfg = DeclarativeConfig::default();
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("c.json", i), doc).unwrap();
+        }
+        Model::from_config(cfg)
+    }
+
+    fn bundle(package: &str, name: &str, version: &str, extra: Vec<Value>) -> Value {
+        let mut properties =
+            vec![json!({"type": "olm.package", "value": {"packageName": package, "version": version}})];
+        properties.extend(extra);
+        json!({"schema": "olm.bundle", "package": package, "name": name,
+               "image": format!("quay.io/{package}:{version}"), "properties": properties})
+    }
+
+    /// Package `a`: a.v1 (requires package `b`) ← a.v2.
+    fn own() -> Model {
+        model(vec![
+            json!({"schema": "olm.package", "name": "a", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "a", "name": "stable", "entries": [
+                {"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}]}),
+            bundle(
+                "a",
+                "a.v1",
+                "1.0.0",
+                vec![
+                    json!({"type": "olm.package.required", "value": {"packageName": "b", "versionRange": ">=1.0.0"}}),
+                ],
+            ),
+            bundle("a", "a.v2", "2.0.0", vec![]),
+        ])
+    }
+
+    /// Package `b`: b.v1.
+    fn other() -> Model {
+        model(vec![
+            json!({"schema": "olm.package", "name": "b", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "b", "name": "stable", "entries": [{"name": "b.v1"}]}),
+            bundle("b", "b.v1", "1.0.0", vec![]),
+        ])
+    }
+
+    fn subscription() -> Subscription {
+        serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "a", "namespace": "ops",
+                         "annotations": {"olm-rs.io/installed-csvs": "a.v1,a.v2"}},
+            "spec": {"source": "own", "sourceNamespace": "ops", "name": "a", "channel": "stable"},
+            "status": {"installedCSV": "a.v2", "currentCSV": "a.v2", "state": "AtLatestKnown",
+                       "lastUpdated": "2026-01-01T00:00:00Z"},
+        }))
+        .unwrap()
+    }
+
+    fn installed() -> Installed {
+        let csv = |name: &str, version: u64| InstalledCsv {
+            name: name.into(),
+            version: Some(Version::new(version, 0, 0)),
+            package: Some("a".into()),
+            provided_gvks: Vec::new(),
+            phase: crate::api::v1alpha1::CsvPhase::Succeeded,
+        };
+        Installed {
+            csvs: vec![csv("a.v2", 2), csv("a.v1", 1)],
+            subscriptions: vec![crate::resolve::ExistingSubscription::from_subscription(
+                &subscription(),
+            )],
+        }
+    }
+
+    #[test]
+    fn the_earlier_bundle_brings_its_dependency_from_another_catalog_or_the_rollback_is_refused() {
+        let (own, other) = (own(), other());
+        let next = rollback_subscription(&subscription(), "a.v1", &Version::new(1, 0, 0));
+        fn catalog<'m>(ns: &str, name: &str, model: &'m Model) -> Catalog<'m> {
+            Catalog {
+                key: CatalogKey::new(ns, name),
+                priority: 0,
+                model: Some(model),
+                problem: None,
+            }
+        }
+        let both = Catalogs {
+            global_namespace: "olm".into(),
+            catalogs: vec![catalog("ops", "own", &own), catalog("olm", "other", &other)],
+        };
+        let deps = resolve_again(&next, &both, &installed(), "a.v2", "a.v1").unwrap();
+        assert_eq!(deps.len(), 1, "{deps:?}");
+        assert_eq!(deps[0].bundle.bundle, "b.v1");
+        assert_eq!(deps[0].bundle.catalog, CatalogKey::new("olm", "other"));
+
+        // The other catalog not read: resolution names it, and the rollback is refused.
+        let unread = Catalogs {
+            global_namespace: "olm".into(),
+            catalogs: vec![
+                catalog("ops", "own", &own),
+                Catalog {
+                    key: CatalogKey::new("olm", "other"),
+                    priority: 0,
+                    model: None,
+                    problem: Some("you may not get configmap other".into()),
+                },
+            ],
+        };
+        let err = resolve_again(&next, &unread, &installed(), "a.v2", "a.v1").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("the Subscription made again at a.v1 would not install it: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("olm/other (unreadable: you may not get configmap other)"),
+            "{text}"
+        );
     }
 }

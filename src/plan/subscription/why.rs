@@ -12,7 +12,10 @@
 //!   or a newer bundle kept out by the version ceiling;
 //! - every other entry of the channel and why it was not chosen (older, no edge from the
 //!   installed CSV, above the ceiling, `olm.deprecated`, further from the head);
-//! - the dependencies of the chosen bundle and where they come from;
+//! - the dependencies of the chosen bundle and where they come from, resolved against every
+//!   catalog the namespace sees (its own and the global catalog namespace's, with their
+//!   priorities, as the controller's resolver reads them: [`other_sources`]); each other catalog
+//!   is listed, and one that could not be read is named with the reason, never skipped silently;
 //! - for a failure, the cause in one sentence and its fix (the resolver's own message, split at
 //!   its fix, or the failed InstallPlan, unpack or CSV).
 
@@ -22,11 +25,14 @@ use serde::Serialize;
 use crate::{
     api::{
         ConditionStatus,
-        v1alpha1::{CsvPhase, Subscription, SubscriptionConditionType as Cond},
+        v1alpha1::{CatalogSource, CsvPhase, Subscription, SubscriptionConditionType as Cond},
     },
-    catalog::model::{Channel, Package},
+    catalog::{
+        Model,
+        model::{Channel, Package},
+    },
     graph::EdgeKind,
-    resolve::{self, Catalogs, Installed, Outcome, Request, Selection},
+    resolve::{self, Catalog, CatalogKey, Catalogs, Installed, Outcome, Request, Selection},
 };
 
 /// What [`explain`] looks at.
@@ -40,6 +46,54 @@ pub struct WhyInput<'a> {
     pub installed: &'a Installed,
     /// The phase, reason and message of its installed (or current) CSV, when it exists.
     pub csv: Option<(&'a str, &'a CsvPhase, &'a str, &'a str)>,
+    /// The namespaces whose CatalogSources could not be listed, and why.
+    pub unlisted: &'a [(String, String)],
+}
+
+/// A CatalogSource as the user could read it.
+#[derive(Debug)]
+pub struct ReadCatalog {
+    /// Which CatalogSource.
+    pub key: CatalogKey,
+    /// Its `spec.priority`.
+    pub priority: i32,
+    /// Its content, or why it could not be read.
+    pub content: Result<Model, String>,
+}
+
+impl ReadCatalog {
+    /// The catalog as resolution reads it: one not read keeps its reason as its problem, so
+    /// resolution names it where it looked for a dependency.
+    pub fn catalog(&self) -> Catalog<'_> {
+        Catalog {
+            key: self.key.clone(),
+            priority: self.priority,
+            model: self.content.as_ref().ok(),
+            problem: self.content.as_ref().err().cloned(),
+        }
+    }
+}
+
+/// The CatalogSources other than the Subscription's own (`own`) that resolution in `namespace`
+/// reads, as the controller's resolver does: those of `namespace` and of the global catalog
+/// namespace, sorted by namespace and name.
+pub fn other_sources<'s>(
+    sources: &'s [CatalogSource],
+    namespace: &str,
+    global_namespace: &str,
+    own: &CatalogKey,
+) -> Vec<&'s CatalogSource> {
+    let mut visible: Vec<&CatalogSource> = sources
+        .iter()
+        .filter(|cs| {
+            let ns = cs.metadata.namespace.as_deref().unwrap_or_default();
+            let key = CatalogKey::new(ns, cs.metadata.name.as_deref().unwrap_or_default());
+            (ns == namespace || ns == global_namespace) && key != *own
+        })
+        .collect();
+    visible.sort_by_key(|cs| (cs.metadata.namespace.clone(), cs.metadata.name.clone()));
+    visible.dedup_by_key(|cs| (cs.metadata.namespace.clone(), cs.metadata.name.clone()));
+    visible
 }
 
 /// The answer.
@@ -72,6 +126,10 @@ pub struct Why {
     pub candidates: Vec<Candidate>,
     /// The dependencies of the chosen bundle and where they come from.
     pub dependencies: Vec<String>,
+    /// The other catalogs the namespace sees (dependencies may come from them), and those that
+    /// could not be read or listed, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_catalogs: Vec<OtherCatalog>,
     /// The failure, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
@@ -100,6 +158,19 @@ pub struct Candidate {
     pub version: Option<String>,
     /// `installed`, `next`, or why not.
     pub verdict: String,
+}
+
+/// A catalog besides the Subscription's own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OtherCatalog {
+    /// `namespace/name`, or `catalogsources in namespace NS` for a namespace not listed.
+    pub catalog: String,
+    /// Its `spec.priority`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// Why it was not read, if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// A failure: what went wrong in one sentence, and what to do.
@@ -435,6 +506,28 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
             });
     }
 
+    let mut other_catalogs: Vec<OtherCatalog> = input
+        .catalogs
+        .catalogs
+        .iter()
+        .filter(|c| c.key != request.catalog)
+        .map(|c| OtherCatalog {
+            catalog: c.key.to_string(),
+            priority: Some(c.priority),
+            problem: c.model.is_none().then(|| {
+                c.problem
+                    .clone()
+                    .unwrap_or_else(|| "its content is not available".to_owned())
+            }),
+        })
+        .collect();
+    other_catalogs.sort_by(|a, b| a.catalog.cmp(&b.catalog));
+    other_catalogs.extend(input.unlisted.iter().map(|(ns, why)| OtherCatalog {
+        catalog: format!("catalogsources in namespace {ns}"),
+        priority: None,
+        problem: Some(why.clone()),
+    }));
+
     let approval = match pins.as_ref().ok().and_then(|p| p.upgrade_approval.clone()) {
         Some(up) => format!(
             "{} (upgrades: {}, annotation {})",
@@ -464,6 +557,7 @@ pub fn explain(input: &WhyInput<'_>) -> Why {
         next,
         candidates,
         dependencies,
+        other_catalogs,
         failure,
     }
 }

@@ -5,8 +5,11 @@
 //! the CSV waiting for approval: the Subscription's `currentCSV` when it differs from
 //! `installedCSV` and the InstallPlan that installs it (`status.installPlanRef`, else any plan of the
 //! namespace listing that CSV) is in `RequiresApproval` and not approved yet — the answer to "is
-//! something waiting for me?", which upstream's `kubectl get sub` does not give. Rows are sorted by
-//! namespace, then package.
+//! something waiting for me?", which upstream's `kubectl get sub` does not give. For a Subscription
+//! pinned by `olm-rs.io/version-ceiling` (`state: UpgradeAvailable`, `UpgradeHeld=True` reason
+//! `VersionPinned`), UPGRADE names the bundle the ceiling holds back and the ceiling instead
+//! (`redis-operator.v1.1.0 (held by ceiling 1.0.0)`): an upgrade exists, but no approval takes it.
+//! Rows are sorted by namespace, then package.
 
 use kube::api::Api;
 use serde::Serialize;
@@ -19,6 +22,7 @@ use crate::{
         cmd::cluster::shared::list_or_olm_missing,
         output::{self, Row, Streams},
     },
+    plan::subscription::pin::PinnedUpgrade,
 };
 
 /// What the CHANNEL column shows when the Subscription follows the package's default channel.
@@ -58,8 +62,28 @@ pub struct InstalledRow {
     pub install_plan: Option<String>,
     /// The CSV waiting for approval, if any.
     pub upgrade: Option<String>,
+    /// A newer bundle the version ceiling holds back, if any (not planned, nothing to approve).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_upgrade: Option<HeldUpgrade>,
     /// What is wrong, from the first abnormal condition (`ResolutionFailed`, ...): `Type: message`.
     pub problem: Option<String>,
+}
+
+/// A newer bundle a pinned Subscription's version ceiling holds back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldUpgrade {
+    /// The bundle (CSV) available above the ceiling.
+    pub csv: String,
+    /// The ceiling (annotation `olm-rs.io/version-ceiling`).
+    pub ceiling: String,
+}
+
+impl HeldUpgrade {
+    /// The UPGRADE cell: `CSV (held by ceiling V)`.
+    pub fn cell(&self) -> String {
+        format!("{} (held by ceiling {})", self.csv, self.ceiling)
+    }
 }
 
 impl Row for InstalledRow {
@@ -101,7 +125,10 @@ impl Row for InstalledRow {
                     .to_string()
             }),
             opt(&self.csv_phase),
-            opt(&self.upgrade),
+            self.upgrade
+                .clone()
+                .or_else(|| self.held_upgrade.as_ref().map(HeldUpgrade::cell))
+                .unwrap_or_default(),
         ];
         if wide {
             c.extend([
@@ -161,6 +188,27 @@ pub fn waiting_upgrade(sub: &Subscription, plans: &[InstallPlan]) -> Option<Stri
         }),
     };
     plan.map(|_| current.to_string())
+}
+
+/// The newer bundle a pinned Subscription's ceiling holds back: its status is `UpgradeAvailable`
+/// with `UpgradeHeld=True` reason `VersionPinned`, whose message names the bundle and the ceiling
+/// ([`PinnedUpgrade::message`]).
+pub fn held_upgrade(sub: &Subscription) -> Option<HeldUpgrade> {
+    use crate::api::{
+        ConditionStatus, reasons,
+        v1alpha1::{SubscriptionConditionType as T, SubscriptionState},
+    };
+    let status = sub.status.as_ref()?;
+    if status.state != Some(SubscriptionState::UpgradeAvailable) {
+        return None;
+    }
+    let held = status.conditions.iter().find(|c| {
+        c.type_ == T::UpgradeHeld
+            && c.status == ConditionStatus::True
+            && c.reason.as_deref() == Some(reasons::subscription::VERSION_PINNED)
+    })?;
+    let (csv, ceiling) = PinnedUpgrade::read_message(held.message.as_deref().unwrap_or_default())?;
+    Some(HeldUpgrade { csv, ceiling })
 }
 
 /// The first abnormal condition of a Subscription (status `True`; ResolutionFailed first), as
@@ -227,6 +275,7 @@ pub fn rows(
                 current_csv: current_name,
                 install_plan: install_plan_name(sub).map(str::to_string),
                 upgrade: waiting_upgrade(sub, plans),
+                held_upgrade: held_upgrade(sub),
                 problem: problem(sub),
             }
         })

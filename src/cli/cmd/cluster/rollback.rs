@@ -3,11 +3,15 @@
 //! checks). Everything is read and written **as the user** (their kubeconfig).
 //!
 //! The checks and the new Subscription are decided by [`crate::plan::subscription::rollback`]:
-//! an earlier CSV in the `olm-rs.io/installed-csvs` history, its bundle still in the catalog, no
-//! CRD version dropped while objects of the CRD exist, no existing object the older schema
-//! rejects. The preview is the plan the older bundle makes, shown as `kubectl olm plan show`
-//! shows one ([`super::approve`]: each step new, changed or unchanged against the cluster, the
-//! RBAC, the images).
+//! an earlier CSV in the `olm-rs.io/installed-csvs` history, its bundle still in the catalog, its
+//! dependencies found in a catalog the namespace sees (every CatalogSource of the namespace and
+//! of the global catalog namespace is read, as `why` reads them), no CRD version dropped while
+//! objects of the CRD exist, no existing object the older schema rejects. The preview is the
+//! plan the older bundle makes, shown as `kubectl olm plan show` shows one
+//! ([`super::approve`]: each step new, changed or unchanged against the cluster, the
+//! RBAC, the images), except that a step whose object the rollback deletes (the CSVs, and what
+//! they own) reads `reinstalled` ([`rollback::reinstalled_by`]): it is created again, whatever it
+//! looks like now.
 //!
 //! Then, as upstream users do a downgrade by hand: the CRDs' `status.storedVersions` lose the
 //! versions the older CRDs drop (none of their objects is left), the Subscription and the
@@ -58,6 +62,10 @@ pub struct RollbackView {
     /// Why there is no preview.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The catalogs the namespace sees that could not be read or listed (no dependency can come
+    /// from them): `namespace/name: reason`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread_catalogs: Vec<String>,
 }
 
 fn refused(e: &rollback::Refusal, sub: &str) -> CliError {
@@ -76,15 +84,12 @@ pub async fn run(
     streams: &mut Streams<'_>,
 ) -> Result<(), CliError> {
     let ns = cluster.namespace(args.namespace.as_deref());
-    let observed = why::observe(
-        cluster,
-        &ns,
-        &args.subscription,
-        args.catalog.as_deref(),
-        &args.registry,
-        streams.err,
-    )
-    .await?;
+    let sources = why::Sources {
+        catalog: args.catalog.as_deref(),
+        global_namespace: &args.global_catalog_namespace,
+        registry: &args.registry,
+    };
+    let observed = why::observe(cluster, &ns, &args.subscription, &sources, streams.err).await?;
     let sub = &observed.subscription;
     let sub_name = sub.name_any();
     let full = format!("{ns}/{sub_name}");
@@ -149,6 +154,11 @@ pub async fn run(
 
     // The preview: the plan the older bundle makes, compared with the cluster.
     let next = rollback::rollback_subscription(sub, &to, &bundle.version);
+    // What the controller will resolve for the new Subscription, against every catalog the
+    // namespace sees: the dependencies the earlier bundle brings (or why it cannot be installed).
+    let catalogs = observed.catalogs();
+    let dependencies = rollback::resolve_again(&next, &catalogs, &observed.installed(), &from, &to)
+        .map_err(|e| refused(&e, &full))?;
     let install = Install {
         selected: Selected {
             catalog: catalog_key.clone(),
@@ -158,15 +168,23 @@ pub async fn run(
             version: bundle.version.clone(),
             selection: Selection::StartingCsv,
         },
-        dependencies: Vec::new(),
+        dependencies,
         bundle,
     };
+    // The CSVs the rollback deletes (name, uid): what they take with them is created again.
+    let deleted: Vec<(String, String)> = observed
+        .csvs
+        .iter()
+        .filter(|c| c.name_any() == from || c.name_any() == to)
+        .map(|c| (c.name_any(), c.uid().unwrap_or_default()))
+        .collect();
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let (preview, note) = match status::install_plan(&next, &ns, "rollback-preview", &install, None, &now) {
         Ok((mut plan, plan_status)) => {
             plan.status = Some(plan_status);
             let mut shown = approve::preview(&plan);
             approve::compare_steps(cluster, &plan, &mut shown).await;
+            reinstalled_steps(cluster, &ns, &deleted, &mut shown).await;
             shown.phase = "not created yet: the plan the Subscription will get".to_owned();
             (Some(shown), None)
         }
@@ -184,6 +202,17 @@ pub async fn run(
         stored_versions,
         preview,
         note,
+        unread_catalogs: observed
+            .others
+            .iter()
+            .filter_map(|c| c.content.as_ref().err().map(|e| format!("{}: {e}", c.key)))
+            .chain(
+                observed
+                    .unlisted
+                    .iter()
+                    .map(|(n, e)| format!("catalogsources in namespace {n}: {e}")),
+            )
+            .collect(),
     };
     let left_over = observed.csvs.iter().find(|c| c.name_any() == to).map(|c| {
         let phase = c
@@ -214,6 +243,12 @@ pub async fn run(
              stay), and subscribe again with startingCSV {to}, pinned by olm-rs.io/version-ceiling={}",
             bundle.version
         )?;
+        for unread in &view.unread_catalogs {
+            writeln!(
+                streams.out,
+                "  not read (no dependency can come from it): {unread}"
+            )?;
+        }
         if let Some(p) = &view.preview {
             approve::write_preview(streams.out, p, format == OutputFormat::Wide)?;
         }
@@ -330,6 +365,52 @@ pub async fn run(
 }
 
 use crate::cli::output::Streams;
+
+/// Marks the preview's steps whose live object the rollback deletes before the plan runs
+/// ([`rollback::reinstalled_by`]): they read `reinstalled`, not what the comparison with the
+/// object about to be deleted said. A live object that cannot be read keeps its comparison, with
+/// a note saying so.
+async fn reinstalled_steps(cluster: &Cluster, ns: &str, deleted: &[(String, String)], shown: &mut Preview) {
+    for step in &mut shown.steps {
+        if !matches!(step.change.as_deref(), Some("changed" | "unchanged")) {
+            continue;
+        }
+        let (group, version) = crate::plan::steps::split_api_version(&step.api_version);
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, &step.kind);
+        let live = match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+            Ok((resource, caps)) => {
+                let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
+                    Api::namespaced_with(cluster.client.clone(), ns, &resource)
+                } else {
+                    Api::all_with(cluster.client.clone(), &resource)
+                };
+                api.get_opt(&step.name).await
+            }
+            Err(e) => Err(e),
+        };
+        match live {
+            Ok(Some(live)) => {
+                let live = serde_json::to_value(live).unwrap_or_default();
+                if let Some(csv) = rollback::reinstalled_by(&step.kind, &step.name, &live, ns, deleted) {
+                    step.change = Some(rollback::REINSTALLED.to_owned());
+                    step.fields.clear();
+                    step.note = Some(if step.name == csv {
+                        "the rollback deletes it; the plan creates it again from its bundle".to_owned()
+                    } else {
+                        format!("deleted with csv {csv} by the rollback; the plan creates it again")
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                step.note = Some(format!(
+                    "whether the rollback deletes it is unknown (reading it failed: {})",
+                    crate::k8s::message::describe(&e)
+                ));
+            }
+        }
+    }
+}
 
 /// Deletes `name` and waits (up to a minute) until it is gone.
 async fn delete_and_wait<K>(cluster: &Cluster, api: &Api<K>, name: &str, what: &str) -> Result<(), CliError>

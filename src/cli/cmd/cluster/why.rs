@@ -7,13 +7,19 @@
 //! embeds as well; `--catalog` reads another copy instead). A CSV names the Subscription that
 //! installed it; an InstallPlan its owning Subscription.
 //!
+//! Dependencies may come from any catalog the namespace sees, so every other CatalogSource of
+//! the namespace and of the global catalog namespace (`--global-catalog-namespace`, `olm` as the
+//! controller's default) is read too, with its priority, as the controller's resolver reads them.
+//! One the user cannot list or read is reported with the reason (and resolution treats it as
+//! unavailable, as the controller treats an unhealthy one), never skipped silently.
+//!
 //! The channel graph is drawn below the answer ([`crate::graph::render`]: `--graph text`, the
 //! default, or `mermaid` / `dot`).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{Api, ResourceExt};
+use kube::{Api, ResourceExt, api::ListParams};
 use serde::Serialize;
 
 use crate::{
@@ -34,7 +40,7 @@ use crate::{
         registry::RegistryArgs,
     },
     graph::{self, RenderOptions},
-    plan::subscription::why::{self, Why, WhyInput},
+    plan::subscription::why::{self, ReadCatalog, Why, WhyInput},
     resolve::{Catalog, CatalogKey, Catalogs, ExistingSubscription, Installed, InstalledCsv},
 };
 
@@ -65,6 +71,12 @@ pub struct Observed {
     pub model: Model,
     /// The catalog's `spec.priority`.
     pub priority: i32,
+    /// The other CatalogSources of the namespace and of the global catalog namespace.
+    pub others: Vec<ReadCatalog>,
+    /// The namespaces whose CatalogSources could not be listed, and why.
+    pub unlisted: Vec<(String, String)>,
+    /// The global catalog namespace.
+    pub global_namespace: String,
 }
 
 impl Observed {
@@ -80,17 +92,20 @@ impl Observed {
         }
     }
 
-    /// The Subscription's catalog, as resolution sees it.
+    /// The Subscription's catalog and the others its namespace sees, as resolution sees them.
     pub fn catalogs(&self) -> Catalogs<'_> {
         let spec = &self.subscription.spec;
+        let own = Catalog {
+            key: CatalogKey::new(&spec.source_namespace, &spec.source),
+            priority: self.priority,
+            model: Some(&self.model),
+            problem: None,
+        };
         Catalogs {
-            global_namespace: String::new(),
-            catalogs: vec![Catalog {
-                key: CatalogKey::new(&spec.source_namespace, &spec.source),
-                priority: self.priority,
-                model: Some(&self.model),
-                problem: None,
-            }],
+            global_namespace: self.global_namespace.clone(),
+            catalogs: std::iter::once(own)
+                .chain(self.others.iter().map(ReadCatalog::catalog))
+                .collect(),
         }
     }
 }
@@ -103,14 +118,70 @@ pub async fn observe(
     cluster: &Cluster,
     ns: &str,
     key: &str,
-    catalog: Option<&std::path::Path>,
-    registry: &RegistryArgs,
+    sources: &Sources<'_>,
     err: &mut dyn std::io::Write,
 ) -> Result<Observed, CliError> {
     let subs_api: Api<Subscription> = Api::namespaced(cluster.client.clone(), ns);
     let subscriptions = list_or_olm_missing(cluster, &subs_api, "subscriptions", ns).await?;
     let subscription = select_subscription(&subscriptions, key, ns)?.clone();
-    subscription_context(cluster, ns, subscription, subscriptions, catalog, registry, err).await
+    subscription_context(cluster, ns, subscription, subscriptions, sources, err).await
+}
+
+/// Where the catalogs are read from.
+pub struct Sources<'a> {
+    /// `--catalog`: the Subscription's catalog read from here instead.
+    pub catalog: Option<&'a std::path::Path>,
+    /// The global catalog namespace.
+    pub global_namespace: &'a str,
+    /// How to reach registries.
+    pub registry: &'a RegistryArgs,
+}
+
+/// Reads, as the user, every CatalogSource besides `own` that resolution in `ns` sees
+/// ([`why::other_sources`]). A namespace that cannot be listed, or a catalog that cannot be read,
+/// is kept with the reason.
+async fn other_catalogs(
+    cluster: &Cluster,
+    ns: &str,
+    own: &CatalogKey,
+    sources: &Sources<'_>,
+    err: &mut dyn std::io::Write,
+) -> (Vec<ReadCatalog>, Vec<(String, String)>) {
+    let mut namespaces = vec![ns.to_owned(), sources.global_namespace.to_owned()];
+    namespaces.dedup();
+    let mut listed = Vec::new();
+    let mut unlisted = Vec::new();
+    for n in namespaces.iter().filter(|n| !n.is_empty()) {
+        let api: Api<CatalogSource> = Api::namespaced(cluster.client.clone(), n);
+        match api.list(&ListParams::default()).await {
+            Ok(list) => listed.extend(list.items),
+            Err(e) => unlisted.push((
+                n.clone(),
+                cluster
+                    .api_error(&format!("list catalogsources in namespace {n}"), e)
+                    .to_string(),
+            )),
+        }
+    }
+    let mut others = Vec::new();
+    for cs in why::other_sources(&listed, ns, sources.global_namespace, own) {
+        let content = read_catalog(cluster, cs, sources.registry, err)
+            .await
+            .map_err(|e| e.to_string());
+        others.push(ReadCatalog {
+            key: CatalogKey::new(cs.namespace().unwrap_or_default(), cs.name_any()),
+            priority: priority_of(cs),
+            content,
+        });
+    }
+    (others, unlisted)
+}
+
+fn priority_of(cs: &CatalogSource) -> i32 {
+    cs.spec
+        .priority
+        .and_then(|p| i32::try_from(p).ok())
+        .unwrap_or_default()
 }
 
 async fn subscription_context(
@@ -118,10 +189,11 @@ async fn subscription_context(
     ns: &str,
     subscription: Subscription,
     subscriptions: Vec<Subscription>,
-    catalog: Option<&std::path::Path>,
-    registry: &RegistryArgs,
+    sources: &Sources<'_>,
     err: &mut dyn std::io::Write,
 ) -> Result<Observed, CliError> {
+    let catalog = sources.catalog;
+    let registry = sources.registry;
     let csv_api: Api<ClusterServiceVersion> = Api::namespaced(cluster.client.clone(), ns);
     let csvs = list_or_olm_missing(cluster, &csv_api, "clusterserviceversions", ns).await?;
     let spec = &subscription.spec;
@@ -134,11 +206,7 @@ async fn subscription_context(
             return Err(cluster.api_error(&format!("get catalogsource {cs_name} in namespace {cs_ns}"), e));
         }
     };
-    let priority = source
-        .as_ref()
-        .and_then(|cs| cs.spec.priority)
-        .and_then(|p| i32::try_from(p).ok())
-        .unwrap_or_default();
+    let priority = source.as_ref().map(priority_of).unwrap_or_default();
     let model = match (catalog, &source) {
         (Some(path), _) => shared::load(path, registry, err)?.model,
         (None, None) => {
@@ -150,12 +218,17 @@ async fn subscription_context(
         }
         (None, Some(cs)) => read_catalog(cluster, cs, registry, err).await?,
     };
+    let own = CatalogKey::new(cs_ns, cs_name);
+    let (others, unlisted) = other_catalogs(cluster, ns, &own, sources, err).await;
     Ok(Observed {
         subscription,
         csvs,
         subscriptions,
         model,
         priority,
+        others,
+        unlisted,
+        global_namespace: sources.global_namespace.to_owned(),
     })
 }
 
@@ -274,6 +347,16 @@ pub fn write_why(out: &mut dyn std::io::Write, o: &WhyOutput) -> std::io::Result
         writeln!(out, "  dependencies:")?;
         for d in &w.dependencies {
             writeln!(out, "    {d}")?;
+        }
+    }
+    if !w.other_catalogs.is_empty() {
+        writeln!(out, "  other catalogs (dependencies may come from them):")?;
+        for c in &w.other_catalogs {
+            let priority = c.priority.map(|p| format!(" (priority {p})")).unwrap_or_default();
+            match &c.problem {
+                Some(problem) => writeln!(out, "    {}{priority}: not read: {problem}", c.catalog)?,
+                None => writeln!(out, "    {}{priority}", c.catalog)?,
+            }
         }
     }
     if !w.candidates.is_empty() {
@@ -425,16 +508,12 @@ pub async fn run(
         },
     };
     let sub = sub.clone();
-    let observed = subscription_context(
-        cluster,
-        &ns,
-        sub,
-        subs.clone(),
-        args.catalog.as_deref(),
-        &args.registry,
-        streams.err,
-    )
-    .await?;
+    let sources = Sources {
+        catalog: args.catalog.as_deref(),
+        global_namespace: &args.global_catalog_namespace,
+        registry: &args.registry,
+    };
+    let observed = subscription_context(cluster, &ns, sub, subs.clone(), &sources, streams.err).await?;
     let installed = observed.installed();
     let catalogs = observed.catalogs();
     let status = observed.subscription.status.as_ref();
@@ -454,6 +533,7 @@ pub async fn run(
         catalogs: &catalogs,
         installed: &installed,
         csv: csv_state.map(|(phase, reason, message)| (csv_name.as_str(), phase, reason, message)),
+        unlisted: &observed.unlisted,
     });
     let graph = draw_graph(&observed.model, &answer.package, &answer.channel, args.graph);
     let shown = WhyOutput {
@@ -483,6 +563,17 @@ mod tests {
     /// Package `a`, channel `stable`: a.v1 ← a.v2 (replaces) ← a.v3 (replaces, skipRange
     /// `>=1.0.0 <3.0.0`), plus the deprecated a.v0 before them.
     fn fixture() -> Model {
+        fixture_requiring(None)
+    }
+
+    /// [`fixture`], its head a.v3 requiring package `b` at `range`, if given.
+    fn fixture_requiring(range: Option<&str>) -> Model {
+        let required: Vec<Value> = range
+            .map(
+                |r| json!({"type": "olm.package.required", "value": {"packageName": "b", "versionRange": r}}),
+            )
+            .into_iter()
+            .collect();
         let bundle = |name: &str, version: &str, extra: Vec<Value>| {
             let mut properties =
                 vec![json!({"type": "olm.package", "value": {"packageName": "a", "version": version}})];
@@ -505,7 +596,7 @@ mod tests {
             ),
             bundle("a.v1", "1.0.0", vec![]),
             bundle("a.v2", "2.0.0", vec![]),
-            bundle("a.v3", "3.0.0", vec![]),
+            bundle("a.v3", "3.0.0", required),
         ];
         for (i, doc) in docs.into_iter().enumerate() {
             cfg.add_value(Origin::new("c.json", i), doc).unwrap();
@@ -526,8 +617,32 @@ mod tests {
         .unwrap()
     }
 
+    /// Package `b` (channel `stable`, default): b.v1 1.0.0, in another catalog.
+    fn other_catalog() -> Model {
+        let mut cfg = DeclarativeConfig::default();
+        let docs = [
+            json!({"schema": "olm.package", "name": "b", "defaultChannel": "stable"}),
+            json!({"schema": "olm.channel", "package": "b", "name": "stable", "entries": [{"name": "b.v1"}]}),
+            json!({"schema": "olm.bundle", "package": "b", "name": "b.v1", "image": "quay.io/b/bundle:1.0.0",
+                   "properties": [{"type": "olm.package", "value": {"packageName": "b", "version": "1.0.0"}}]}),
+        ];
+        for (i, doc) in docs.into_iter().enumerate() {
+            cfg.add_value(Origin::new("b.json", i), doc).unwrap();
+        }
+        Model::from_config(cfg)
+    }
+
     fn answer(sub: Subscription, csvs: &[(&str, &str)]) -> String {
-        let model = fixture();
+        answer_with(sub, csvs, fixture(), Vec::new(), Vec::new())
+    }
+
+    fn answer_with(
+        sub: Subscription,
+        csvs: &[(&str, &str)],
+        model: Model,
+        others: Vec<ReadCatalog>,
+        unlisted: Vec<(String, String)>,
+    ) -> String {
         let observed = Observed {
             subscription: sub,
             csvs: csvs
@@ -548,6 +663,9 @@ mod tests {
             subscriptions: Vec::new(),
             model,
             priority: 10,
+            others,
+            unlisted,
+            global_namespace: "olm".into(),
         };
         let installed = observed.installed();
         let catalogs = observed.catalogs();
@@ -556,6 +674,7 @@ mod tests {
             catalogs: &catalogs,
             installed: &installed,
             csv: None,
+            unlisted: &observed.unlisted,
         });
         let graph = draw_graph(&observed.model, &why.package, &why.channel, GraphFormat::Text);
         let mut out = Vec::new();
@@ -588,6 +707,96 @@ mod tests {
         insta::assert_snapshot!("fresh", answer(fresh, &[]));
         let failing = subscription(json!({}), json!({"channel": "fast"}), json!(null));
         insta::assert_snapshot!("failing", answer(failing, &[]));
+    }
+
+    #[test]
+    fn a_dependency_comes_from_another_catalog_and_an_unread_catalog_is_named() {
+        let fresh = subscription(json!({}), json!({"installPlanApproval": "Manual"}), json!(null));
+        let others = || {
+            vec![
+                ReadCatalog {
+                    key: CatalogKey::new("ops", "extra"),
+                    priority: 5,
+                    content: Ok(other_catalog()),
+                },
+                ReadCatalog {
+                    key: CatalogKey::new("olm", "private"),
+                    priority: 0,
+                    content: Err(
+                        "you may not get configmap private in namespace olm: ask for \"get\" \
+                                  on configmaps in namespace olm for user alice"
+                            .into(),
+                    ),
+                },
+            ]
+        };
+        let unlisted = vec![(
+            "team".to_owned(),
+            "you may not list catalogsources in namespace team".to_owned(),
+        )];
+        let text = answer_with(
+            fresh.clone(),
+            &[],
+            fixture_requiring(Some(">=1.0.0")),
+            others(),
+            unlisted,
+        );
+        assert!(
+            text.contains("(required by a.v3): b.v1 1.0.0 from catalog ops/extra channel stable"),
+            "{text}"
+        );
+        insta::assert_snapshot!(text);
+
+        // Without the other catalog the dependency is not found, and the unread one is named
+        // where resolution looked.
+        let only_unread: Vec<ReadCatalog> = others().into_iter().skip(1).collect();
+        let text = answer_with(
+            fresh,
+            &[],
+            fixture_requiring(Some(">=1.0.0")),
+            only_unread,
+            Vec::new(),
+        );
+        assert!(
+            text.contains("olm/private (unreadable: you may not get configmap"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    olm/private (priority 0): not read: you may not get configmap"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_other_catalogs_are_those_of_the_namespace_and_the_global_namespace() {
+        let cs = |ns: &str, name: &str| -> CatalogSource {
+            serde_json::from_value(json!({
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+                "metadata": {"name": name, "namespace": ns}, "spec": {"sourceType": "grpc"}}))
+            .unwrap()
+        };
+        let listed = [
+            cs("olm", "z"),
+            cs("ops", "extra"),
+            cs("olm", "olm-rs-catalog"),
+            cs("elsewhere", "hidden"),
+            cs("olm", "a"),
+        ];
+        let own = CatalogKey::new("olm", "olm-rs-catalog");
+        let names = |v: Vec<&CatalogSource>| -> Vec<String> {
+            v.iter()
+                .map(|c| format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any()))
+                .collect()
+        };
+        assert_eq!(
+            names(why::other_sources(&listed, "ops", "olm", &own)),
+            ["olm/a", "olm/z", "ops/extra"]
+        );
+        // A Subscription in the global namespace itself sees it once.
+        assert_eq!(
+            names(why::other_sources(&listed, "olm", "olm", &own)),
+            ["olm/a", "olm/z"]
+        );
     }
 
     #[test]

@@ -268,3 +268,112 @@ fn all_namespaces_tables_start_with_a_namespace_column() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with("NAMESPACE   PACKAGE"), "{text}");
 }
+
+/// A Subscription kept at its installed CSV by `olm-rs.io/version-ceiling`, as the controller
+/// reports it: `UpgradeAvailable`, `UpgradeHeld=True` reason `VersionPinned`.
+fn pinned(ns: &str, package: &str, installed: &str, available: &str, ceiling: &str) -> Subscription {
+    use crate::{
+        api::{
+            ConditionStatus,
+            v1alpha1::{SubscriptionCondition, SubscriptionConditionType},
+        },
+        plan::subscription::pin::PinnedUpgrade,
+    };
+    let mut s = sub(ns, package, Some(installed), Some(installed), Some("ip-1"));
+    let version = |v: &str| semver::Version::parse(v).unwrap();
+    let message = PinnedUpgrade {
+        installed: installed.into(),
+        available: available.into(),
+        version: version("1.1.0"),
+        ceiling: version(ceiling),
+    }
+    .message();
+    if let Some(st) = s.status.as_mut() {
+        st.state = Some(SubscriptionState::UpgradeAvailable);
+        st.conditions.push(SubscriptionCondition {
+            type_: SubscriptionConditionType::UpgradeHeld,
+            status: ConditionStatus::True,
+            reason: Some("VersionPinned".into()),
+            message: Some(message),
+            last_heartbeat_time: None,
+            last_transition_time: None,
+        });
+    }
+    s
+}
+
+#[test]
+fn a_pinned_subscription_names_the_upgrade_its_ceiling_holds_back() {
+    let subs = [
+        pinned(
+            "redis",
+            "redis-operator",
+            "redis-operator.v1.0.0",
+            "redis-operator.v1.1.0",
+            "1.0.0",
+        ),
+        sub(
+            "team-a",
+            "redis-operator",
+            Some("redis-operator.v0.3.0"),
+            Some("redis-operator.v1.0.0"),
+            Some("ip-2"),
+        ),
+    ];
+    let csvs = [
+        csv("redis", "redis-operator.v1.0.0", "1.0.0", CsvPhase::Succeeded),
+        csv("team-a", "redis-operator.v0.3.0", "0.3.0", CsvPhase::Succeeded),
+    ];
+    let plans = [plan(
+        "team-a",
+        "ip-2",
+        &["redis-operator.v1.0.0"],
+        InstallPlanPhase::RequiresApproval,
+        false,
+    )];
+    let rows = rows(&subs, &csvs, &plans);
+    assert_eq!(rows[0].upgrade, None, "nothing waits for approval");
+    assert_eq!(
+        rows[0].held_upgrade,
+        Some(HeldUpgrade {
+            csv: "redis-operator.v1.1.0".into(),
+            ceiling: "1.0.0".into()
+        })
+    );
+    assert_eq!(rows[1].held_upgrade, None);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut streams = Streams {
+        out: &mut out,
+        err: &mut err,
+    };
+    print(&rows, true, OutputFormat::Table, &mut streams).unwrap();
+    insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    let json = serde_json::to_value(&rows[0]).unwrap();
+    assert_eq!(
+        json["heldUpgrade"],
+        serde_json::json!({"csv": "redis-operator.v1.1.0", "ceiling": "1.0.0"})
+    );
+    assert!(
+        serde_json::to_value(&rows[1])
+            .unwrap()
+            .get("heldUpgrade")
+            .is_none(),
+        "left out when nothing is held"
+    );
+}
+
+#[test]
+fn an_upgrade_held_for_another_reason_or_an_unreadable_message_shows_nothing_held() {
+    let mut s = pinned("a", "p", "p.v1", "p.v2", "1.0.0");
+    let held = |s: &Subscription| rows(std::slice::from_ref(s), &[], &[])[0].held_upgrade.clone();
+    assert!(held(&s).is_some());
+    if let Some(c) = s.status.as_mut().and_then(|st| st.conditions.first_mut()) {
+        c.reason = Some("InstalledCSVNotSucceeded".into());
+    }
+    assert_eq!(held(&s), None, "not the ceiling: the upgrade waits on the CSV");
+    let mut s = pinned("a", "p", "p.v1", "p.v2", "1.0.0");
+    if let Some(c) = s.status.as_mut().and_then(|st| st.conditions.first_mut()) {
+        c.message = Some("held".into());
+    }
+    assert_eq!(held(&s), None);
+}
