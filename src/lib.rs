@@ -13,6 +13,8 @@
 //! - [`resolve`]: a Subscription's next bundle, its dependencies, and its status (plain-language failures).
 //! - [`plan`]: install planning: OperatorGroup targets, InstallPlan steps, the CSV state machine.
 //! - [`status`]: condition bookkeeping (timestamps kept unless the status flips) and write skipping.
+//! - [`console_view`]: the web console's pages from olm-rs values, for both of its data sources
+//!   (`kubectl olm console` and `olm-controller run --console`).
 //!
 //! Kubernetes API types (no client):
 //! - [`api`]: the `operators.coreos.com` custom resources, compatible with upstream OLM.
@@ -47,6 +49,7 @@ pub mod catalogd;
 pub(crate) mod certs;
 pub mod cli;
 pub mod codec;
+pub(crate) mod console_view;
 pub mod controller;
 pub mod graph;
 pub mod grpc;

@@ -53,7 +53,8 @@ use super::{Stores, cache::CatalogCache, lock};
 use crate::{
     api::v1alpha1::{CatalogSource, Subscription},
     catalog::load::LoadedCatalog,
-    cli::cmd::{cluster::approve, console::view},
+    console_view as view,
+    plan::preview as approve,
 };
 
 /// How often the stores are looked at for a change the open pages should show.

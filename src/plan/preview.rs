@@ -31,6 +31,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::api::v1alpha1::InstallPlan;
+
 /// What a step does to the cluster.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "change")]
@@ -502,6 +504,152 @@ pub fn removals(owned: &[ObjectId], kept: &Kept, namespace: &str) -> Vec<ObjectI
     out.sort();
     out.dedup();
     out
+}
+
+/// One step of the plan, as the preview shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepPreview {
+    /// Kind of the object.
+    pub kind: String,
+    /// Name of the object.
+    pub name: String,
+    /// `group/version` (or `version` for the core group).
+    pub api_version: String,
+    /// The step's status (`Unknown` before execution).
+    pub status: String,
+    /// The CSV the step belongs to.
+    pub resolving: String,
+    /// What the step will do: `new`, `changed`, `unchanged`, or `unknown` (not compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    /// The fields a `changed` step changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+    /// Why a step could not be compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// For a CRD that exists: `safe`, or why the InstallPlan will refuse to update it (a stored
+    /// version dropped, existing objects the new schema rejects), the checks the plan runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crd_verdict: Option<String>,
+}
+
+/// What approving the plan will install.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    /// The InstallPlan.
+    pub install_plan: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its phase before the approval.
+    pub phase: String,
+    /// Whether it is approved (after this command, unless `--dry-run`).
+    pub approved: bool,
+    /// The CSVs it installs.
+    pub cluster_service_version_names: Vec<String>,
+    /// The objects it creates, in order.
+    pub steps: Vec<StepPreview>,
+    /// The RBAC rules it grants.
+    pub grants: Vec<Grant>,
+    /// The images its operators will run.
+    pub images: Vec<String>,
+    /// The CSVs the plan replaces that are installed (their objects are what [`Preview::removals`]
+    /// lists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
+    /// What the upgrade removes: objects the replaced CSVs own that the plan does not keep
+    /// ([`removals`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removals: Vec<ObjectId>,
+    /// Why the removals could not be read in full (a list the user may not make), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removals_note: Option<String>,
+}
+
+/// Whether a plan can be approved ([`approvable`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Approvable {
+    /// Not approved yet: approve it.
+    Yes,
+    /// Already approved: nothing to do.
+    AlreadyApproved,
+}
+
+/// The preview of `plan`.
+pub fn preview(plan: &InstallPlan) -> Preview {
+    let status = plan.status.as_ref();
+    let manifests = step_manifests(plan);
+    Preview {
+        install_plan: plan.metadata.name.clone().unwrap_or_default(),
+        namespace: plan.metadata.namespace.clone().unwrap_or_default(),
+        phase: status.map(|s| s.phase.as_str().to_string()).unwrap_or_default(),
+        approved: plan.spec.approved,
+        cluster_service_version_names: plan.spec.cluster_service_version_names.clone(),
+        steps: status
+            .map(|s| {
+                s.plan
+                    .iter()
+                    .map(|step| StepPreview {
+                        kind: step.resource.kind.clone(),
+                        name: step.resource.name.clone(),
+                        api_version: if step.resource.group.is_empty() {
+                            step.resource.version.clone()
+                        } else {
+                            format!("{}/{}", step.resource.group, step.resource.version)
+                        },
+                        status: step.status.as_str().to_string(),
+                        resolving: step.resolving.clone(),
+                        change: None,
+                        fields: Vec::new(),
+                        note: None,
+                        crd_verdict: None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        grants: rbac_grants(
+            manifests.iter().map(|(kind, manifest)| (kind.as_str(), manifest)),
+            plan.metadata.namespace.as_deref().unwrap_or_default(),
+        ),
+        images: images(
+            manifests
+                .iter()
+                .filter(|(kind, _)| kind == crate::plan::steps::CSV_KIND)
+                .map(|(_, manifest)| manifest),
+        ),
+        replaces: Vec::new(),
+        removals: Vec::new(),
+        removals_note: None,
+    }
+}
+
+/// The (kind, manifest) of every step that carries its manifest.
+pub fn step_manifests(plan: &InstallPlan) -> Vec<(String, Value)> {
+    plan.status
+        .iter()
+        .flat_map(|s| &s.plan)
+        .filter_map(|step| {
+            let manifest = serde_json::from_str(step.resource.manifest.as_deref()?).ok()?;
+            Some((step.resource.kind.clone(), manifest))
+        })
+        .collect()
+}
+
+/// Whether `plan` can be approved: `Err` with the reason for a finished plan (`Complete`,
+/// `Failed`), since approving it changes nothing.
+pub fn approvable(plan: &InstallPlan) -> Result<Approvable, String> {
+    let name = plan.metadata.name.as_deref().unwrap_or("");
+    if plan.spec.approved {
+        return Ok(Approvable::AlreadyApproved);
+    }
+    match plan.status.as_ref().map(|s| &s.phase) {
+        Some(phase) if phase.is_terminal() => Err(format!(
+            "installplan {name} is already {phase}; approving it changes nothing (see `kubectl olm list` for what waits for approval)"
+        )),
+        _ => Ok(Approvable::Yes),
+    }
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@
 
 pub mod pin;
 pub mod rollback;
+pub mod waiting;
 pub mod why;
 
 use std::time::Duration;

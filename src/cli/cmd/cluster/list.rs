@@ -15,7 +15,7 @@ use kube::api::Api;
 use serde::Serialize;
 
 use crate::{
-    api::v1alpha1::{ClusterServiceVersion, InstallPlan, InstallPlanPhase, Subscription},
+    api::v1alpha1::{ClusterServiceVersion, InstallPlan, Subscription},
     cli::{
         CliError, ListArgs, OutputFormat,
         cluster::Cluster,
@@ -152,43 +152,7 @@ fn name_of<K: kube::Resource>(k: &K) -> &str {
     k.meta().name.as_deref().unwrap_or("")
 }
 
-/// The name of the InstallPlan a Subscription points at: `status.installPlanRef`, else the
-/// deprecated `status.installplan`.
-pub fn install_plan_name(sub: &Subscription) -> Option<&str> {
-    let status = sub.status.as_ref()?;
-    status
-        .install_plan_ref
-        .as_ref()
-        .and_then(|r| r.name.as_deref())
-        .or_else(|| status.install_plan.as_ref().map(|r| r.name.as_str()))
-        .filter(|n| !n.is_empty())
-}
-
-/// The CSV of `sub` waiting for approval: `currentCSV` ≠ `installedCSV`, installed by an
-/// InstallPlan in `RequiresApproval` that is not approved yet.
-pub fn waiting_upgrade(sub: &Subscription, plans: &[InstallPlan]) -> Option<String> {
-    let status = sub.status.as_ref()?;
-    let current = status.current_csv.as_deref().filter(|c| !c.is_empty())?;
-    if status.installed_csv.as_deref() == Some(current) {
-        return None;
-    }
-    let ns = ns_of(sub);
-    let waiting = |p: &InstallPlan| {
-        !p.spec.approved
-            && p.status
-                .as_ref()
-                .is_some_and(|s| s.phase == InstallPlanPhase::RequiresApproval)
-    };
-    let referenced =
-        install_plan_name(sub).and_then(|name| plans.iter().find(|p| ns_of(*p) == ns && name_of(*p) == name));
-    let plan = match referenced {
-        Some(p) => Some(p).filter(|p| waiting(p)),
-        None => plans.iter().find(|p| {
-            ns_of(*p) == ns && waiting(p) && p.spec.cluster_service_version_names.iter().any(|c| c == current)
-        }),
-    };
-    plan.map(|_| current.to_string())
-}
+pub use crate::plan::subscription::waiting::{install_plan_name, waiting_upgrade};
 
 /// The newer bundle a pinned Subscription's ceiling holds back: its status is `UpgradeAvailable`
 /// with `UpgradeHeld=True` reason `VersionPinned`, whose message names the bundle and the ceiling

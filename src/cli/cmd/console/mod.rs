@@ -9,7 +9,6 @@
 //! conversions from olm-rs values to the console's views ([`view`]).
 
 pub mod source;
-pub mod view;
 
 use std::{net::SocketAddr, path::PathBuf};
 

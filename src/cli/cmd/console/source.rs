@@ -68,8 +68,10 @@ impl Loaded {
         model: Model,
         problem: Option<String>,
     ) -> Loaded {
-        let mut packages: Vec<PackageSummary> =
-            model.packages().map(|p| super::view::summary(key, p)).collect();
+        let mut packages: Vec<PackageSummary> = model
+            .packages()
+            .map(|p| crate::console_view::summary(key, p))
+            .collect();
         packages.sort_by(|a, b| a.name.cmp(&b.name));
         Loaded {
             summary: CatalogSummary {
@@ -424,16 +426,18 @@ impl Source for ClusterSource {
                 s.spec.name == name && format!("{}/{}", s.spec.source_namespace, s.spec.source) == catalog
             })
             .collect();
-        let mut view = super::view::package(catalog, p, &mine);
+        let mut view = crate::console_view::package(catalog, p, &mine);
         view.problems = problems;
         Ok(Some(view))
     }
 
     async fn icon(&self, catalog: &str, name: &str) -> Result<Option<Icon>, SourceError> {
-        Ok(self
-            .find(catalog)
-            .await
-            .and_then(|c| c.model.as_ref()?.package(name).and_then(super::view::icon)))
+        Ok(self.find(catalog).await.and_then(|c| {
+            c.model
+                .as_ref()?
+                .package(name)
+                .and_then(crate::console_view::icon)
+        }))
     }
 
     async fn installed(&self) -> Result<InstalledPage, SourceError> {
@@ -453,7 +457,7 @@ impl Source for ClusterSource {
             &mut problems,
         );
         Ok(InstalledPage {
-            operators: super::view::installed(&subs, &csvs, &plans, &events),
+            operators: crate::console_view::installed(&subs, &csvs, &plans, &events),
             problems,
         })
     }
@@ -474,7 +478,7 @@ impl Source for ClusterSource {
         };
         let mut shown = approve::preview(&plan);
         approve::compare_steps(cluster, &plan, &mut shown).await;
-        Ok(Some(super::view::plan(&plan, &shown)))
+        Ok(Some(crate::console_view::plan(&plan, &shown)))
     }
 
     async fn approve(&self, namespace: &str, name: &str) -> Result<(), SourceError> {

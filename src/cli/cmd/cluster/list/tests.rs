@@ -3,8 +3,8 @@ use kube::api::ObjectMeta;
 
 use super::*;
 use crate::api::v1alpha1::{
-    Approval, CsvPhase, InstallPlanSpec, InstallPlanStatus, SubscriptionSpec, SubscriptionState,
-    SubscriptionStatus,
+    Approval, CsvPhase, InstallPlanPhase, InstallPlanSpec, InstallPlanStatus, SubscriptionSpec,
+    SubscriptionState, SubscriptionStatus,
 };
 
 fn meta(ns: &str, name: &str) -> ObjectMeta {

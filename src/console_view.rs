@@ -1,4 +1,6 @@
-//! The console's pages from olm-rs values (pure): a catalog [`Package`] as the first page's
+//! console_view: the web console's pages ([`olm_console`]) from olm-rs values, pure and shared
+//! by both data sources, `kubectl olm console` (`cli::cmd::console`, reading as the user) and
+//! `olm-controller run --console` (`controller::console`, reading the controller's caches): a catalog [`Package`] as the first page's
 //! summary and as a package page with one upgrade graph per channel, Subscriptions with their
 //! CSVs, plans and Events as the installed page, an InstallPlan's [`Preview`] as the plan page.
 //!
@@ -19,12 +21,11 @@ use olm_console::view::{
 use crate::{
     api::v1alpha1::{ClusterServiceVersion, InstallPlan, Subscription},
     catalog::model::{Channel, Package},
-    cli::cmd::cluster::{
-        approve::{Approvable, Preview, approvable},
-        list::{install_plan_name, waiting_upgrade},
-    },
     graph::{self, Installed},
-    plan::preview::Scope,
+    plan::{
+        preview::{Approvable, Preview, Scope, approvable},
+        subscription::waiting::{install_plan_name, waiting_upgrade},
+    },
 };
 
 /// How long the first page's one-line summary may be.

@@ -4,10 +4,8 @@ use super::*;
 use crate::{
     api::v1alpha1::InstallPlanPhase,
     catalog::Model,
-    cli::cmd::cluster::{
-        approve,
-        list::tests::{plan as install_plan, sub},
-    },
+    cli::cmd::cluster::list::tests::{plan as install_plan, sub},
+    plan::preview as approve,
 };
 
 fn builtin() -> Model {
