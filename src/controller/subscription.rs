@@ -116,7 +116,7 @@ async fn reconcile_inner(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Ac
     count_sync(&sub, &ctx, &name);
     let now = Time(Timestamp::now());
     let seen = observe(&sub, &ctx, &ns).await?;
-    let catalogs = seen.catalogs(&ctx.shared.config.global_namespace);
+    let catalogs = seen.catalogs(&ctx.shared.config.global_namespace, &ns);
     let outcome = match decide(&sub, &ctx, &ns, &seen, &catalogs).outcome() {
         Ok(outcome) => outcome,
         Err(install) => act(&sub, &ctx, &ns, &install, &now).await?,
@@ -169,25 +169,38 @@ struct Seen {
     csv_phases: Vec<(String, Option<crate::api::v1alpha1::CsvPhase>)>,
     /// The names of the namespace's OperatorGroups.
     operator_groups: Vec<String>,
+    /// The OperatorGroup that leaves the global catalogs out of resolution here, if any.
+    global_excluded_by: Option<String>,
 }
 
 impl Seen {
     /// The catalogs as resolution reads them (borrowing the models).
-    fn catalogs(&self, global: &str) -> Catalogs<'_> {
+    /// A catalog of the global namespace, in a namespace whose OperatorGroup excludes the global
+    /// catalogs ([`status::global_catalogs_excluded_by`]), is there without its model, the
+    /// exclusion as its problem, so resolution names it.
+    fn catalogs(&self, global: &str, namespace: &str) -> Catalogs<'_> {
         Catalogs {
             global_namespace: global.to_owned(),
             catalogs: self
                 .loaded
                 .iter()
-                .map(|(cs, model)| Catalog {
-                    key: CatalogKey::new(cs.namespace().unwrap_or_default(), cs.name_any()),
-                    priority: cs
-                        .spec
-                        .priority
-                        .and_then(|p| i32::try_from(p).ok())
-                        .unwrap_or_default(),
-                    model: model.as_deref().map(|m| &m.model),
-                    problem: model.is_none().then(|| catalog_problem(cs)),
+                .map(|(cs, model)| {
+                    let cs_ns = cs.namespace().unwrap_or_default();
+                    let excluded = self
+                        .global_excluded_by
+                        .as_deref()
+                        .filter(|_| cs_ns == global && cs_ns != namespace)
+                        .map(|group| status::excluded_global_catalog(group, namespace));
+                    Catalog {
+                        key: CatalogKey::new(cs_ns, cs.name_any()),
+                        priority: cs
+                            .spec
+                            .priority
+                            .and_then(|p| i32::try_from(p).ok())
+                            .unwrap_or_default(),
+                        model: model.as_deref().map(|m| &m.model).filter(|_| excluded.is_none()),
+                        problem: excluded.or_else(|| model.is_none().then(|| catalog_problem(cs))),
+                    }
                 })
                 .collect(),
         }
@@ -251,13 +264,14 @@ async fn observe(sub: &Subscription, ctx: &Context, ns: &str) -> Result<Seen> {
         .iter()
         .map(|c| (c.name_any(), c.status.as_ref().and_then(|s| s.phase.clone())))
         .collect();
-    let operator_groups = stores
+    let groups: Vec<_> = stores
         .operator_groups
         .state()
-        .iter()
+        .into_iter()
         .filter(|g| in_ns(g.namespace()))
-        .map(|g| g.name_any())
         .collect();
+    let operator_groups = groups.iter().map(|g| g.name_any()).collect();
+    let global_excluded_by = status::global_catalogs_excluded_by(groups.iter().map(AsRef::as_ref));
     let mut plans: Vec<Arc<InstallPlan>> = stores
         .install_plans
         .state()
@@ -290,6 +304,7 @@ async fn observe(sub: &Subscription, ctx: &Context, ns: &str) -> Result<Seen> {
         installed,
         csv_phases,
         operator_groups,
+        global_excluded_by,
     })
 }
 

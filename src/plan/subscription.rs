@@ -559,6 +559,37 @@ pub fn install_plan(
     Ok((ip, status))
 }
 
+/// The OperatorGroup that leaves the global catalog namespace out of resolution in its
+/// namespace: the namespace's only group, when it carries
+/// `olm.operatorframework.io/exclude-global-namespace-resolution: "true"` (upstream's
+/// `exclusionAnnotation`, read from the one group as its step resolver reads it). `groups`: the
+/// namespace's OperatorGroups.
+pub fn global_catalogs_excluded_by<'a>(
+    groups: impl IntoIterator<Item = &'a crate::api::v1::OperatorGroup>,
+) -> Option<String> {
+    let groups: Vec<&crate::api::v1::OperatorGroup> = groups.into_iter().collect();
+    match groups.as_slice() {
+        [only] => only
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::api::labels::EXCLUDE_GLOBAL_NAMESPACE_RESOLUTION))
+            .filter(|v| v.as_str() == "true")
+            .map(|_| only.name_any()),
+        _ => None,
+    }
+}
+
+/// Why a catalog of the global namespace is not read for a Subscription in `namespace`: its
+/// OperatorGroup `group` excludes the global catalogs (see [`global_catalogs_excluded_by`]).
+pub fn excluded_global_catalog(group: &str, namespace: &str) -> String {
+    format!(
+        "left out of resolution in namespace {namespace}: OperatorGroup {group} has the annotation \
+         {}: \"true\" (remove it, or set it to \"false\", to resolve from the global catalogs)",
+        crate::api::labels::EXCLUDE_GLOBAL_NAMESPACE_RESOLUTION
+    )
+}
+
 /// The health of one catalog the Subscription's namespace can see, as the controller observed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogHealthObservation {

@@ -4533,3 +4533,102 @@ async fn rollback_returns_a_failed_upgrade_of_the_redis_operator_to_1_0_0() {
         )
     );
 }
+
+/// An OperatorGroup annotated `olm.operatorframework.io/exclude-global-namespace-resolution:
+/// "true"` leaves the global catalog namespace (`olm` here) out of resolution in its namespace,
+/// as upstream's step resolver does: a Subscription to a global catalog fails, naming the group
+/// and the annotation; with the annotation `"false"` it installs.
+#[tokio::test]
+async fn an_operator_group_can_leave_the_global_catalogs_out_of_resolution() {
+    let Some(env) = env("e2e-exclude").await else {
+        return;
+    };
+    let client = env.cluster.client();
+    let global = "olm";
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    if namespaces
+        .get_opt(global)
+        .await
+        .expect("reading namespace olm")
+        .is_none()
+    {
+        let _ = namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": global}}),
+                )
+                .expect("namespace"),
+            )
+            .await;
+    }
+    let name = format!("global-{}", env.ns());
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), global);
+    cms.patch(
+        &name,
+        &kube::api::PatchParams::apply("olm-rs-e2e").force(),
+        &kube::api::Patch::Apply(json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": global},
+            "data": {"catalog.json": catalog_json(&widget_catalog(&[("stable", &[b("1.0.0")])]))},
+        })),
+    )
+    .await
+    .expect("the global catalog's ConfigMap");
+    let sources: Api<CatalogSource> = Api::namespaced(client.clone(), global);
+    sources
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+                "metadata": {"name": name, "namespace": global},
+                "spec": {"sourceType": "configmap", "configMap": name, "displayName": "global e2e"},
+            }))
+            .expect("catalog source"),
+        )
+        .await
+        .expect("the global CatalogSource");
+    env.create::<OperatorGroup>(json!({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "og", "namespace": env.ns(),
+                     "annotations": {"olm.operatorframework.io/exclude-global-namespace-resolution": "true"}},
+        "spec": {"targetNamespaces": [env.ns()]},
+    }))
+    .await;
+    env.create::<Subscription>(json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": "widget", "namespace": env.ns()},
+        "spec": {"name": "widget-operator", "source": name, "sourceNamespace": global, "channel": "stable"},
+    }))
+    .await;
+    let failed = env.wait_condition("widget", "ResolutionFailed").await;
+    let message = failed["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        message.contains("left out of resolution")
+            && message.contains("OperatorGroup og")
+            && message.contains("exclude-global-namespace-resolution"),
+        "the failure names the group and the annotation: {message}"
+    );
+    let csvs: Api<ClusterServiceVersion> = env.ns.api();
+    assert!(
+        csvs.list(&Default::default())
+            .await
+            .expect("csvs")
+            .items
+            .is_empty(),
+        "nothing installed from an excluded catalog"
+    );
+    let groups: Api<OperatorGroup> = env.ns.api();
+    groups
+        .patch(
+            "og",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"annotations": {
+                "olm.operatorframework.io/exclude-global-namespace-resolution": "false"}}})),
+        )
+        .await
+        .expect("turning the exclusion off");
+    env.wait_csv_phase(&csv_name("widget", "1.0.0"), "Succeeded")
+        .await;
+    let _ = sources.delete(&name, &DeleteParams::default()).await;
+    let _ = cms.delete(&name, &DeleteParams::default()).await;
+}

@@ -1498,3 +1498,43 @@ fn each_outcome_is_looked_at_again_on_its_own_schedule() {
     assert_eq!(held.requeue_after(Duration::ZERO), HELD_REQUEUE_MIN);
     assert_eq!(held.requeue_after(secs(3600)), HELD_REQUEUE_MAX);
 }
+
+#[test]
+fn the_namespaces_one_group_can_leave_the_global_catalogs_out() {
+    let group = |name: &str, value: Option<&str>| {
+        let mut og: crate::api::v1::OperatorGroup = serde_json::from_value(json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": name, "namespace": "team-a"}, "spec": {}
+        }))
+        .unwrap();
+        if let Some(v) = value {
+            og.metadata.annotations = Some(
+                [(
+                    crate::api::labels::EXCLUDE_GLOBAL_NAMESPACE_RESOLUTION.to_owned(),
+                    v.to_owned(),
+                )]
+                .into(),
+            );
+        }
+        og
+    };
+    let on = group("og", Some("true"));
+    assert_eq!(global_catalogs_excluded_by([&on]), Some("og".to_owned()));
+    assert_eq!(global_catalogs_excluded_by([&group("og", Some("false"))]), None);
+    assert_eq!(
+        global_catalogs_excluded_by([&group("og", Some("True"))]),
+        None,
+        "upstream compares with \"true\""
+    );
+    assert_eq!(global_catalogs_excluded_by([&group("og", None)]), None);
+    assert_eq!(
+        global_catalogs_excluded_by([&on, &group("other", None)]),
+        None,
+        "two groups: resolution fails on the groups first"
+    );
+    let why = excluded_global_catalog("og", "team-a");
+    assert!(
+        why.contains("OperatorGroup og") && why.contains("exclude-global-namespace-resolution"),
+        "{why}"
+    );
+}
