@@ -107,6 +107,23 @@ pub fn watch_config() -> watcher::Config {
     operator_runtime::watch::config()
 }
 
+/// A kind the controllers watch: a static Kubernetes resource that decodes from the API.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// A reflector for `api`: the store, and the stream of applied objects feeding it (and the
 /// controller that owns it). The store's `synced` flag is set on the first `InitDone`.
 ///
@@ -122,13 +139,7 @@ pub fn reflected<K>(
     impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let events = flag
         .health
@@ -151,13 +162,7 @@ pub fn reflected_optional<K>(
     Arc<AtomicBool>,
 )
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let synced = Arc::new(AtomicBool::new(false));
     let events = sync
@@ -179,13 +184,7 @@ pub fn reflected_with_deletions<K>(
     impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let events = flag
         .health
@@ -243,13 +242,7 @@ pub fn reflected_metadata<K>(
     impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     reflected(Api::<PartialObjectMeta<K>>::all(client), wc, flag)
 }
@@ -262,13 +255,7 @@ pub(super) fn metadata_trigger<K>(
     wc: watcher::Config,
 ) -> impl futures::Stream<Item = std::result::Result<PartialObjectMeta<K>, watcher::Error>> + Send + use<K>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     trigger(sync, Api::<PartialObjectMeta<K>>::all(client), wc)
 }
@@ -280,13 +267,7 @@ pub(super) fn trigger<K>(
     wc: watcher::Config,
 ) -> impl futures::Stream<Item = std::result::Result<K, watcher::Error>> + Send + use<K>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     sync.health
         .supervised(format!("trigger:{}", K::plural(&())), move || {

@@ -10,7 +10,7 @@ use std::{future::Future, sync::Arc};
 
 use futures::{Stream, StreamExt};
 use kube::{
-    Client, Resource,
+    Client,
     core::PartialObjectMeta,
     runtime::{
         Controller,
@@ -21,7 +21,7 @@ use kube::{
 
 use super::{
     Context, Error, Shared, error_policy,
-    stores::{SyncTracker, metadata_trigger, trigger, watch_config},
+    stores::{SyncTracker, Watched, metadata_trigger, trigger, watch_config},
 };
 
 /// The parts every kind's controller is wired from.
@@ -61,13 +61,7 @@ impl Wiring<'_> {
         wc: watcher::Config,
     ) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + use<K>
     where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + Sync
-            + 'static,
+        K: Watched,
     {
         metadata_trigger::<K>(self.sync, self.client.clone(), wc)
     }
@@ -78,13 +72,7 @@ impl Wiring<'_> {
         wc: watcher::Config,
     ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + use<K>
     where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + Sync
-            + 'static,
+        K: Watched,
     {
         trigger(self.sync, kube::Api::<K>::all(self.client.clone()), wc)
     }
@@ -111,13 +99,7 @@ pub(super) fn run<K, R, F>(
     name: &'static str,
 ) -> impl Future<Output = ()> + Send + use<K, R, F>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
     R: FnMut(Arc<K>, Arc<Context>) -> F + Send + 'static,
     F: Future<Output = Result<Action, Error>> + Send + 'static,
 {

@@ -291,40 +291,7 @@ async fn a_manual_install_plan_is_approved_from_its_page_and_the_csv_succeeds() 
         vec![],
         &[],
     );
-    create::<CatalogSource>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "olm-rs-catalog"},
-            "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
-        }),
-    )
-    .await;
-    create::<OperatorGroup>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
-            "metadata": {"name": "redis-og"},
-            "spec": {"targetNamespaces": [ns_name]},
-        }),
-    )
-    .await;
-    create::<Subscription>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-            "metadata": {"name": "redis-operator"},
-            "spec": {
-                "name": "redis-operator", "channel": "stable", "installPlanApproval": "Manual",
-                "source": "olm-rs-catalog", "sourceNamespace": ns_name,
-                "startingCSV": "redis-operator.v0.2.1",
-            },
-        }),
-    )
-    .await;
+    subscribe_redis_manually(&cluster, &ns_name).await;
     let plans: Api<InstallPlan> = Api::namespaced(cluster.client(), &ns_name);
     let plan = wait_for("the first InstallPlan to wait for approval", WAIT, || {
         let plans = plans.clone();
@@ -504,40 +471,7 @@ async fn the_controller_serves_the_pages_read_only_from_its_caches_on_loopback()
         vec!["--console".into(), host.clone().into()],
         &[],
     );
-    create::<CatalogSource>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "olm-rs-catalog"},
-            "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
-        }),
-    )
-    .await;
-    create::<OperatorGroup>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
-            "metadata": {"name": "redis-og"},
-            "spec": {"targetNamespaces": [ns_name]},
-        }),
-    )
-    .await;
-    create::<Subscription>(
-        &cluster,
-        &ns_name,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-            "metadata": {"name": "redis-operator"},
-            "spec": {
-                "name": "redis-operator", "channel": "stable", "installPlanApproval": "Manual",
-                "source": "olm-rs-catalog", "sourceNamespace": ns_name,
-                "startingCSV": "redis-operator.v0.2.1",
-            },
-        }),
-    )
-    .await;
+    subscribe_redis_manually(&cluster, &ns_name).await;
 
     // The first page: the CatalogSource, once the controller has loaded it, with its packages.
     let catalog = format!("{ns_name}/olm-rs-catalog");
@@ -658,4 +592,43 @@ async fn the_controller_serves_the_pages_read_only_from_its_caches_on_loopback()
     drop(events);
     drop(controller);
     ns.delete_and_wait().await;
+}
+
+/// The built-in catalog as the CatalogSource `olm-rs-catalog`, an OwnNamespace group and a Manual
+/// Subscription to redis-operator starting at 0.2.1, in `ns_name`.
+async fn subscribe_redis_manually(cluster: &TestCluster, ns_name: &str) {
+    create::<CatalogSource>(
+        cluster,
+        ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": "olm-rs-catalog"},
+            "spec": {"sourceType": "builtin", "displayName": "olm-rs catalog", "publisher": "olm-rs"},
+        }),
+    )
+    .await;
+    create::<OperatorGroup>(
+        cluster,
+        ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": "redis-og"},
+            "spec": {"targetNamespaces": [ns_name]},
+        }),
+    )
+    .await;
+    create::<Subscription>(
+        cluster,
+        ns_name,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "redis-operator"},
+            "spec": {
+                "name": "redis-operator", "channel": "stable", "installPlanApproval": "Manual",
+                "source": "olm-rs-catalog", "sourceNamespace": ns_name,
+                "startingCSV": "redis-operator.v0.2.1",
+            },
+        }),
+    )
+    .await;
 }
