@@ -274,11 +274,16 @@ where
         .expect("creating an object");
 }
 
+/// The tests that run a controller run one at a time: each controller watches every namespace,
+/// so two would act on each other's Subscriptions and plans.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_manual_install_plan_is_approved_from_its_page_and_the_csv_succeeds() {
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
+    let _serial = SERIAL.lock().await;
     let Some(mut browser) = Browser::launch().await else {
         return;
     };
@@ -460,6 +465,7 @@ async fn the_controller_serves_the_pages_read_only_from_its_caches_on_loopback()
     let Some(cluster) = TestCluster::connect().await else {
         return;
     };
+    let _serial = SERIAL.lock().await;
     cluster.install_olm_crds("console-browser-test");
     let ns = cluster.namespace("console-ro").await;
     let ns_name = ns.name().to_string();
@@ -590,8 +596,9 @@ async fn the_controller_serves_the_pages_read_only_from_its_caches_on_loopback()
         browser.screenshot(&screen("controller-plan-read-only")).await;
     }
     drop(events);
-    drop(controller);
+    // The namespace goes while the controller runs: its CSV's cleanup finalizer needs it.
     ns.delete_and_wait().await;
+    drop(controller);
 }
 
 /// The built-in catalog as the CatalogSource `olm-rs-catalog`, an OwnNamespace group and a Manual

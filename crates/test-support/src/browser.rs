@@ -115,6 +115,13 @@ impl Browser {
     /// # Panics
     /// When Chromium answers with an error or not within 30 s.
     pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.answer(method, params).await;
+        assert!(answer.get("error").is_none(), "{method}: {}", answer["error"]);
+        answer["result"].clone()
+    }
+
+    /// Sends one DevTools command and returns chromium's whole answer (`result` or `error`).
+    async fn answer(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -125,7 +132,7 @@ impl Browser {
             .send(Message::text(message.to_string()))
             .await
             .expect("sending a DevTools command");
-        let answer = tokio::time::timeout(COMMAND_TIMEOUT, async {
+        tokio::time::timeout(COMMAND_TIMEOUT, async {
             while let Some(frame) = self.socket.next().await {
                 let frame = frame.expect("reading the DevTools socket");
                 let Message::Text(text) = frame else { continue };
@@ -137,9 +144,7 @@ impl Browser {
             panic!("chromium closed the DevTools socket");
         })
         .await
-        .unwrap_or_else(|_| panic!("{method}: no answer from chromium within 30 s"));
-        assert!(answer.get("error").is_none(), "{method}: {}", answer["error"]);
-        answer["result"].clone()
+        .unwrap_or_else(|_| panic!("{method}: no answer from chromium within 30 s"))
     }
 
     /// Evaluates `expression` in the page (promises awaited) and returns its value.
@@ -242,14 +247,28 @@ impl Browser {
         self.call("Input.insertText", json!({"text": text})).await;
     }
 
-    /// Writes a PNG of the whole page to `path` (its directory is created).
+    /// Writes a PNG of the whole page to `path` (its directory is created). A page being
+    /// replaced (a live update renders the page again) has no layout for a moment, which chromium
+    /// refuses to capture ("0 width"): asked again for up to 5 s.
     pub async fn screenshot(&mut self, path: &Path) {
-        let shot = self
-            .call(
-                "Page.captureScreenshot",
-                json!({"format": "png", "captureBeyondViewport": true}),
-            )
-            .await;
+        let params = json!({"format": "png", "captureBeyondViewport": true});
+        let mut answer = self.answer("Page.captureScreenshot", params.clone()).await;
+        for _ in 0..20 {
+            let no_layout = answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("0 width") || m.contains("0 height"));
+            if !no_layout {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            answer = self.answer("Page.captureScreenshot", params.clone()).await;
+        }
+        assert!(
+            answer.get("error").is_none(),
+            "Page.captureScreenshot: {}",
+            answer["error"]
+        );
+        let shot = &answer["result"];
         let data = base64::Engine::decode(
             &base64::engine::general_purpose::STANDARD,
             shot["data"].as_str().expect("screenshot data"),
