@@ -533,6 +533,10 @@ pub struct StepPreview {
     /// version dropped, existing objects the new schema rejects), the checks the plan runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crd_verdict: Option<String>,
+    /// The live object's `metadata` when the step was compared with the cluster (owners and
+    /// labels, for what a rollback deletes); not printed.
+    #[serde(skip)]
+    pub live_metadata: Option<Value>,
 }
 
 /// What approving the plan will install.
@@ -605,6 +609,7 @@ pub fn preview(plan: &InstallPlan) -> Preview {
                         fields: Vec::new(),
                         note: None,
                         crd_verdict: None,
+                        live_metadata: None,
                     })
                     .collect()
             })

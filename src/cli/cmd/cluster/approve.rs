@@ -122,6 +122,7 @@ pub async fn compare_steps(cluster: &Cluster, plan: &InstallPlan, shown: &mut Pr
             view.change = Some(crate::plan::preview::Change::New.label().into());
             continue;
         }
+        view.live_metadata = live.as_ref().and_then(|l| l.get("metadata")).cloned();
         if kind == "CustomResourceDefinition" {
             view.crd_verdict = Some(crd_verdict(cluster, &manifest, live.as_ref()).await);
         }

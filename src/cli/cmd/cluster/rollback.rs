@@ -184,7 +184,7 @@ pub async fn run(
             plan.status = Some(plan_status);
             let mut shown = approve::preview(&plan);
             approve::compare_steps(cluster, &plan, &mut shown).await;
-            reinstalled_steps(cluster, &ns, &deleted, &mut shown).await;
+            reinstalled_steps(&ns, &deleted, &mut shown);
             shown.phase = "not created yet: the plan the Subscription will get".to_owned();
             (Some(shown), None)
         }
@@ -366,48 +366,23 @@ pub async fn run(
 
 use crate::cli::output::Streams;
 
-/// Marks the preview's steps whose live object the rollback deletes before the plan runs
-/// ([`rollback::reinstalled_by`]): they read `reinstalled`, not what the comparison with the
-/// object about to be deleted said. A live object that cannot be read keeps its comparison, with
-/// a note saying so.
-async fn reinstalled_steps(cluster: &Cluster, ns: &str, deleted: &[(String, String)], shown: &mut Preview) {
+/// Marks `reinstalled` the compared steps whose live object the rollback deletes: the deleted
+/// CSVs themselves, and what they own ([`rollback::reinstalled_by`]), read from the live
+/// metadata [`approve::compare_steps`] kept (no second read).
+fn reinstalled_steps(ns: &str, deleted: &[(String, String)], shown: &mut Preview) {
     for step in &mut shown.steps {
         if !matches!(step.change.as_deref(), Some("changed" | "unchanged")) {
             continue;
         }
-        let (group, version) = crate::plan::steps::split_api_version(&step.api_version);
-        let gvk = kube::core::GroupVersionKind::gvk(group, version, &step.kind);
-        let live = match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
-            Ok((resource, caps)) => {
-                let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
-                    Api::namespaced_with(cluster.client.clone(), ns, &resource)
-                } else {
-                    Api::all_with(cluster.client.clone(), &resource)
-                };
-                api.get_opt(&step.name).await
-            }
-            Err(e) => Err(e),
-        };
-        match live {
-            Ok(Some(live)) => {
-                let live = serde_json::to_value(live).unwrap_or_default();
-                if let Some(csv) = rollback::reinstalled_by(&step.kind, &step.name, &live, ns, deleted) {
-                    step.change = Some(rollback::REINSTALLED.to_owned());
-                    step.fields.clear();
-                    step.note = Some(if step.name == csv {
-                        "the rollback deletes it; the plan creates it again from its bundle".to_owned()
-                    } else {
-                        format!("deleted with csv {csv} by the rollback; the plan creates it again")
-                    });
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                step.note = Some(format!(
-                    "whether the rollback deletes it is unknown (reading it failed: {})",
-                    crate::k8s::message::describe(&e)
-                ));
-            }
+        let live = serde_json::json!({ "metadata": step.live_metadata.clone().unwrap_or_default() });
+        if let Some(csv) = rollback::reinstalled_by(&step.kind, &step.name, &live, ns, deleted) {
+            step.change = Some(rollback::REINSTALLED.to_owned());
+            step.fields.clear();
+            step.note = Some(if step.name == csv {
+                "the rollback deletes it; the plan creates it again from its bundle".to_owned()
+            } else {
+                format!("deleted with csv {csv} by the rollback; the plan creates it again")
+            });
         }
     }
 }
