@@ -28,6 +28,45 @@ use crate::{
     },
 };
 
+/// The first page's packages of a catalog `key` (`NAMESPACE/NAME`), sorted by name.
+pub fn package_summaries(key: &str, model: &crate::catalog::Model) -> Vec<PackageSummary> {
+    let mut packages: Vec<PackageSummary> = model.packages().map(|p| summary(key, p)).collect();
+    packages.sort_by(|a, b| a.name.cmp(&b.name));
+    packages
+}
+
+/// A catalog's line on the first page: its display name (else its key), publisher, package
+/// count and problem.
+pub fn catalog_line(
+    key: &str,
+    display_name: &str,
+    publisher: &str,
+    packages: usize,
+    problem: Option<String>,
+) -> olm_console::view::CatalogSummary {
+    olm_console::view::CatalogSummary {
+        key: key.to_owned(),
+        display_name: if display_name.is_empty() {
+            key
+        } else {
+            display_name
+        }
+        .to_owned(),
+        publisher: publisher.to_owned(),
+        packages,
+        problem,
+    }
+}
+
+/// The problems a catalog load left out, as one line (`None`: none).
+pub fn joined(problems: &[String]) -> Option<String> {
+    match problems {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, rest @ ..] => Some(format!("{first} (and {} more)", rest.len())),
+    }
+}
+
 /// How long the first page's one-line summary may be.
 const SUMMARY_CHARS: usize = 160;
 /// How many Events an operator shows.

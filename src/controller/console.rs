@@ -136,16 +136,14 @@ impl StoreSource {
         {
             return Arc::clone(packages);
         }
-        let mut packages: Vec<PackageSummary> =
-            loaded.model.packages().map(|p| view::summary(key, p)).collect();
-        packages.sort_by(|a, b| a.name.cmp(&b.name));
-        let packages: Arc<[PackageSummary]> = Arc::from(packages);
+        let packages: Arc<[PackageSummary]> = Arc::from(view::package_summaries(key, &loaded.model));
         memo.insert(key.to_string(), (Arc::clone(loaded), Arc::clone(&packages)));
         packages
     }
 
     /// Tells open pages to fetch themselves again on every catalog load and every store
-    /// change, until `stop` turns true (a task beside the server's).
+    /// change, until `stop` turns true (a task beside the server's). The stores are looked at
+    /// only while a page listens.
     pub fn follow(
         &self,
         mut stop: tokio::sync::watch::Receiver<bool>,
@@ -159,10 +157,14 @@ impl StoreSource {
             loop {
                 tokio::select! {
                     _ = tick.tick() => {
+                        // Only while a page is open: the digest reads every object of four stores.
+                        if changes.receiver_count() == 0 {
+                            continue;
+                        }
                         let now = store_fingerprint(&stores);
                         if now != last {
                             last = now;
-                            // Nobody has a page open: nothing to tell.
+                            // The page closed meanwhile: nothing to tell.
                             let _ = changes.send(());
                         }
                     }
@@ -231,18 +233,8 @@ pub fn catalog_summary(
     packages: usize,
 ) -> CatalogSummary {
     let key = key_of(cs);
-    let display_name = cs
-        .spec
-        .display_name
-        .clone()
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| key.clone());
     let problem = match loaded {
-        Some(l) => match l.problems.as_slice() {
-            [] => None,
-            [one] => Some(one.clone()),
-            [first, rest @ ..] => Some(format!("{first} (and {} more)", rest.len())),
-        },
+        Some(l) => view::joined(&l.problems),
         None => {
             let status = cs.status.as_ref();
             let why = status
@@ -256,13 +248,13 @@ pub fn catalog_summary(
             Some(format!("not loaded by the controller yet{why}"))
         }
     };
-    CatalogSummary {
-        key,
-        display_name,
-        publisher: cs.spec.publisher.clone().unwrap_or_default(),
+    view::catalog_line(
+        &key,
+        cs.spec.display_name.as_deref().unwrap_or_default(),
+        cs.spec.publisher.as_deref().unwrap_or_default(),
         packages,
         problem,
-    }
+    )
 }
 
 /// What a waiting plan's step says instead of the dry-run comparison `kubectl olm console`

@@ -68,23 +68,9 @@ impl Loaded {
         model: Model,
         problem: Option<String>,
     ) -> Loaded {
-        let mut packages: Vec<PackageSummary> = model
-            .packages()
-            .map(|p| crate::console_view::summary(key, p))
-            .collect();
-        packages.sort_by(|a, b| a.name.cmp(&b.name));
+        let packages = crate::console_view::package_summaries(key, &model);
         Loaded {
-            summary: CatalogSummary {
-                key: key.to_string(),
-                display_name: if display_name.is_empty() {
-                    key.to_string()
-                } else {
-                    display_name.to_string()
-                },
-                publisher: publisher.to_string(),
-                packages: packages.len(),
-                problem,
-            },
+            summary: crate::console_view::catalog_line(key, display_name, publisher, packages.len(), problem),
             model: Some(model),
             packages,
         }
@@ -93,17 +79,7 @@ impl Loaded {
     /// A catalog that could not be read, and why.
     fn failed(key: &str, display_name: &str, publisher: &str, problem: String) -> Loaded {
         Loaded {
-            summary: CatalogSummary {
-                key: key.to_string(),
-                display_name: if display_name.is_empty() {
-                    key.to_string()
-                } else {
-                    display_name.to_string()
-                },
-                publisher: publisher.to_string(),
-                packages: 0,
-                problem: Some(problem),
-            },
+            summary: crate::console_view::catalog_line(key, display_name, publisher, 0, Some(problem)),
             model: None,
             packages: Vec::new(),
         }
@@ -272,7 +248,13 @@ impl ClusterSource {
         }
         let loaded = match plan {
             SourcePlan::Builtin => match crate::catalog::load::embedded_builtin() {
-                Ok(c) => Loaded::new(key, &display, &publisher, c.model, joined(&c.problems)),
+                Ok(c) => Loaded::new(
+                    key,
+                    &display,
+                    &publisher,
+                    c.model,
+                    crate::console_view::joined(&c.problems),
+                ),
                 Err(e) => Loaded::failed(key, &display, &publisher, e.to_string()),
             },
             SourcePlan::ConfigMap(name) => {
@@ -282,7 +264,13 @@ impl ClusterSource {
                     resource_version: cm.metadata.resource_version.unwrap_or_default(),
                 };
                 match tokio::task::spawn_blocking(move || catalog_from_data(&data, origin)).await {
-                    Ok(Ok(c)) => Loaded::new(key, &display, &publisher, c.model, joined(&c.problems)),
+                    Ok(Ok(c)) => Loaded::new(
+                        key,
+                        &display,
+                        &publisher,
+                        c.model,
+                        crate::console_view::joined(&c.problems),
+                    ),
                     Ok(Err(e)) => Loaded::failed(key, &display, &publisher, format!("configmap {name}: {e}")),
                     Err(e) => Loaded::failed(key, &display, &publisher, e.to_string()),
                 }
@@ -358,15 +346,6 @@ fn or_note<T>(read: Result<Vec<T>, SourceError>, problems: &mut Vec<String>) -> 
         problems.push(e.to_string());
         Vec::new()
     })
-}
-
-/// One line of what a loader left out, or `None`.
-fn joined(problems: &[String]) -> Option<String> {
-    match problems {
-        [] => None,
-        [one] => Some(one.clone()),
-        [first, rest @ ..] => Some(format!("{first} (and {} more)", rest.len())),
-    }
 }
 
 /// A watch of `api` that signals `changes` on every event, for as long as the runtime runs.
